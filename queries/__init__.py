@@ -1,0 +1,1 @@
+"""The SPARQL templates of tgsparql, shipped inside the package as `tgsparql.queries`."""

@@ -1,0 +1,1 @@
+"""The demo sample: a small knowledge graph about the Curies, with its sources."""

@@ -1,0 +1,76 @@
+"""The librarian: text content by IRI, kept out of the explainability graph (SPEC §7)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyoxigraph as ox
+
+from tgsparql.store import Store
+from tgsparql.templates import Templates
+
+
+@dataclass(frozen=True)
+class Document:
+    iri: ox.NamedNode
+    content: str
+    mime_type: str | None
+    sha256: str | None
+    title: str | None
+
+    @property
+    def intact(self) -> bool:
+        """True when the stored SHA-256 matches the stored text."""
+        return self.sha256 == sha256_hex(self.content)
+
+
+class Librarian(Protocol):
+    def put(self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = ...) -> None: ...
+
+    def get(self, iri: ox.NamedNode) -> Document | None: ...
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class StoreLibrarian:
+    """Keeps texts in `urn:graph:library` of the same store."""
+
+    def __init__(self, store: Store, templates: Templates) -> None:
+        self.store = store
+        self.templates = templates
+
+    def put(
+        self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = "text/plain"
+    ) -> None:
+        self.store.update(
+            self.templates.render(
+                "library_put",
+                document=iri,
+                content=content,
+                mime_type=mime_type,
+                sha256=sha256_hex(content),
+                title=title,
+            )
+        )
+
+    def get(self, iri: ox.NamedNode) -> Document | None:
+        rows = self.store.select(self.templates.render("library_get", document=iri))
+        if not rows:
+            return None
+        row = rows[0]
+
+        def text(name: str) -> str | None:
+            value = row.get(name)
+            return value.value if isinstance(value, ox.Literal) else None
+
+        return Document(
+            iri=iri,
+            content=text("content") or "",
+            mime_type=text("mimeType"),
+            sha256=text("sha256"),
+            title=text("title"),
+        )

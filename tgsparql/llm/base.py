@@ -1,0 +1,68 @@
+"""The interface every backend implements, and the prompts they share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any, Protocol
+
+import jinja2
+import pyoxigraph as ox
+
+from tgsparql.labels import LabeledEdge
+from tgsparql.provenance import Usage
+
+
+class LLMError(RuntimeError):
+    """The LLM could not be reached or gave no usable reply."""
+
+
+@dataclass(frozen=True)
+class SelectionRequest:
+    question: str
+    edges: Sequence[LabeledEdge]
+    seeds: Sequence[ox.NamedNode]
+
+
+@dataclass(frozen=True)
+class SelectionOutput:
+    text: str
+    """JSONL, one `{"id": …, "reasoning": …}` per selected edge; parsed tolerantly later."""
+    usage: Usage | None
+
+
+class AnswerStream(Protocol):
+    """Chunks of the answer text; `usage` is known once the iteration is over."""
+
+    usage: Usage | None
+
+    def __iter__(self) -> Iterator[str]: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def select(self, request: SelectionRequest) -> SelectionOutput: ...
+
+    def answer(
+        self, question: str, facts: Sequence[LabeledEdge], *, stream: bool
+    ) -> AnswerStream: ...
+
+
+@cache
+def _prompts() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(
+            lambda name: files("tgsparql.prompts").joinpath(name).read_text(encoding="utf-8")
+        ),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+
+
+def render_prompt(name: str, **params: Any) -> str:
+    """A prompt of `tgsparql/prompts/`; edges reach it JSON-encoded, never spliced raw."""
+    return _prompts().get_template(name).render(**params)

@@ -1,0 +1,75 @@
+"""The streamed messages of a GraphRAG query (SPEC §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+
+@dataclass(frozen=True)
+class Error:
+    type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one selected edge came from: the chunk, page and document that state it."""
+
+    edge_selection: str
+    edge: ox.Triple
+    document: str
+    title: str | None = None
+    page: str | None = None
+    page_number: int | None = None
+    chunk: str | None = None
+    chunk_index: int | None = None
+    char_offset: int | None = None
+    char_length: int | None = None
+    text: str | None = None
+    """The evidence span when one was recorded, else the chunk text."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["edge"] = _object(self.edge)
+        return data
+
+
+@dataclass
+class GraphRagResponse:
+    error: Error | None = None
+    response: str = ""
+    end_of_stream: bool = False
+    explain_id: str | None = None
+    explain_collection: str | None = None
+    message_type: str = ""
+    end_of_session: bool = False
+    explain_triples: list[ox.Triple] = field(default_factory=list)
+    """Beyond: the triples just recorded, so a client needs no round trip."""
+    sources: list[Source] = field(default_factory=list)
+    """Beyond: on the final message, the sources behind the selected edges."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object with terms in N-Triples / RDF 1.2 syntax."""
+        return {
+            "error": None
+            if self.error is None
+            else {"type": self.error.type, "message": self.error.message},
+            "response": self.response,
+            "end_of_stream": self.end_of_stream,
+            "explain_id": self.explain_id,
+            "explain_collection": self.explain_collection,
+            "message_type": self.message_type,
+            "end_of_session": self.end_of_session,
+            "explain_triples": [
+                {"s": str(t.subject), "p": str(t.predicate), "o": _object(t.object)}
+                for t in self.explain_triples
+            ],
+            "sources": [source.to_json() for source in self.sources],
+        }
+
+
+def _object(term: ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple) -> str:
+    return f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)

@@ -1,0 +1,254 @@
+"""The GraphRAG query: session → retrieval → selection → answer, each stage recorded (SPEC §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.grounding import Grounding, ground, update_label_index
+from tgsparql.labels import LabelGraph, get_labelgraph
+from tgsparql.librarian import Librarian, StoreLibrarian
+from tgsparql.llm.base import Backend, SelectionRequest
+from tgsparql.messages import Error, GraphRagResponse, Source
+from tgsparql.provenance import Recorder, SessionIds, Usage, now
+from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
+from tgsparql.selection import SelectedEdge, parse_selection
+from tgsparql.store import Store
+from tgsparql.templates import Templates, TemplateError, check_text
+from tgsparql.trace import session_sources
+
+MAX_QUESTION_CHARS = 10_000
+T = TypeVar("T")
+
+
+class QuestionError(ValueError):
+    """A question that cannot be asked: empty, too long, or not storable text."""
+
+
+class StageError(RuntimeError):
+    """A failure inside one stage; the message names the stage."""
+
+    def __init__(self, stage: str, error: BaseException) -> None:
+        super().__init__(f"{stage} failed: {error}")
+        self.stage = stage
+        self.error = error
+
+
+class GraphRag:
+    """Answers questions from the KG of a store and records how, per SPEC §2."""
+
+    def __init__(
+        self,
+        store: Store,
+        backend: Backend,
+        *,
+        collection: str = vocab.DEFAULT_COLLECTION,
+        limits: RetrievalLimits | None = None,
+        librarian: Librarian | None = None,
+        record: bool = True,
+        record_retrieved_edges: bool = True,
+        index_labels: bool = True,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.templates = Templates(store.dialect)
+        self.collection = collection
+        self.recorder = Recorder(
+            store, self.templates, collection, record_retrieved_edges=record_retrieved_edges
+        )
+        self.limits = limits or RetrievalLimits()
+        self.librarian = librarian or StoreLibrarian(store, self.templates)
+        self.record = record
+        if index_labels:
+            update_label_index(store, self.templates)
+
+    def query(self, question: str, *, stream: bool = False) -> Iterator[GraphRagResponse]:
+        """The messages of one session, in the order of SPEC §6; never raises for bad input."""
+        try:
+            check_question(question)
+        except QuestionError as error:
+            yield _error("invalid-question", str(error))
+            return
+        yield from _Session(self, question, stream).run()
+
+    async def aquery(self, question: str, *, stream: bool = False) -> AsyncIterator[GraphRagResponse]:
+        """`query` for asyncio: each step runs in a worker thread, so the loop is never blocked."""
+        messages = self.query(question, stream=stream)
+        done = object()
+        while True:
+            message = await asyncio.to_thread(next, messages, done)
+            if message is done:
+                return
+            yield message  # type: ignore[misc]
+
+    def ask(self, question: str) -> tuple[str, list[GraphRagResponse]]:
+        """The whole answer and every message, for callers that do not stream."""
+        messages = list(self.query(question))
+        return "".join(m.response for m in messages if m.message_type == "chunk"), messages
+
+
+def check_question(question: object) -> str:
+    if not isinstance(question, str):
+        raise QuestionError(f"the question must be text, not {type(question).__name__}")
+    try:
+        check_text(question, "the question")
+    except TemplateError as error:
+        raise QuestionError(str(error)) from None
+    if not question.strip():
+        raise QuestionError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionError(
+            f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}"
+        )
+    return question
+
+
+class _Session:
+    """One run of the pipeline; knows whether its record is open, for the failure path."""
+
+    def __init__(self, rag: GraphRag, question: str, stream: bool) -> None:
+        self.rag = rag
+        self.question = question
+        self.stream = stream
+        self.ids = SessionIds.new()
+        self.started = False
+        self.finished = False
+
+    def run(self) -> Iterator[GraphRagResponse]:
+        try:
+            yield from self._stages()
+        except StageError as error:
+            yield self._fail(str(error))
+        except GeneratorExit:
+            self._fail("the client stopped reading before the session ended")
+            raise
+        except Exception as error:  # a defect must still close the session and say why
+            yield self._fail(f"unexpected {type(error).__name__}: {error}")
+
+    def _stages(self) -> Iterator[GraphRagResponse]:
+        rag, ids, question = self.rag, self.ids, self.question
+        yield self._explain(ids.session, _stage("session", self._record_session))
+
+        grounding, subgraph, labelgraph = _stage("retrieval", self._retrieve)
+        yield self._explain(
+            ids.retrieval,
+            _stage("retrieval", lambda: self._write(rag.recorder.retrieval, ids, grounding, subgraph)),
+        )
+
+        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
+        output = _stage(
+            "selection", lambda: rag.backend.select(request) if request.edges else None
+        )
+        parsed = _stage(
+            "selection", lambda: parse_selection(output.text if output else "", labelgraph.uri_map)
+        )
+        usage = output.usage if output else None
+        yield self._explain(
+            ids.selection,
+            _stage(
+                "selection",
+                lambda: self._write(
+                    rag.recorder.selection, ids, parsed.edges, len(parsed.invalid_ids), usage
+                ),
+            ),
+        )
+
+        by_id = labelgraph.by_id()
+        facts = [by_id[edge.id] for edge in parsed.edges]
+        answer = _stage("answer", lambda: rag.backend.answer(question, facts, stream=self.stream))
+        text: list[str] = []
+        for chunk, last in _with_last(_guarded("answer", answer)):
+            text.append(chunk)
+            yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
+        full = "".join(text)
+        yield self._explain(
+            ids.answer, _stage("answer", lambda: self._record_answer(full, answer.usage))
+        )
+        sources = _stage("trace", lambda: self._sources(parsed.edges))
+        yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
+
+    def _record_session(self) -> list[ox.Triple]:
+        if not self.rag.record:
+            return []
+        triples = self.rag.recorder.session(self.ids, self.question, now())
+        self.started = True
+        return triples
+
+    def _retrieve(self) -> tuple[Grounding, list[ox.Triple], LabelGraph]:
+        rag = self.rag
+        grounding = ground(rag.store, rag.templates, self.question, rag.limits.entity_limit)
+        subgraph = retrieve_subgraph(rag.store, rag.templates, grounding.seeds, rag.limits)
+        return grounding, subgraph, get_labelgraph(rag.store, rag.templates, subgraph)
+
+    def _write(self, write: Callable[..., list[ox.Triple]], *args: Any) -> list[ox.Triple]:
+        return write(*args) if self.rag.record else []
+
+    def _record_answer(self, text: str, usage: Usage | None) -> list[ox.Triple]:
+        rag, ids = self.rag, self.ids
+        if not rag.record:
+            return []
+        rag.librarian.put(ids.answer_document, text, title=f"GraphRAG answer {ids.uuid}")
+        triples = rag.recorder.answer(ids, usage, now())
+        self.finished = True
+        return triples
+
+    def _sources(self, edges: Sequence[SelectedEdge]) -> list[Source]:
+        if not self.rag.record or not edges:
+            return []
+        by_selection = {self.ids.edge_selection(i): edge.triple for i, edge in enumerate(edges)}
+        return session_sources(
+            self.rag.store, self.rag.templates, self.rag.collection, self.ids, by_selection
+        )
+
+    def _explain(self, iri: ox.NamedNode, triples: list[ox.Triple]) -> GraphRagResponse:
+        recorded = self.rag.record
+        return GraphRagResponse(
+            explain_id=iri.value if recorded else None,
+            explain_collection=self.rag.collection if recorded else None,
+            message_type="explain",
+            explain_triples=triples,
+        )
+
+    def _fail(self, message: str) -> GraphRagResponse:
+        """Close the session as failed; if even that fails, say so on the stream."""
+        if self.started and not self.finished:
+            self.finished = True
+            try:
+                self.rag.recorder.failure(self.ids, message, now())
+            except Exception as error:  # the store is what failed: report both
+                message = f"{message}; recording the failure also failed: {error}"
+        return _error("graph-rag-error", message)
+
+
+def _stage(name: str, step: Callable[[], T]) -> T:
+    try:
+        return step()
+    except StageError:
+        raise
+    except Exception as error:  # every failure inside a stage ends the session, named
+        raise StageError(name, error) from error
+
+
+def _with_last(chunks: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each chunk with whether it is the last; one empty chunk when there are none."""
+    held: str | None = None
+    for chunk in chunks:
+        if held is not None:
+            yield held, False
+        held = chunk
+    yield (held if held is not None else ""), True
+
+
+def _guarded(stage: str, chunks: Iterable[str]) -> Iterator[str]:
+    try:
+        yield from chunks
+    except Exception as error:
+        raise StageError(stage, error) from error
+
+
+def _error(kind: str, message: str) -> GraphRagResponse:
+    return GraphRagResponse(error=Error(kind, message), end_of_session=True, message_type="error")

@@ -1,0 +1,177 @@
+"""The query-time record of SPEC §2: IRI minting and every write of a session, in one place.
+
+Each write renders one INSERT DATA template of `queries/`. The same template's quads, read back
+as TriG, are the `explain_triples` of the message that announces the write, so what a client is
+told is exactly what the store was given, with no extra round trip.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.grounding import Grounding
+from tgsparql.selection import SelectedEdge
+from tgsparql.store import Store
+from tgsparql.templates import Templates
+
+SESSION_PREFIX = "urn:trustgraph:session:"
+
+
+@dataclass(frozen=True)
+class SessionIds:
+    """The IRIs of one session; all share its UUID (SPEC §2)."""
+
+    uuid: str
+
+    @classmethod
+    def new(cls) -> SessionIds:
+        return cls(str(uuid.uuid4()))
+
+    @classmethod
+    def from_session_iri(cls, iri: str) -> SessionIds:
+        """Accepts a session IRI or its bare UUID."""
+        text = iri.strip()
+        if text.startswith(SESSION_PREFIX):
+            text = text[len(SESSION_PREFIX) :]
+        try:
+            return cls(str(uuid.UUID(text)))
+        except ValueError:
+            raise ValueError(
+                f"not a session IRI: {iri!r} (expected {SESSION_PREFIX}<uuid>)"
+            ) from None
+
+    @property
+    def session(self) -> ox.NamedNode:
+        return ox.NamedNode(SESSION_PREFIX + self.uuid)
+
+    @property
+    def retrieval(self) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:retrieval:{self.uuid}")
+
+    @property
+    def selection(self) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:selection:{self.uuid}")
+
+    @property
+    def answer(self) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:answer:{self.uuid}")
+
+    @property
+    def answer_document(self) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:answer:{self.uuid}")
+
+    def edge_selection(self, index: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:edge:{self.uuid}:{index}")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What an LLM reported for one call; None where it reported nothing."""
+
+    model: str | None = None
+    in_tokens: int | None = None
+    out_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class EdgeSelectionRecord:
+    iri: ox.NamedNode
+    triple: ox.Triple
+    reasoning: str
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Recorder:
+    """Writes the stages of sessions into the explainability graph of one collection."""
+
+    def __init__(
+        self,
+        store: Store,
+        templates: Templates,
+        collection: str = vocab.DEFAULT_COLLECTION,
+        *,
+        record_retrieved_edges: bool = True,
+    ) -> None:
+        self.store = store
+        self.templates = templates
+        self.collection = collection
+        self.graph = vocab.explainability_graph(collection)
+        self.record_retrieved_edges = record_retrieved_edges
+
+    def session(self, ids: SessionIds, question: str, started: dt.datetime) -> list[ox.Triple]:
+        return self._write(
+            "record_session", session=ids.session, question=question, started=started
+        )
+
+    def retrieval(
+        self, ids: SessionIds, grounding: Grounding, subgraph: Sequence[ox.Triple]
+    ) -> list[ox.Triple]:
+        return self._write(
+            "record_retrieval",
+            session=ids.session,
+            retrieval=ids.retrieval,
+            edge_count=len(subgraph),
+            concepts=grounding.concepts,
+            entities=grounding.seeds,
+            retrieved_edges=list(subgraph) if self.record_retrieved_edges else [],
+        )
+
+    def selection(
+        self,
+        ids: SessionIds,
+        edges: Sequence[SelectedEdge],
+        invalid_ids: int,
+        usage: Usage | None,
+    ) -> list[ox.Triple]:
+        items = [
+            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning)
+            for i, edge in enumerate(edges)
+        ]
+        return self._write(
+            "record_selection",
+            retrieval=ids.retrieval,
+            selection=ids.selection,
+            items=items,
+            invalid_ids=invalid_ids,
+            **_usage(usage),
+        )
+
+    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> list[ox.Triple]:
+        return self._write(
+            "record_answer",
+            session=ids.session,
+            selection=ids.selection,
+            answer=ids.answer,
+            document=ids.answer_document,
+            ended=ended,
+            **_usage(usage),
+        )
+
+    def failure(self, ids: SessionIds, error: str, ended: dt.datetime) -> list[ox.Triple]:
+        return self._write("record_failure", session=ids.session, error=error, ended=ended)
+
+    def _write(self, template: str, **params: Any) -> list[ox.Triple]:
+        params["graph"] = self.graph
+        self.store.update(self.templates.render(template, **params))
+        return self._recorded(template, params)
+
+    def _recorded(self, template: str, params: dict[str, Any]) -> list[ox.Triple]:
+        """The quads block of the template, as the RDF 1.2 triples it denotes."""
+        prologue = self.templates.render_block(template, "prologue", **params, dialect="rdf12")
+        quads = self.templates.render_block(template, "quads", **params, dialect="rdf12")
+        return [quad.triple for quad in ox.parse(prologue + quads, ox.RdfFormat.TRIG)]
+
+
+def _usage(usage: Usage | None) -> dict[str, Any]:
+    usage = usage or Usage()
+    return {"model": usage.model, "in_tokens": usage.in_tokens, "out_tokens": usage.out_tokens}

@@ -1,0 +1,136 @@
+"""The store interface the pipeline talks to, and its embedded pyoxigraph implementation.
+
+The interface is four verbs over SPARQL text plus a bulk load, so a remote SPARQL 1.1 Protocol
+endpoint can implement it without the pipeline noticing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import BinaryIO, Protocol, runtime_checkable
+
+import pyoxigraph as ox
+
+from tgsparql.templates import Dialect, Term
+
+Solution = dict[str, Term]
+
+
+class StoreError(RuntimeError):
+    """The store could not answer: unreachable, unreadable, or it refused the request."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    dialect: Dialect
+
+    def select(self, query: str) -> list[Solution]:
+        """Rows of a SELECT, each a dict of the bound variables."""
+        ...
+
+    def ask(self, query: str) -> bool: ...
+
+    def construct(self, query: str) -> list[ox.Triple]: ...
+
+    def update(self, update: str) -> None: ...
+
+    def bulk_load(
+        self,
+        source: BinaryIO,
+        format: ox.RdfFormat,
+        *,
+        graph: ox.NamedNode | None = None,
+    ) -> None:
+        """Load an already validated RDF stream fast."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EmbeddedStore:
+    """pyoxigraph in this process: in memory, or on disk at `path`."""
+
+    dialect: Dialect = "rdf12"
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        try:
+            self._store = ox.Store(str(self.path)) if self.path is not None else ox.Store()
+        except OSError as error:
+            raise StoreError(f"cannot open store at {self.path}: {error}") from None
+
+    @property
+    def oxigraph(self) -> ox.Store:
+        """The underlying pyoxigraph store, for tests and tools that need its own API."""
+        return self._store
+
+    def select(self, query: str) -> list[Solution]:
+        result = self._run(query)
+        if not isinstance(result, ox.QuerySolutions):
+            raise StoreError("expected a SELECT query")
+        names = [variable.value for variable in result.variables]
+        rows: list[Solution] = []
+        for solution in result:
+            row = {}
+            for name in names:
+                value = solution[name]
+                if value is not None:
+                    row[name] = value
+            rows.append(row)
+        return rows
+
+    def ask(self, query: str) -> bool:
+        result = self._run(query)
+        if not isinstance(result, ox.QueryBoolean):
+            raise StoreError("expected an ASK query")
+        return bool(result)
+
+    def construct(self, query: str) -> list[ox.Triple]:
+        result = self._run(query)
+        if not isinstance(result, ox.QueryTriples):
+            raise StoreError("expected a CONSTRUCT query")
+        return list(result)
+
+    def update(self, update: str) -> None:
+        try:
+            self._store.update(update)
+        except SyntaxError as error:
+            raise StoreError(f"the store rejected an update: {error}") from None
+        except OSError as error:
+            raise StoreError(f"the store failed to write: {error}") from None
+
+    def bulk_load(
+        self,
+        source: BinaryIO,
+        format: ox.RdfFormat,
+        *,
+        graph: ox.NamedNode | None = None,
+    ) -> None:
+        try:
+            self._store.bulk_load(source, format, to_graph=graph)
+        except (OSError, SyntaxError, ValueError) as error:
+            raise StoreError(f"bulk load failed: {error}") from None
+
+    def close(self) -> None:
+        if self.path is not None:
+            self._store.flush()
+
+    def __enter__(self) -> EmbeddedStore:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _run(self, query: str) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+        try:
+            return self._store.query(query)
+        except SyntaxError as error:
+            raise StoreError(f"the store rejected a query: {error}") from None
+        except OSError as error:
+            raise StoreError(f"the store failed to read: {error}") from None
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> EmbeddedStore:
+    """The embedded store: in memory when `path` is None, else on disk (created if missing)."""
+    return EmbeddedStore(path)

@@ -1,0 +1,241 @@
+"""SPARQL templates: the only way text reaches the store.
+
+Every SPARQL text lives in `queries/` as a jinja2 template. Values enter only through the filters
+below, which build real pyoxigraph terms (so IRIs and literals are validated) and render them in
+the syntax of the store's dialect. Anything printed without a filter, or any undefined variable,
+is an error at render time: an unescaped value can never reach a query.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib.resources import files
+from typing import Any, Final, Literal as TypingLiteral, get_args
+
+import jinja2
+import pyoxigraph as ox
+from markupsafe import Markup
+
+from tgsparql import vocab
+
+Dialect = TypingLiteral["rdf12", "rdfstar", "reification"]
+DIALECTS: Final[tuple[str, ...]] = get_args(Dialect)
+Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
+
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
+
+
+class TemplateError(ValueError):
+    """A template could not be rendered safely: a bad value, a missing one, or an unescaped one."""
+
+
+class Sparql(Markup):
+    """Text that a filter or a template produced, and so is safe to place in a query."""
+
+
+def check_text(value: str, what: str = "text") -> str:
+    """Reject what no RDF literal can hold (lone surrogates), naming the position."""
+    if not isinstance(value, str):
+        raise TemplateError(f"{what} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(value[error.start])
+        raise TemplateError(
+            f"{what} contains an unpaired surrogate U+{code:04X} at position {error.start}"
+        ) from None
+    return value
+
+
+def to_iri(value: str | ox.NamedNode) -> ox.NamedNode:
+    if isinstance(value, ox.NamedNode):
+        return value
+    if not isinstance(value, str):
+        raise TemplateError(f"an IRI must be a string or NamedNode, not {type(value).__name__}")
+    check_text(value, "IRI")
+    try:
+        return ox.NamedNode(value)
+    except ValueError as error:
+        raise TemplateError(f"invalid IRI {value!r}: {error}") from None
+
+
+def to_literal(value: Any, language: str | None = None) -> ox.Literal:
+    """A typed literal for a Python value (SPEC §1: every literal is typed)."""
+    if isinstance(value, ox.Literal):
+        return value
+    if language is not None:
+        if not _LANGUAGE.fullmatch(language or ""):
+            raise TemplateError(f"invalid language tag {language!r}")
+        return ox.Literal(check_text(value), language=language)
+    if isinstance(value, bool):
+        return ox.Literal(value)
+    if isinstance(value, int):
+        return ox.Literal(str(value), datatype=vocab.XSD_INTEGER)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise TemplateError(f"refusing non-finite number {value!r}")
+        return ox.Literal(value)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            raise TemplateError("a dateTime must carry a time zone")
+        return ox.Literal(value.isoformat(), datatype=vocab.XSD_DATETIME)
+    if isinstance(value, str):
+        return ox.Literal(check_text(value))
+    raise TemplateError(f"no literal form for a value of type {type(value).__name__}")
+
+
+def statement_iri(triple: ox.Triple) -> ox.NamedNode:
+    """Content-addressed IRI of a triple for the `reification` dialect (SPEC §3)."""
+    digest = hashlib.sha256(canonical_ntriples(triple).encode("utf-8")).hexdigest()
+    return ox.NamedNode(f"urn:trustgraph:stmt:{digest}")
+
+
+def canonical_ntriples(triple: ox.Triple) -> str:
+    """The triple as one canonical N-Triples line without the newline: `<s> <p> <o> .`"""
+    return f"{triple} ."
+
+
+def render_term(term: Any, dialect: Dialect) -> str:
+    if isinstance(term, ox.NamedNode):
+        return str(term)
+    if isinstance(term, ox.Literal):
+        check_text(term.value, "literal")
+        return str(term)
+    if isinstance(term, ox.Triple):
+        return render_triple(term, dialect)
+    if isinstance(term, ox.BlankNode):
+        raise TemplateError(
+            "a blank node cannot be referenced from another request; edges with blank nodes "
+            "cannot be recorded"
+        )
+    raise TemplateError(f"not an RDF term: {type(term).__name__}")
+
+
+def render_triple(triple: Any, dialect: Dialect) -> str:
+    if not isinstance(triple, ox.Triple):
+        raise TemplateError(f"expected a Triple, not {type(triple).__name__}")
+    if dialect == "reification":
+        return str(statement_iri(triple))
+    s, p, o = (render_term(t, dialect) for t in (triple.subject, triple.predicate, triple.object))
+    if dialect == "rdf12":
+        return f"<<( {s} {p} {o} )>>"
+    return f"<< {s} {p} {o} >>"
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Markup):
+        return value
+    raise TemplateError(
+        f"unescaped value {value!r:.80} in a template: pass it through iri, literal, term, "
+        "triple, integer or var"
+    )
+
+
+def _integer(value: Any) -> Sparql:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TemplateError(f"expected an integer, not {value!r:.80}")
+    return Sparql(str(value))
+
+
+def _var(name: Any) -> Sparql:
+    if not isinstance(name, str) or not _VARIABLE.fullmatch(name):
+        raise TemplateError(f"invalid SPARQL variable name {name!r:.80}")
+    return Sparql("?" + name)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load_query_source),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["iri"] = lambda value: Sparql(str(to_iri(value)))
+    env.filters["literal"] = lambda value, lang=None: Sparql(str(to_literal(value, lang)))
+    env.filters["integer"] = _integer
+    env.filters["var"] = _var
+    env.filters["term"] = jinja2.pass_context(
+        lambda context, value: Sparql(render_term(value, context["dialect"]))
+    )
+    env.filters["triple"] = jinja2.pass_context(
+        lambda context, value: Sparql(render_triple(value, context["dialect"]))
+    )
+    env.filters["statement"] = lambda value: Sparql(str(statement_iri(value)))
+    return env
+
+
+def _load_query_source(name: str) -> str:
+    path = files("tgsparql.queries").joinpath(*name.split("/"))
+    if not path.is_file():
+        raise jinja2.TemplateNotFound(name)
+    return path.read_text(encoding="utf-8")
+
+
+class Templates:
+    """The query templates of `queries/`, rendered for one store dialect."""
+
+    def __init__(self, dialect: Dialect = "rdf12") -> None:
+        if dialect not in DIALECTS:
+            raise TemplateError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+        self.dialect: Dialect = dialect
+        self._env = _environment()
+        self._globals = {
+            "dialect": dialect,
+            "graphs": {
+                "source": vocab.GRAPH_SOURCE,
+                "library": vocab.GRAPH_LIBRARY,
+                "label_index": vocab.GRAPH_LABEL_INDEX,
+            },
+        }
+
+    def render(self, name: str, /, **params: Any) -> str:
+        """The text of `queries/{name}.rq` with `params` bound."""
+        template = self._template(name)
+        try:
+            return template.render(self._context(params))
+        except TemplateError:
+            raise
+        except jinja2.UndefinedError as error:
+            raise TemplateError(f"{name}: {error}") from None
+
+    def render_block(self, name: str, block: str, /, **params: Any) -> str:
+        """One named block of a template, e.g. the quads of an INSERT DATA, as its own text."""
+        template = self._template(name)
+        if block not in template.blocks:
+            raise TemplateError(f"{name} has no block {block!r}")
+        context = template.new_context(self._context(params))
+        try:
+            return "".join(template.blocks[block](context))
+        except jinja2.UndefinedError as error:
+            raise TemplateError(f"{name}: {error}") from None
+
+    def names(self) -> list[str]:
+        root = files("tgsparql.queries")
+        return sorted(_walk(root, ""))
+
+    def _template(self, name: str) -> jinja2.Template:
+        try:
+            return self._env.get_template(f"{name}.rq")
+        except jinja2.TemplateNotFound:
+            raise TemplateError(f"no query template named {name!r}") from None
+
+    def _context(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {**self._globals, **params}
+
+
+def _walk(node: Any, prefix: str) -> Iterable[str]:
+    for child in node.iterdir():
+        if child.is_dir():
+            yield from _walk(child, f"{prefix}{child.name}/")
+        elif child.name.endswith(".rq") and not child.name.startswith("_"):
+            yield prefix + child.name[: -len(".rq")]
