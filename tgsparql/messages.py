@@ -33,7 +33,7 @@ class Source:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        data["edge"] = _object(self.edge)
+        data["edge"] = rdf_text(self.edge)
         return data
 
 
@@ -64,12 +64,13 @@ class GraphRagResponse:
             "message_type": self.message_type,
             "end_of_session": self.end_of_session,
             "explain_triples": [
-                {"s": str(t.subject), "p": str(t.predicate), "o": _object(t.object)}
+                {"s": str(t.subject), "p": str(t.predicate), "o": rdf_text(t.object)}
                 for t in self.explain_triples
             ],
             "sources": [source.to_json() for source in self.sources],
         }
 
 
-def _object(term: ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple) -> str:
+def rdf_text(term: ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple) -> str:
+    """A term in RDF 1.2 N-Triples syntax, triple terms included."""
     return f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)

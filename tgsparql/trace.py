@@ -10,7 +10,7 @@ from tgsparql import vocab
 from tgsparql.messages import Source
 from tgsparql.provenance import SessionIds
 from tgsparql.store import Store
-from tgsparql.templates import Templates, Term, statement_iri
+from tgsparql.templates import Templates, Term
 
 
 def session_sources(
@@ -62,11 +62,6 @@ def session_sources(
         )
     )
     return sources
-
-
-def edge_reference(triple: ox.Triple, dialect: str) -> Term:
-    """The term a store of this dialect holds for an edge reference."""
-    return statement_iri(triple) if dialect == "reification" else triple
 
 
 def _text(term: Term | None) -> str | None:

@@ -1,0 +1,362 @@
+"""The `tgsparql` command line. Exit codes: 0 success, 1 failure, 2 bad usage."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib.resources import as_file, files
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from tgsparql import vocab
+from tgsparql.explain import Explanation, SessionNotFound, explain_session, list_sessions
+from tgsparql.grounding import rebuild_label_index, update_label_index
+from tgsparql.llm import LLMError, make_backend
+from tgsparql.llm.base import Backend
+from tgsparql.loader import load_files
+from tgsparql.messages import GraphRagResponse
+from tgsparql.pipeline import GraphRag
+from tgsparql.retrieval import RetrievalLimits
+from tgsparql.store import EmbeddedStore, StoreError, open_store
+from tgsparql.templates import Templates
+
+DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Failure(click.ClickException):
+    """A one-line error and exit code 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def store_option(function: F) -> F:
+    return click.option(
+        "--store",
+        "store_path",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="TGSPARQL_STORE",
+        help="On-disk store directory (created if missing); in memory when omitted. "
+        "Env: TGSPARQL_STORE.",
+    )(function)
+
+
+def collection_option(function: F) -> F:
+    return click.option(
+        "--collection",
+        default=vocab.DEFAULT_COLLECTION,
+        show_default=True,
+        help="Explainability collection: sessions go to the graph urn:graph:COLLECTION.",
+    )(function)
+
+
+def llm_options(function: F) -> F:
+    options = [
+        click.option(
+            "--llm",
+            type=click.Choice(["offline", "openai"]),
+            help="Backend; default: openai when an LLM is configured, else offline.",
+        ),
+        click.option("--model", help="Model name. Env: TGSPARQL_MODEL."),
+        click.option("--base-url", help="OpenAI-compatible server URL. Env: OPENAI_BASE_URL."),
+        click.option(
+            "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
+        ),
+        click.option(
+            "--constrain",
+            type=click.Choice(["none", "grammar"]),
+            default="none",
+            show_default=True,
+            help="Constrain the selection output with a GBNF grammar (llama.cpp servers).",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+@contextmanager
+def opened(path: Path | None) -> Iterator[EmbeddedStore]:
+    try:
+        store = open_store(path)
+    except StoreError as error:
+        raise Failure(str(error)) from None
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def backend_from(llm: str | None, model: str | None, base_url: str | None,
+                 api_key: str | None, constrain: str) -> Backend:
+    try:
+        return make_backend(
+            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain  # type: ignore[arg-type]
+        )
+    except LLMError as error:
+        raise Failure(str(error)) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tgsparql")
+def main() -> None:
+    """GraphRAG with query-time explainability, native on SPARQL.
+
+    Ask a question of a knowledge graph; get the answer and a PROV-O record of what was
+    retrieved, which edges were selected and why, and where each edge came from.
+    """
+
+
+@main.command()
+@store_option
+@click.option("--question", default=DEMO_QUESTION, show_default=True, help="What to ask.")
+@llm_options
+def demo(store_path: Path | None, question: str, llm: str | None, model: str | None,
+         base_url: str | None, api_key: str | None, constrain: str) -> None:
+    """Load the bundled sample (the Curies) and answer a question with its explanation."""
+    backend = backend_from(llm, model, base_url, api_key, constrain)
+    with opened(store_path) as store:
+        with as_file(files("tgsparql.demo").joinpath("curie.trig")) as sample:
+            report = load_files(store, [sample])
+        if report.failed:
+            raise Failure(next(iter(report.failed.values())))
+        click.secho(f"Loaded the demo sample: {sum(report.loaded.values())} quads "
+                    "(facts, labels, sources and texts).", fg="cyan")
+        click.secho(f"Question: {question}\n", bold=True)
+        rag = _rag(store, backend, vocab.DEFAULT_COLLECTION)
+        session = _stream_text(rag.query(question, stream=True))
+        click.echo()
+        explanation = _explain(store, vocab.DEFAULT_COLLECTION, session)
+        click.echo(render_text(explanation))
+
+
+@main.command()
+@store_option
+@click.argument("files_", metavar="FILE...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+def load(store_path: Path | None, files_: tuple[Path, ...]) -> None:
+    """Load RDF files: Turtle, TriG, N-Triples, N-Quads (RDF 1.2 included).
+
+    Each file is checked in full first: a file with a syntax error loads nothing and the error
+    names its line. Labels loaded are added to the grounding index.
+    """
+    with opened(store_path) as store:
+        bars: list[Any] = []
+
+        def progress(path: Path) -> Callable[[int], None]:
+            size = path.stat().st_size * 2 if path.is_file() else 0
+            bar = click.progressbar(length=size, label=str(path), file=sys.stderr)
+            bar.__enter__()
+            bars.append(bar)
+            return bar.update
+
+        try:
+            report = load_files(store, list(files_), progress=progress)
+        finally:
+            for bar in bars:
+                bar.__exit__(None, None, None)
+        for path, count in report.loaded.items():
+            click.echo(f"loaded {path}: {count} quads")
+        if report.labels_indexed:
+            click.echo(f"indexed {report.labels_indexed} labels for grounding")
+        for message in report.failed.values():
+            click.echo(f"error: {message}", err=True)
+        if report.failed:
+            sys.exit(1)
+
+
+@main.command()
+@store_option
+@click.option("--rebuild", is_flag=True, help="Drop the index and build it anew.")
+def index(store_path: Path | None, rebuild: bool) -> None:
+    """Bring the label index used by grounding up to date (after loading by other means)."""
+    with opened(store_path) as store:
+        templates = Templates(store.dialect)
+        try:
+            count = (rebuild_label_index if rebuild else update_label_index)(store, templates)
+        except StoreError as error:
+            raise Failure(str(error)) from None
+        click.echo(f"indexed {count} labels")
+
+
+@main.command()
+@store_option
+@click.argument("question")
+@collection_option
+@llm_options
+@click.option("--no-stream", is_flag=True, help="Wait for the whole answer, then print it.")
+@click.option("--format", "format_", type=click.Choice(["text", "jsonl"]), default="text",
+              show_default=True, help="jsonl: every GraphRagResponse as one JSON object a line.")
+@click.option("--max-path-length", type=click.IntRange(1), default=2, show_default=True)
+@click.option("--triple-limit", type=click.IntRange(1), default=30, show_default=True,
+              help="Edges per entity and hop.")
+@click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
+              help="Seed entities at most.")
+@click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
+def query(store_path: Path | None, question: str, collection: str, llm: str | None,
+          model: str | None, base_url: str | None, api_key: str | None, constrain: str,
+          no_stream: bool, format_: str, max_path_length: int, triple_limit: int,
+          entity_limit: int, max_subgraph_size: int) -> None:
+    """Answer QUESTION from the KG and record the session's explanation."""
+    backend = backend_from(llm, model, base_url, api_key, constrain)
+    limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
+    with opened(store_path) as store:
+        if store_path is None:
+            click.echo("warning: no --store given: querying an empty in-memory store", err=True)
+        rag = _rag(store, backend, collection, limits)
+        messages = rag.query(question, stream=not no_stream)
+        if format_ == "jsonl":
+            failed = False
+            for message in messages:
+                click.echo(json.dumps(message.to_json(), ensure_ascii=False))
+                failed = failed or message.error is not None
+            if failed:
+                sys.exit(1)
+            return
+        session = _stream_text(messages)
+        click.echo(f"explain: tgsparql explain {session}"
+                   + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
+                      else ""), err=True)
+
+
+@main.command()
+@store_option
+@collection_option
+@click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
+@click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def sessions(store_path: Path | None, collection: str, limit: int, format_: str) -> None:
+    """List recorded sessions, newest first."""
+    with opened(store_path) as store:
+        try:
+            found = list_sessions(store, Templates(store.dialect), collection, limit)
+        except (StoreError, vocab.CollectionError) as error:
+            raise Failure(str(error)) from None
+    if format_ == "json":
+        click.echo(json.dumps([s.to_json() for s in found], ensure_ascii=False, indent=2))
+        return
+    if not found:
+        click.echo(f"no sessions in collection {collection!r}", err=True)
+        return
+    rows = [("STARTED", "STATUS", "SESSION", "QUESTION")] + [
+        (s.started, s.status or "open", s.session, _one_line(s.question, 60)) for s in found
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+
+
+@main.command()
+@store_option
+@click.argument("session")
+@collection_option
+@click.option("--format", "format_", type=click.Choice(["text", "json", "turtle"]),
+              default="text", show_default=True)
+def explain(store_path: Path | None, session: str, collection: str, format_: str) -> None:
+    """Explain SESSION (its IRI or UUID): retrieval, selected edges with reasons and sources."""
+    with opened(store_path) as store:
+        explanation = _explain(store, collection, session)
+    if format_ == "json":
+        click.echo(json.dumps(explanation.to_json(), ensure_ascii=False, indent=2))
+    elif format_ == "turtle":
+        click.echo(explanation.turtle(), nl=False)
+    else:
+        click.echo(render_text(explanation))
+
+
+def _rag(store: EmbeddedStore, backend: Backend, collection: str,
+         limits: RetrievalLimits | None = None) -> GraphRag:
+    try:
+        return GraphRag(store, backend, collection=collection, limits=limits)
+    except (StoreError, vocab.CollectionError) as error:
+        raise Failure(str(error)) from None
+
+
+def _stream_text(messages: Iterator[GraphRagResponse]) -> str:
+    """Print answer chunks as they come; the session IRI, or a Failure for an error message."""
+    session = ""
+    for message in messages:
+        if message.error is not None:
+            click.echo()
+            raise Failure(message.error.message)
+        if message.message_type == "explain" and message.explain_id and not session:
+            session = message.explain_id
+        if message.message_type == "chunk" and message.response:
+            click.echo(message.response, nl=False)
+    click.echo()
+    return session
+
+
+def _explain(store: EmbeddedStore, collection: str, session: str) -> Explanation:
+    try:
+        return explain_session(store, Templates(store.dialect), collection, session)
+    except (SessionNotFound, ValueError, StoreError) as error:
+        raise Failure(str(error)) from None
+
+
+def render_text(e: Explanation) -> str:
+    """The explanation for a person: what was asked, found, chosen and why, and from where."""
+    out: list[str] = []
+    add = out.append
+    add(click.style("Explanation", bold=True) + f"  {e.session}")
+    add(f"  status     {e.status or 'open (not ended)'}"
+        + (f" — {e.error}" if e.error else ""))
+    add(f"  asked      {e.question}")
+    add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
+    seeds = ", ".join(label for _, label in e.entities) or "none"
+    add(f"  grounding  concepts: {', '.join(e.concepts) or 'none'}; seed entities: {seeds}")
+    add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
+    usage = _usage_text(e.selection_usage)
+    invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""
+    add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
+    for edge in e.selected:
+        add(click.style(f"    [{edge.index}] ", fg="cyan")
+            + " — ".join(edge.labels))
+        add(_wrap("why: " + edge.reasoning, 8))
+        if not edge.sources:
+            add("        from: no recorded source")
+        for source in edge.sources:
+            where = f'"{source.title}"' if source.title else source.document
+            if source.page_number is not None:
+                where += f", page {source.page_number}"
+            if source.chunk_index is not None:
+                where += f", chunk {source.chunk_index}"
+            if source.char_offset is not None and source.char_length is not None:
+                where += f" (characters {source.char_offset}–{source.char_offset + source.char_length})"
+            add(f"        from: {where}")
+            if source.text:
+                add(_wrap(f"“{_one_line(source.text, 300)}”", 14))
+    if e.answer is not None:
+        check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)})")
+        add(_wrap(e.answer, 8))
+    return "\n".join(out)
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    if not usage:
+        return ""
+    parts = [str(usage.get("model", "?"))]
+    if "in_tokens" in usage or "out_tokens" in usage:
+        parts.append(f"{usage.get('in_tokens', '?')} in / {usage.get('out_tokens', '?')} out tokens")
+    return " by " + ", ".join(parts)
+
+
+def _wrap(text: str, indent: int) -> str:
+    return textwrap.fill(text, width=100, initial_indent=" " * indent,
+                         subsequent_indent=" " * indent)
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+if __name__ == "__main__":
+    main()

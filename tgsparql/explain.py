@@ -1,0 +1,227 @@
+"""Reading the record back: the list of sessions, and one session explained in full."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
+from tgsparql.librarian import StoreLibrarian
+from tgsparql.messages import Source, rdf_text
+from tgsparql.provenance import SessionIds
+from tgsparql.store import Store
+from tgsparql.templates import Templates, Term
+from tgsparql.trace import session_sources
+
+TG, PROV = vocab.TG, vocab.PROV
+
+
+class SessionNotFound(LookupError):
+    """No session with that IRI in the collection."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session: str
+    question: str
+    started: str
+    ended: str | None
+    status: str | None
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ExplainedEdge:
+    iri: str
+    index: int
+    edge: ox.Triple
+    labels: LabelTriple
+    reasoning: str
+    sources: list[Source] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "iri": self.iri,
+            "index": self.index,
+            "edge": rdf_text(self.edge),
+            "labels": list(self.labels),
+            "reasoning": self.reasoning,
+            "sources": [source.to_json() for source in self.sources],
+        }
+
+
+@dataclass
+class Explanation:
+    session: str
+    collection: str
+    question: str | None = None
+    status: str | None = None
+    error: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    edge_count: int | None = None
+    retrieved_edges_recorded: int = 0
+    concepts: list[str] = field(default_factory=list)
+    entities: list[tuple[str, str]] = field(default_factory=list)
+    """Seed entities as (IRI, label)."""
+    selected: list[ExplainedEdge] = field(default_factory=list)
+    invalid_ids: int | None = None
+    selection_usage: dict[str, Any] = field(default_factory=dict)
+    answer: str | None = None
+    answer_intact: bool | None = None
+    """Whether the answer's SHA-256 in the librarian matches its text."""
+    answer_usage: dict[str, Any] = field(default_factory=dict)
+    triples: list[ox.Triple] = field(default_factory=list)
+    """Every triple recorded for the session, as stored."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k not in ("selected", "triples")}
+        data["entities"] = [{"iri": iri, "label": label} for iri, label in self.entities]
+        data["selected"] = [edge.to_json() for edge in self.selected]
+        return data
+
+    def turtle(self) -> str:
+        prefixes = {"tg": TG, "prov": PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
+        data = ox.serialize(self.triples, format=ox.RdfFormat.TURTLE, prefixes=prefixes)
+        return data.decode("utf-8") if data else ""
+
+
+def list_sessions(
+    store: Store, templates: Templates, collection: str, limit: int
+) -> list[SessionSummary]:
+    rows = store.select(
+        templates.render(
+            "list_sessions", graph=vocab.explainability_graph(collection), limit=limit
+        )
+    )
+    return [
+        SessionSummary(
+            session=row["session"].value,
+            question=row["question"].value,
+            started=row["started"].value,
+            ended=_value(row.get("ended")),
+            status=_value(row.get("status")),
+            error=_value(row.get("error")),
+        )
+        for row in rows
+    ]
+
+
+def explain_session(
+    store: Store, templates: Templates, collection: str, session: str
+) -> Explanation:
+    ids = SessionIds.from_session_iri(session)
+    triples = store.construct(
+        templates.render(
+            "explain_session",
+            graph=vocab.explainability_graph(collection),
+            session=ids.session,
+            retrieval=ids.retrieval,
+            selection=ids.selection,
+            answer=ids.answer,
+        )
+    )
+    if not any(t.subject == ids.session for t in triples):
+        raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
+    facts = _Facts(triples)
+    out = Explanation(session=ids.session.value, collection=collection, triples=triples)
+    out.question = facts.text(ids.session, TG + "query")
+    out.status = facts.text(ids.session, TG + "status")
+    out.error = facts.text(ids.session, TG + "error")
+    out.started = facts.text(ids.session, PROV + "startedAtTime")
+    out.ended = facts.text(ids.session, PROV + "endedAtTime")
+    out.edge_count = facts.integer(ids.retrieval, TG + "edgeCount")
+    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, TG + "retrievedEdge"))
+    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, TG + "concept"))
+    out.invalid_ids = facts.integer(ids.selection, TG + "invalidIdCount")
+    out.selection_usage = facts.usage(ids.selection)
+    out.answer_usage = facts.usage(ids.answer)
+
+    selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
+    for iri in facts.all(ids.selection, TG + "selectedEdge"):
+        edge = facts.edge(facts.one(iri, TG + "edge"))
+        if isinstance(iri, ox.NamedNode) and edge is not None:
+            index = int(iri.value.rsplit(":", 1)[1])
+            selected.append((index, iri, edge, facts.text(iri, TG + "reasoning") or ""))
+    selected.sort(key=lambda item: item[0])
+    seeds = [e for e in facts.all(ids.retrieval, TG + "entity") if isinstance(e, ox.NamedNode)]
+    labels = fetch_labels(store, templates, label_terms([e for *_, e, _ in selected]) + seeds)
+    out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
+    sources = session_sources(
+        store, templates, collection, ids, {iri: edge for _, iri, edge, _ in selected}
+    )
+    for index, iri, edge, reasoning in selected:
+        names = (label_of(edge.subject, labels), label_of(edge.predicate, labels),
+                 label_of(edge.object, labels))
+        out.selected.append(
+            ExplainedEdge(
+                iri=iri.value,
+                index=index,
+                edge=edge,
+                labels=names,
+                reasoning=reasoning,
+                sources=[s for s in sources if s.edge_selection == iri.value],
+            )
+        )
+    document_iri = facts.one(ids.answer, TG + "document")
+    if isinstance(document_iri, ox.NamedNode):
+        document = StoreLibrarian(store, templates).get(document_iri)
+        if document is not None:
+            out.answer = document.content
+            out.answer_intact = document.intact
+    return out
+
+
+class _Facts:
+    """Lookups over the triples of one session, resolving reified statements to triples."""
+
+    def __init__(self, triples: list[ox.Triple]) -> None:
+        self.index: dict[tuple[Term, str], list[Term]] = {}
+        for t in triples:
+            self.index.setdefault((t.subject, t.predicate.value), []).append(t.object)
+
+    def all(self, subject: Term, predicate: str) -> list[Term]:
+        return self.index.get((subject, predicate), [])
+
+    def one(self, subject: Term, predicate: str) -> Term | None:
+        found = self.all(subject, predicate)
+        return found[0] if found else None
+
+    def text(self, subject: Term, predicate: str) -> str | None:
+        return _value(self.one(subject, predicate))
+
+    def integer(self, subject: Term, predicate: str) -> int | None:
+        value = self.text(subject, predicate)
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
+    def usage(self, subject: Term) -> dict[str, Any]:
+        usage = {
+            "model": self.text(subject, TG + "llmModel"),
+            "in_tokens": self.integer(subject, TG + "inToken"),
+            "out_tokens": self.integer(subject, TG + "outToken"),
+        }
+        return {k: v for k, v in usage.items() if v is not None}
+
+    def edge(self, reference: Term | None) -> ox.Triple | None:
+        """A triple term as is; a reified statement through its rdf:subject/predicate/object."""
+        if isinstance(reference, ox.Triple) or reference is None:
+            return reference
+        s = self.one(reference, vocab.RDF + "subject")
+        p = self.one(reference, vocab.RDF + "predicate")
+        o = self.one(reference, vocab.RDF + "object")
+        if isinstance(p, ox.NamedNode) and s is not None and o is not None:
+            return ox.Triple(s, p, o)  # type: ignore[arg-type]
+        return None
+
+
+def _value(term: Term | None) -> str | None:
+    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else None
