@@ -1,0 +1,1 @@
+"""SHACL shapes of tgsparql, shipped inside the package as `tgsparql.shapes`."""
