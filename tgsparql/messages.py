@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,7 @@ class GraphRagResponse:
     explain_collection: str | None = None
     message_type: str = ""
     end_of_session: bool = False
-    explain_triples: list[ox.Triple] = field(default_factory=list)
+    explain_triples: Sequence[ox.Triple] = ()
     """Beyond: the triples just recorded, so a client needs no round trip."""
     sources: list[Source] = field(default_factory=list)
     """Beyond: on the final message, the sources behind the selected edges."""

@@ -171,23 +171,23 @@ class _Session:
         sources = _stage("trace", lambda: self._sources(parsed.edges))
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
-    def _record_session(self) -> list[ox.Triple]:
+    def _record_session(self) -> Sequence[ox.Triple]:
         if not self.rag.record:
             return []
         triples = self.rag.recorder.session(self.ids, self.question, now())
         self.started = True
         return triples
 
-    def _retrieve(self) -> tuple[Grounding, list[ox.Triple], LabelGraph]:
+    def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple], LabelGraph]:
         rag = self.rag
         grounding = ground(rag.store, rag.templates, self.question, rag.limits.entity_limit)
         subgraph = retrieve_subgraph(rag.store, rag.templates, grounding.seeds, rag.limits)
         return grounding, subgraph, get_labelgraph(rag.store, rag.templates, subgraph)
 
-    def _write(self, write: Callable[..., list[ox.Triple]], *args: Any) -> list[ox.Triple]:
+    def _write(self, write: Callable[..., Sequence[ox.Triple]], *args: Any) -> Sequence[ox.Triple]:
         return write(*args) if self.rag.record else []
 
-    def _record_answer(self, text: str, usage: Usage | None) -> list[ox.Triple]:
+    def _record_answer(self, text: str, usage: Usage | None) -> Sequence[ox.Triple]:
         rag, ids = self.rag, self.ids
         if not rag.record:
             return []
@@ -204,7 +204,7 @@ class _Session:
             self.rag.store, self.rag.templates, self.rag.collection, self.ids, by_selection
         )
 
-    def _explain(self, iri: ox.NamedNode, triples: list[ox.Triple]) -> GraphRagResponse:
+    def _explain(self, iri: ox.NamedNode, triples: Sequence[ox.Triple]) -> GraphRagResponse:
         recorded = self.rag.record
         return GraphRagResponse(
             explain_id=iri.value if recorded else None,

@@ -1,15 +1,16 @@
 """The query-time record of SPEC §2: IRI minting and every write of a session, in one place.
 
 Each write renders one INSERT DATA template of `queries/`. The same template's quads, read back
-as TriG, are the `explain_triples` of the message that announces the write, so what a client is
-told is exactly what the store was given, with no extra round trip.
+as TriG (SPARQL's quad syntax is TriG's), are the `explain_triples` of the message that
+announces the write, so what a client is told is exactly what the store was given, with no
+extra round trip.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from tgsparql import vocab
 from tgsparql.grounding import Grounding
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
-from tgsparql.templates import Templates
+from tgsparql.templates import Sparql, Templates
 
 SESSION_PREFIX = "urn:trustgraph:session:"
 
@@ -87,6 +88,42 @@ class EdgeSelectionRecord:
     reasoning: str
 
 
+class RecordedTriples(Sequence[ox.Triple]):
+    """The triples of one write, parsed from its TriG text only when first read.
+
+    Most consumers never look at them, so recording does not pay for the parse.
+    """
+
+    def __init__(self, trig: str = "") -> None:
+        self.trig = trig
+        self._triples: list[ox.Triple] | None = None
+
+    def _parsed(self) -> list[ox.Triple]:
+        if self._triples is None:
+            parsed = ox.parse(self.trig, ox.RdfFormat.TRIG) if self.trig else []
+            self._triples = [quad.triple for quad in parsed]
+        return self._triples
+
+    def __getitem__(self, index: int) -> ox.Triple:  # type: ignore[override]
+        return self._parsed()[index]
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+    def __iter__(self) -> Iterator[ox.Triple]:
+        return iter(self._parsed())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return self._parsed() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RecordedTriples({len(self)} triples)"
+
+
 def now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -108,14 +145,14 @@ class Recorder:
         self.graph = vocab.explainability_graph(collection)
         self.record_retrieved_edges = record_retrieved_edges
 
-    def session(self, ids: SessionIds, question: str, started: dt.datetime) -> list[ox.Triple]:
+    def session(self, ids: SessionIds, question: str, started: dt.datetime) -> RecordedTriples:
         return self._write(
             "record_session", session=ids.session, question=question, started=started
         )
 
     def retrieval(
         self, ids: SessionIds, grounding: Grounding, subgraph: Sequence[ox.Triple]
-    ) -> list[ox.Triple]:
+    ) -> RecordedTriples:
         return self._write(
             "record_retrieval",
             session=ids.session,
@@ -132,7 +169,7 @@ class Recorder:
         edges: Sequence[SelectedEdge],
         invalid_ids: int,
         usage: Usage | None,
-    ) -> list[ox.Triple]:
+    ) -> RecordedTriples:
         items = [
             EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning)
             for i, edge in enumerate(edges)
@@ -146,7 +183,7 @@ class Recorder:
             **_usage(usage),
         )
 
-    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> list[ox.Triple]:
+    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> RecordedTriples:
         return self._write(
             "record_answer",
             session=ids.session,
@@ -157,19 +194,20 @@ class Recorder:
             **_usage(usage),
         )
 
-    def failure(self, ids: SessionIds, error: str, ended: dt.datetime) -> list[ox.Triple]:
+    def failure(self, ids: SessionIds, error: str, ended: dt.datetime) -> RecordedTriples:
         return self._write("record_failure", session=ids.session, error=error, ended=ended)
 
-    def _write(self, template: str, **params: Any) -> list[ox.Triple]:
+    def _write(self, template: str, **params: Any) -> RecordedTriples:
+        """Render the template's blocks once, write them, and read them back as triples."""
         params["graph"] = self.graph
-        self.store.update(self.templates.render(template, **params))
-        return self._recorded(template, params)
-
-    def _recorded(self, template: str, params: dict[str, Any]) -> list[ox.Triple]:
-        """The quads block of the template, as the RDF 1.2 triples it denotes."""
-        prologue = self.templates.render_block(template, "prologue", **params, dialect="rdf12")
-        quads = self.templates.render_block(template, "quads", **params, dialect="rdf12")
-        return [quad.triple for quad in ox.parse(prologue + quads, ox.RdfFormat.TRIG)]
+        prologue = self.templates.render_block(template, "prologue", **params)
+        quads = self.templates.render_block(template, "quads", **params)
+        self.store.update(
+            self.templates.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads))
+        )
+        if self.templates.dialect != "rdf12":
+            quads = self.templates.render_block(template, "quads", **params, dialect="rdf12")
+        return RecordedTriples(prologue + quads)
 
 
 def _usage(usage: Usage | None) -> dict[str, Any]:

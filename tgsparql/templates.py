@@ -105,8 +105,7 @@ def render_term(term: Any, dialect: Dialect) -> str:
     if isinstance(term, ox.NamedNode):
         return str(term)
     if isinstance(term, ox.Literal):
-        check_text(term.value, "literal")
-        return str(term)
+        return str(term)  # pyoxigraph built it, so it is valid text already
     if isinstance(term, ox.Triple):
         return render_triple(term, dialect)
     if isinstance(term, ox.BlankNode):
@@ -122,9 +121,11 @@ def render_triple(triple: Any, dialect: Dialect) -> str:
         raise TemplateError(f"expected a Triple, not {type(triple).__name__}")
     if dialect == "reification":
         return str(statement_iri(triple))
-    s, p, o = (render_term(t, dialect) for t in (triple.subject, triple.predicate, triple.object))
+    if isinstance(triple.subject, ox.BlankNode) or isinstance(triple.object, ox.BlankNode):
+        render_term(ox.BlankNode(), dialect)  # raises: blank nodes cannot be referenced
     if dialect == "rdf12":
-        return f"<<( {s} {p} {o} )>>"
+        return f"<<( {triple} )>>"  # pyoxigraph writes nested triple terms as <<( )>> too
+    s, p, o = (render_term(t, dialect) for t in (triple.subject, triple.predicate, triple.object))
     return f"<< {s} {p} {o} >>"
 
 
