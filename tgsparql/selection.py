@@ -11,6 +11,10 @@ from typing import Any
 import pyoxigraph as ox
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
+# Only real line ends: U+2028, U+2029 and U+0085 may stand unescaped inside a JSON string.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_DECODER = json.JSONDecoder()
+MAX_SCANNED_LINE = 65_536
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,7 @@ class ParsedSelection:
 def parse_selection(text: str, uri_map: Mapping[str, ox.Triple]) -> ParsedSelection:
     result = ParsedSelection()
     seen: set[str] = set()
-    for line in text.splitlines():
+    for line in _LINE_END.split(text):
         if not line.strip() or _FENCE.match(line):
             continue
         objects = list(_objects_in(line))
@@ -48,25 +52,44 @@ def parse_selection(text: str, uri_map: Mapping[str, ox.Triple]) -> ParsedSelect
                 result.duplicates += 1
             else:
                 seen.add(edge_id)
-                reasoning = obj.get("reasoning", "")
-                if not isinstance(reasoning, str):
+                reasoning = obj.get("reasoning")
+                if reasoning is None:
+                    reasoning = ""
+                elif not isinstance(reasoning, str):
                     reasoning = json.dumps(reasoning, ensure_ascii=False)
                 result.edges.append(SelectedEdge(edge_id, uri_map[edge_id], reasoning))
     return result
 
 
 def _objects_in(line: str) -> Iterator[dict[str, Any]]:
-    """The selection objects on one line: the line as JSON, else the outermost {...} in it."""
+    """The selection objects on one line: the line as JSON, else the JSON objects inside it."""
     value = _loads(line.strip().rstrip(","))
-    if value is None:
+    values = [value] if value is not None else _embedded(line)
+    for value in values:
+        candidates: Iterable[Any] = value if isinstance(value, list) else [value]
+        for candidate in candidates:
+            if isinstance(candidate, dict) and isinstance(candidate.get("id"), str):
+                yield candidate
+
+
+def _embedded(line: str) -> Iterator[Any]:
+    """Each JSON object that starts at a '{' of the line, left to right (prose around them)."""
+    if len(line) > MAX_SCANNED_LINE:
+        # Decoding from every '{' of a huge line could take quadratic time; take the outermost.
         start, end = line.find("{"), line.rfind("}")
-        if start == -1 or end <= start:
-            return
-        value = _loads(line[start : end + 1])
-    candidates: Iterable[Any] = value if isinstance(value, list) else [value]
-    for candidate in candidates:
-        if isinstance(candidate, dict) and isinstance(candidate.get("id"), str):
-            yield candidate
+        value = _loads(line[start : end + 1]) if 0 <= start < end else None
+        if value is not None:
+            yield value
+        return
+    position = line.find("{")
+    while position != -1:
+        try:
+            value, end = _DECODER.raw_decode(line, position)
+        except (ValueError, RecursionError):
+            position = line.find("{", position + 1)
+            continue
+        yield value
+        position = line.find("{", end)
 
 
 def _loads(text: str) -> Any:

@@ -1,0 +1,332 @@
+"""Grounding: normalised label keys, question phrases, and seed entities found by label."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tgsparql.grounding import (
+    MAX_PHRASE_WORDS,
+    Phrase,
+    candidate_phrases,
+    ground,
+    normalize_label,
+    rebuild_label_index,
+    update_label_index,
+)
+from tgsparql.store import EmbeddedStore
+from tgsparql.templates import Templates
+
+EX = "http://example.org/"
+RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+
+PREFIXES = """
+@prefix ex: <http://example.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+"""
+
+
+def ex(name: str) -> ox.NamedNode:
+    return ox.NamedNode(EX + name)
+
+
+def load(store: EmbeddedStore, turtle: str) -> None:
+    store.oxigraph.load(PREFIXES + turtle, format=ox.RdfFormat.TURTLE)
+
+
+def indexed(store: EmbeddedStore, templates: Templates, turtle: str) -> EmbeddedStore:
+    load(store, turtle)
+    update_label_index(store, templates)
+    return store
+
+
+# normalize_label
+
+
+def test_normalize_label_folds_case() -> None:
+    assert normalize_label("MARIE Curie") == "marie curie"
+    assert normalize_label("Straße") == "strasse"
+
+
+def test_normalize_label_drops_punctuation_between_words() -> None:
+    assert normalize_label("Curie, Marie!") == "curie marie"
+    assert normalize_label("Curie's") == "curie s"
+    assert normalize_label("Skłodowska-Curie (1867–1934)") == "skłodowska curie 1867 1934"
+
+
+def test_normalize_label_treats_composed_and_decomposed_accents_alike() -> None:
+    composed = "Ecole sup\u00e9rieure"
+    decomposed = "Ecole supe\u0301rieure"
+    assert composed != decomposed
+    assert normalize_label(composed) == normalize_label(decomposed) == "ecole sup\u00e9rieure"
+
+
+def test_normalize_label_applies_compatibility_forms() -> None:
+    assert normalize_label("\uff23\uff55\uff52\uff49\uff45") == "curie"  # fullwidth letters
+    assert normalize_label("\ufb01eld") == "field"  # the fi ligature
+
+
+def test_normalize_label_splits_on_underscores() -> None:
+    assert normalize_label("marie_curie") == "marie curie"
+    assert normalize_label("__Marie__Curie__") == "marie curie"
+
+
+def test_normalize_label_collapses_whitespace_runs() -> None:
+    assert normalize_label("  Marie \t\n  Curie\u00a0 ") == "marie curie"
+
+
+def test_normalize_label_of_punctuation_only_is_empty() -> None:
+    assert normalize_label("!!! -- ???") == ""
+    assert normalize_label("") == ""
+
+
+@settings(max_examples=200)
+@given(st.text())
+def test_normalize_label_is_idempotent(text: str) -> None:
+    once = normalize_label(text)
+    assert normalize_label(once) == once
+    assert "  " not in once
+    assert once == once.strip()
+
+
+# candidate_phrases
+
+
+def test_candidate_phrases_are_all_ngrams_in_order() -> None:
+    phrases = candidate_phrases("Marie Curie won")
+    assert phrases == [
+        Phrase("marie", 0, 1),
+        Phrase("marie curie", 0, 2),
+        Phrase("marie curie won", 0, 3),
+        Phrase("curie", 1, 2),
+        Phrase("curie won", 1, 3),
+        Phrase("won", 2, 3),
+    ]
+
+
+def test_candidate_phrases_stop_at_six_words() -> None:
+    question = "one two three four five six seven eight"
+    phrases = candidate_phrases(question)
+    assert MAX_PHRASE_WORDS == 6
+    assert max(len(p.key.split()) for p in phrases) == 6
+    assert "one two three four five six" in {p.key for p in phrases}
+    assert "one two three four five six seven" not in {p.key for p in phrases}
+    # starts 0..7 contribute min(6, words left) phrases each
+    assert len(phrases) == 6 + 6 + 6 + 5 + 4 + 3 + 2 + 1
+
+
+def test_candidate_phrases_drop_stopword_only_phrases() -> None:
+    keys = [p.key for p in candidate_phrases("Who was the Curie")]
+    assert keys == ["who was the curie", "was the curie", "the curie", "curie"]
+
+
+def test_candidate_phrases_of_stopwords_only_question_are_empty() -> None:
+    assert candidate_phrases("Who is it and what was that?") == []
+    assert candidate_phrases("") == []
+    assert candidate_phrases("?!...") == []
+
+
+def test_candidate_phrases_are_normalised() -> None:
+    keys = {p.key for p in candidate_phrases("MARIE curie's")}
+    assert keys == {"marie", "marie curie", "marie curie s", "curie", "curie s"}
+
+
+# ground
+
+
+CURIES = """
+ex:marie rdfs:label "Marie Curie" .
+ex:pierre rdfs:label "Pierre Curie" .
+ex:curie rdfs:label "Curie" .
+ex:polonium rdfs:label "Polonium" .
+ex:discovered rdfs:label "discovered" .
+ex:marie ex:discovered ex:polonium .
+ex:marie ex:spouse ex:pierre .
+"""
+
+
+def test_ground_matches_case_and_punctuation_insensitively(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "What did MARIE curie's lab find?", entity_limit=50)
+    assert result.seeds == [ex("marie")]
+    assert result.concepts == ["marie curie", "lab", "find"]
+
+
+def test_ground_matches_labels_with_accents_in_either_composition(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, 'ex:ens rdfs:label "\u00c9cole normale" .')
+    result = ground(store, templates, "Where is the E\u0301COLE NORMALE?", entity_limit=50)
+    assert result.seeds == [ex("ens")]
+    assert result.concepts == ["\u00e9cole normale"]
+
+
+def test_ground_prefers_the_longest_match(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "Who was Pierre Curie?", entity_limit=50)
+    assert result.seeds == [ex("pierre")]
+    assert result.concepts == ["pierre curie"]
+
+
+def test_ground_uses_a_shorter_match_where_no_longer_one_covers_it(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "Did Pierre Curie know the Curie unit?", entity_limit=50)
+    assert result.seeds == [ex("pierre"), ex("curie")]
+    assert result.concepts == ["pierre curie", "curie", "know", "unit"]
+
+
+def test_ground_seeds_follow_question_order(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "polonium and marie curie", entity_limit=50)
+    assert result.seeds == [ex("polonium"), ex("marie")]
+    assert result.concepts == ["polonium", "marie curie"]
+
+
+def test_ground_never_seeds_a_predicate(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "What discovered polonium?", entity_limit=50)
+    assert result.seeds == [ex("polonium")]
+    assert ex("discovered") not in result.seeds
+    # the predicate's word was looked for but found no entity, so it stays an uncovered concept
+    assert result.concepts == ["polonium", "discovered"]
+
+
+def test_ground_respects_entity_limit(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(
+        store,
+        templates,
+        "".join(f'ex:curie{i} rdfs:label "Curie" .\n' for i in range(5)),
+    )
+    everything = ground(store, templates, "Curie", entity_limit=50)
+    assert everything.seeds == [ex(f"curie{i}") for i in range(5)]
+    limited = ground(store, templates, "Curie", entity_limit=2)
+    assert limited.seeds == [ex("curie0"), ex("curie1")]
+    assert limited.concepts == ["curie"]
+
+
+def test_ground_entity_limit_counts_across_phrases(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "polonium, Marie Curie, Pierre Curie", entity_limit=2)
+    assert result.seeds == [ex("polonium"), ex("marie")]
+    assert result.concepts == ["polonium", "marie curie", "pierre curie"]
+
+
+def test_ground_without_matches_returns_content_words_as_concepts(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "What is the boiling point of radon? Radon!", entity_limit=50)
+    assert result.seeds == []
+    assert result.concepts == ["boiling", "point", "radon"]
+
+
+def test_ground_of_stopwords_only_question_is_empty(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, CURIES)
+    result = ground(store, templates, "who was it?", entity_limit=50)
+    assert result.seeds == []
+    assert result.concepts == []
+
+
+def test_ground_needs_the_label_index(store: EmbeddedStore, templates: Templates) -> None:
+    load(store, CURIES)
+    assert ground(store, templates, "Marie Curie", entity_limit=50).seeds == []
+    update_label_index(store, templates)
+    assert ground(store, templates, "Marie Curie", entity_limit=50).seeds == [ex("marie")]
+
+
+def test_ground_ignores_labels_in_named_graphs(store: EmbeddedStore, templates: Templates) -> None:
+    store.oxigraph.add(
+        ox.Quad(ex("hidden"), RDFS_LABEL, ox.Literal("Hidden Thing"), ex("some-graph"))
+    )
+    assert update_label_index(store, templates) == 0
+    assert ground(store, templates, "hidden thing", entity_limit=50).seeds == []
+
+
+# label index
+
+
+def test_update_label_index_is_incremental(store: EmbeddedStore, templates: Templates) -> None:
+    load(store, CURIES)
+    assert update_label_index(store, templates) == 5
+    assert update_label_index(store, templates) == 0
+    store.oxigraph.add(ox.Quad(ex("radium"), RDFS_LABEL, ox.Literal("Radium")))
+    assert update_label_index(store, templates) == 1
+    assert update_label_index(store, templates) == 0
+    assert ground(store, templates, "radium", entity_limit=50).seeds == [ex("radium")]
+
+
+def test_update_label_index_indexes_a_new_label_of_a_known_entity(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, CURIES)
+    store.oxigraph.add(
+        ox.Quad(ex("marie"), RDFS_LABEL, ox.Literal("Maria Skłodowska", language="pl"))
+    )
+    assert update_label_index(store, templates) == 1
+    assert ground(store, templates, "maria skłodowska", entity_limit=50).seeds == [ex("marie")]
+    assert ground(store, templates, "marie curie", entity_limit=50).seeds == [ex("marie")]
+
+
+def test_update_label_index_skips_labels_without_words(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    load(store, 'ex:odd rdfs:label "?!" . ex:even rdfs:label "Even" .')
+    assert update_label_index(store, templates) == 1
+
+
+def test_update_label_index_reports_progress_per_batch(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    load(store, CURIES)
+    seen: list[int] = []
+    assert update_label_index(store, templates, progress=seen.append) == 5
+    assert seen == [5]
+
+
+def test_rebuild_label_index_drops_stale_keys(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(store, templates, CURIES)
+    store.oxigraph.remove(ox.Quad(ex("polonium"), RDFS_LABEL, ox.Literal("Polonium")))
+    # an incremental update does not notice a removed label
+    assert update_label_index(store, templates) == 0
+    assert ground(store, templates, "polonium", entity_limit=50).seeds == [ex("polonium")]
+    assert rebuild_label_index(store, templates) == 4
+    assert ground(store, templates, "polonium", entity_limit=50).seeds == []
+    assert ground(store, templates, "marie curie", entity_limit=50).seeds == [ex("marie")]
+    assert update_label_index(store, templates) == 0
+
+
+def test_rebuild_label_index_on_a_fresh_store_indexes_everything(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    load(store, CURIES)
+    assert rebuild_label_index(store, templates) == 5
+    assert rebuild_label_index(store, templates) == 5
+    assert ground(store, templates, "Pierre Curie", entity_limit=50).seeds == [ex("pierre")]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "marie curie",
+        "MARIE CURIE",
+        "Marie-Curie",
+        "marie_curie",
+        "  marie   curie  ",
+        "Marie Curie?!",
+    ],
+)
+def test_ground_finds_the_entity_in_every_spelling(
+    store: EmbeddedStore, templates: Templates, question: str
+) -> None:
+    indexed(store, templates, CURIES)
+    assert ground(store, templates, question, entity_limit=50).seeds == [ex("marie")]

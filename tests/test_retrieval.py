@@ -1,0 +1,361 @@
+"""Retrieval: the subgraph around the seeds, within the limits of SPEC §5."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
+from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.templates import Templates
+
+EX = "http://example.org/"
+RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+
+PREFIXES = """
+@prefix ex: <http://example.org/> .
+@prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+"""
+
+
+def ex(name: str) -> ox.NamedNode:
+    return ox.NamedNode(EX + name)
+
+
+def t(s: str, p: str, o: str | ox.Literal | ox.NamedNode) -> ox.Triple:
+    obj = o if isinstance(o, (ox.Literal, ox.NamedNode)) else ex(o)
+    return ox.Triple(ex(s), ex(p), obj)
+
+
+def load(store: EmbeddedStore, data: str, fmt: ox.RdfFormat = ox.RdfFormat.TURTLE) -> None:
+    store.oxigraph.load(PREFIXES + data, format=fmt)
+
+
+def limits(**changes: int) -> RetrievalLimits:
+    return RetrievalLimits(**changes)
+
+
+KG = """
+ex:a ex:knows ex:b .
+ex:c ex:likes ex:a .
+ex:a ex:age "42"^^xsd:integer .
+ex:a rdf:type ex:Person .
+ex:b ex:worksAt ex:d .
+ex:c ex:bornIn ex:e .
+ex:d ex:partOf ex:f .
+
+ex:a rdfs:label "A" .
+ex:a rdfs:seeAlso ex:x .
+ex:a owl:sameAs ex:a2 .
+ex:a2 ex:knows ex:z .
+ex:a rdf:value ex:y .
+ex:a ex:friend _:anon .
+_:anon ex:knows ex:a .
+"""
+
+HOP1 = {
+    t("a", "knows", "b"),
+    t("c", "likes", "a"),
+    t(
+        "a",
+        "age",
+        ox.Literal("42", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")),
+    ),
+    ox.Triple(ex("a"), RDF_TYPE, ex("Person")),
+}
+HOP2 = {t("b", "worksAt", "d"), t("c", "bornIn", "e")}
+
+
+@pytest.fixture
+def kg(store: EmbeddedStore) -> EmbeddedStore:
+    load(store, KG)
+    return store
+
+
+def test_retrieval_follows_edges_in_both_directions(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=1))
+    assert t("a", "knows", "b") in edges  # the seed as subject
+    assert t("c", "likes", "a") in edges  # the seed as object
+
+
+def test_one_hop_retrieves_only_edges_touching_the_seeds(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=1))
+    assert set(edges) == HOP1
+    assert len(edges) == len(HOP1)
+
+
+def test_two_hops_add_the_edges_of_the_neighbours(kg: EmbeddedStore, templates: Templates) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=2))
+    assert set(edges) == HOP1 | HOP2
+    assert len(edges) == len(HOP1 | HOP2)
+    # the default is two hops
+    assert retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits()) == edges
+
+
+def test_hops_are_returned_in_the_order_they_were_reached(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=2))
+    assert set(edges[: len(HOP1)]) == HOP1
+    assert set(edges[len(HOP1) :]) == HOP2
+
+
+def test_three_hops_reach_further(kg: EmbeddedStore, templates: Templates) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+    assert set(edges) == HOP1 | HOP2 | {t("d", "partOf", "f")}
+
+
+def test_schema_predicates_are_left_out_but_rdf_type_is_kept(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+    predicates = {edge.predicate.value for edge in edges}
+    assert RDF_TYPE.value in predicates
+    assert not any(
+        p.startswith(("http://www.w3.org/2000/01/rdf-schema#", "http://www.w3.org/2002/07/owl#"))
+        for p in predicates
+    )
+    rdf_predicates = {p for p in predicates if p.startswith("http://www.w3.org/1999/02/22-rdf")}
+    assert rdf_predicates == {RDF_TYPE.value}
+
+
+def test_nodes_behind_a_schema_edge_are_not_walked_to(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+    assert t("a2", "knows", "z") not in edges
+
+
+def test_edges_with_blank_nodes_are_left_out(kg: EmbeddedStore, templates: Templates) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+    assert not any(
+        isinstance(term, ox.BlankNode) for edge in edges for term in (edge.subject, edge.object)
+    )
+
+
+def test_only_the_default_graph_is_retrieved(store: EmbeddedStore, templates: Templates) -> None:
+    load(
+        store,
+        """
+        ex:a ex:knows ex:b .
+        GRAPH ex:other { ex:a ex:knows ex:secret . ex:b ex:knows ex:hidden . }
+        GRAPH <urn:graph:source> { ex:hidden ex:knows ex:a . }
+        """,
+        ox.RdfFormat.TRIG,
+    )
+    edges = retrieve_subgraph(store, templates, [ex("a")], limits(max_path_length=3))
+    assert edges == [t("a", "knows", "b")]
+
+
+def test_a_seed_used_only_in_a_named_graph_retrieves_nothing(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    store.oxigraph.add(ox.Quad(ex("a"), ex("knows"), ex("b"), ex("g")))
+    assert retrieve_subgraph(store, templates, [ex("a")], RetrievalLimits()) == []
+
+
+def test_triple_terms_as_objects_are_retrieved(store: EmbeddedStore, templates: Templates) -> None:
+    quoted = t("b", "knows", "c")
+    store.oxigraph.add(ox.Quad(ex("a"), ex("says"), quoted))
+    edges = retrieve_subgraph(store, templates, [ex("a")], limits(max_path_length=2))
+    assert edges == [ox.Triple(ex("a"), ex("says"), quoted)]
+
+
+def hub(store: EmbeddedStore, name: str, count: int) -> set[ox.Triple]:
+    edges = {t(name, "has", f"{name}-{i:03d}") for i in range(count)}
+    for edge in edges:
+        store.oxigraph.add(ox.Quad(edge.subject, edge.predicate, edge.object))
+    return edges
+
+
+def test_triple_limit_caps_edges_per_node(store: EmbeddedStore, templates: Templates) -> None:
+    big = hub(store, "big", 10)
+    other = hub(store, "other", 10)
+    edges = retrieve_subgraph(
+        store, templates, [ex("big"), ex("other")], limits(max_path_length=1, triple_limit=3)
+    )
+    assert len(edges) == 6
+    assert len(set(edges) & big) == 3
+    assert len(set(edges) & other) == 3
+
+
+def test_triple_limit_applies_to_each_node_of_later_hops(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    store.oxigraph.add(ox.Quad(ex("seed"), ex("to"), ex("big")))
+    big = hub(store, "big", 10)
+    edges = retrieve_subgraph(
+        store, templates, [ex("seed")], limits(max_path_length=2, triple_limit=4)
+    )
+    assert edges[0] == t("seed", "to", "big")
+    # hop 2 asks for 4 edges of "big"; one of them may be the edge already held
+    assert 3 <= len(set(edges) & big) <= 4
+    assert len(edges) == 1 + len(set(edges) & big)
+
+
+def test_max_subgraph_size_caps_the_total(store: EmbeddedStore, templates: Templates) -> None:
+    hub(store, "big", 40)
+    edges = retrieve_subgraph(
+        store, templates, [ex("big")], limits(triple_limit=100, max_subgraph_size=7)
+    )
+    assert len(edges) == 7
+
+
+def test_capped_nodes_take_turns(store: EmbeddedStore, templates: Templates) -> None:
+    big = hub(store, "big", 100)
+    small = hub(store, "small", 5)
+    edges = retrieve_subgraph(
+        store,
+        templates,
+        [ex("big"), ex("small")],
+        limits(triple_limit=100, max_subgraph_size=20),
+    )
+    assert len(edges) == 20
+    assert set(edges) >= small
+    assert len(set(edges) & big) == 15
+
+
+def test_capped_nodes_take_turns_whatever_the_seed_order(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    big = hub(store, "big", 100)
+    small = hub(store, "small", 5)
+    edges = retrieve_subgraph(
+        store,
+        templates,
+        [ex("small"), ex("big")],
+        limits(triple_limit=100, max_subgraph_size=6),
+    )
+    assert len(edges) == 6
+    assert len(set(edges) & small) == 3
+    assert len(set(edges) & big) == 3
+
+
+def test_the_cap_holds_across_hops(kg: EmbeddedStore, templates: Templates) -> None:
+    edges = retrieve_subgraph(
+        kg, templates, [ex("a")], limits(max_path_length=3, max_subgraph_size=5)
+    )
+    assert len(edges) == 5
+    assert set(edges[:4]) == HOP1
+    assert edges[4] in HOP2
+
+
+def test_no_seeds_retrieve_nothing(kg: EmbeddedStore, templates: Templates) -> None:
+    assert retrieve_subgraph(kg, templates, [], RetrievalLimits()) == []
+
+
+def test_an_unknown_seed_retrieves_nothing(kg: EmbeddedStore, templates: Templates) -> None:
+    assert retrieve_subgraph(kg, templates, [ex("nobody")], RetrievalLimits()) == []
+
+
+def test_repeated_seeds_count_once(kg: EmbeddedStore, templates: Templates) -> None:
+    once = retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
+    twice = retrieve_subgraph(kg, templates, [ex("a"), ex("a")], RetrievalLimits())
+    assert twice == once
+
+
+def test_an_edge_between_two_seeds_is_retrieved_once(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    load(store, "ex:a ex:knows ex:b .")
+    edges = retrieve_subgraph(store, templates, [ex("a"), ex("b")], RetrievalLimits())
+    assert edges == [t("a", "knows", "b")]
+
+
+def test_retrieval_is_deterministic_for_the_same_store(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    for leaf in hub(kg, "a", 50):
+        hub(kg, leaf.object.value.removeprefix(EX), 3)
+    runs = [
+        retrieve_subgraph(
+            kg, templates, [ex("a"), ex("c")], limits(triple_limit=10, max_subgraph_size=25)
+        )
+        for _ in range(3)
+    ]
+    assert runs[0] == runs[1] == runs[2]
+    assert len(runs[0]) == 25
+
+
+def test_retrieval_does_not_depend_on_load_order(templates: Templates) -> None:
+    lines = [line for line in KG.strip().splitlines() if line.strip() and "_:" not in line]
+    forward, backward = open_store(), open_store()
+    load(forward, "\n".join(lines))
+    load(backward, "\n".join(reversed(lines)))
+    assert retrieve_subgraph(forward, templates, [ex("a")], RetrievalLimits()) == retrieve_subgraph(
+        backward, templates, [ex("a")], RetrievalLimits()
+    )
+
+
+def test_default_limits_are_those_of_the_spec() -> None:
+    assert RetrievalLimits() == RetrievalLimits(
+        max_path_length=2, triple_limit=30, entity_limit=50, max_subgraph_size=150
+    )
+
+
+@pytest.mark.parametrize(
+    "field", ["max_path_length", "triple_limit", "entity_limit", "max_subgraph_size"]
+)
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "3", None])
+def test_limits_must_be_positive_integers(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        RetrievalLimits(**{field: value})  # type: ignore[arg-type]
+
+
+def test_limits_reject_zero_hops_positionally() -> None:
+    with pytest.raises(ValueError, match="max_path_length"):
+        RetrievalLimits(0)
+
+
+def test_limits_accept_one_everywhere() -> None:
+    one = RetrievalLimits(1, 1, 1, 1)
+    assert (one.max_path_length, one.triple_limit, one.entity_limit, one.max_subgraph_size) == (
+        1,
+        1,
+        1,
+        1,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=4),
+    triple_limit=st.integers(min_value=1, max_value=15),
+    cap=st.integers(min_value=1, max_value=30),
+)
+def test_star_retrieval_respects_every_limit(sizes: list[int], triple_limit: int, cap: int) -> None:
+    store = open_store()
+    templates = Templates("rdf12")
+    hubs = {f"h{i}": hub(store, f"h{i}", size) for i, size in enumerate(sizes)}
+    seeds = [ex(name) for name in hubs]
+    edges = retrieve_subgraph(
+        store,
+        templates,
+        seeds,
+        limits(max_path_length=1, triple_limit=triple_limit, max_subgraph_size=cap),
+    )
+    available = [min(len(found), triple_limit) for found in hubs.values()]
+    assert len(edges) == len(set(edges)) == min(cap, sum(available))
+    taken = [len(set(edges) & found) for found in hubs.values()]
+    assert taken == round_robin(available, cap)
+
+
+def round_robin(available: list[int], cap: int) -> list[int]:
+    """What taking turns means: each round, every node with edges left takes one, in seed order."""
+    taken = [0] * len(available)
+    total = 0
+    while total < cap and any(t < a for t, a in zip(taken, available, strict=True)):
+        for i, a in enumerate(available):
+            if total < cap and taken[i] < a:
+                taken[i] += 1
+                total += 1
+    return taken
