@@ -79,11 +79,15 @@ class GraphRag:
         """`query` for asyncio: each step runs in a worker thread, so the loop is never blocked."""
         messages = self.query(question, stream=stream)
         done = object()
-        while True:
-            message = await asyncio.to_thread(next, messages, done)
-            if message is done:
-                return
-            yield message  # type: ignore[misc]
+        try:
+            while True:
+                message = await asyncio.to_thread(next, messages, done)
+                if message is done:
+                    return
+                yield message  # type: ignore[misc]
+        finally:
+            # A consumer that stops early still gets its session closed as failed.
+            await asyncio.to_thread(messages.close)
 
     def ask(self, question: str) -> tuple[str, list[GraphRagResponse]]:
         """The whole answer and every message, for callers that do not stream."""
