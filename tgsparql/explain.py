@@ -218,9 +218,11 @@ class _Facts:
         s = self.one(reference, vocab.RDF + "subject")
         p = self.one(reference, vocab.RDF + "predicate")
         o = self.one(reference, vocab.RDF + "object")
-        if isinstance(p, ox.NamedNode) and s is not None and o is not None:
-            return ox.Triple(s, p, o)  # type: ignore[arg-type]
-        return None
+        if not isinstance(p, ox.NamedNode) or s is None or o is None:
+            return None
+        if self.one(o, vocab.RDF + "subject") is not None:
+            o = self.edge(o)  # a statement nested in the object
+        return ox.Triple(s, p, o) if o is not None else None  # type: ignore[arg-type]
 
 
 def _value(term: Term | None) -> str | None:

@@ -56,7 +56,9 @@ class EmbeddedStore:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else None
         try:
-            self._store = ox.Store(str(self.path)) if self.path is not None else ox.Store()
+            self._open: ox.Store | None = (
+                ox.Store(str(self.path)) if self.path is not None else ox.Store()
+            )
         except OSError as error:
             raise StoreError(f"cannot open store at {self.path}: {error}") from None
 
@@ -64,6 +66,12 @@ class EmbeddedStore:
     def oxigraph(self) -> ox.Store:
         """The underlying pyoxigraph store, for tests and tools that need its own API."""
         return self._store
+
+    @property
+    def _store(self) -> ox.Store:
+        if self._open is None:
+            raise StoreError(f"the store {self.path or '(in memory)'} is closed")
+        return self._open
 
     def select(self, query: str) -> list[Solution]:
         result = self._run(query)
@@ -113,8 +121,11 @@ class EmbeddedStore:
             raise StoreError(f"bulk load failed: {error}") from None
 
     def close(self) -> None:
-        if self.path is not None:
-            self._store.flush()
+        """Flush and release the store (and its on-disk lock); closing twice is harmless."""
+        if self._open is not None:
+            if self.path is not None:
+                self._open.flush()
+            self._open = None
 
     def __enter__(self) -> EmbeddedStore:
         return self

@@ -12,7 +12,7 @@ import datetime as dt
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from importlib.resources import files
 from typing import Any, Final, Literal as TypingLiteral, get_args
@@ -72,7 +72,11 @@ def to_literal(value: Any, language: str | None = None) -> ox.Literal:
     if language is not None:
         if not _LANGUAGE.fullmatch(language or ""):
             raise TemplateError(f"invalid language tag {language!r}")
-        return ox.Literal(check_text(value), language=language)
+        text = check_text(value)
+        try:
+            return ox.Literal(text, language=language)
+        except ValueError as error:
+            raise TemplateError(f"invalid language tag {language!r}: {error}") from None
     if isinstance(value, bool):
         return ox.Literal(value)
     if isinstance(value, int):
@@ -84,7 +88,15 @@ def to_literal(value: Any, language: str | None = None) -> ox.Literal:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             raise TemplateError("a dateTime must carry a time zone")
-        return ox.Literal(value.isoformat(), datatype=vocab.XSD_DATETIME)
+        # The canonical XSD form (no trailing fraction zeros, "Z" for UTC), which is what
+        # stores keep, so a recorded literal reads back exactly as it was written.
+        text = value.isoformat(timespec="seconds")
+        stamp, offset = text[:19], text[19:]
+        if value.microsecond:
+            stamp += "." + f"{value.microsecond:06d}".rstrip("0")
+        if value.utcoffset() == dt.timedelta(0):
+            offset = "Z"
+        return ox.Literal(stamp + offset, datatype=vocab.XSD_DATETIME)
     if isinstance(value, str):
         return ox.Literal(check_text(value))
     raise TemplateError(f"no literal form for a value of type {type(value).__name__}")
@@ -161,18 +173,34 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["iri"] = lambda value: Sparql(str(to_iri(value)))
-    env.filters["literal"] = lambda value, lang=None: Sparql(str(to_literal(value, lang)))
-    env.filters["integer"] = _integer
-    env.filters["var"] = _var
+    filters: dict[str, Callable[..., Sparql]] = {
+        "iri": lambda value: Sparql(str(to_iri(value))),
+        "literal": lambda value, lang=None: Sparql(str(to_literal(value, lang))),
+        "integer": _integer,
+        "var": _var,
+        "statement": lambda value: Sparql(str(statement_iri(value))),
+    }
+    for name, function in filters.items():
+        env.filters[name] = _defined(function)
     env.filters["term"] = jinja2.pass_context(
-        lambda context, value: Sparql(render_term(value, context["dialect"]))
+        lambda context, value: Sparql(render_term(_required(value), context["dialect"]))
     )
     env.filters["triple"] = jinja2.pass_context(
-        lambda context, value: Sparql(render_triple(value, context["dialect"]))
+        lambda context, value: Sparql(render_triple(_required(value), context["dialect"]))
     )
-    env.filters["statement"] = lambda value: Sparql(str(statement_iri(value)))
+    env.tests["triple"] = lambda value: isinstance(value, ox.Triple)
     return env
+
+
+def _required(value: Any) -> Any:
+    """A missing parameter fails under its own name, not as an odd value."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+    return value
+
+
+def _defined(function: Callable[..., Sparql]) -> Callable[..., Sparql]:
+    return lambda value, *args: function(_required(value), *args)
 
 
 def _load_query_source(name: str) -> str:

@@ -1,0 +1,747 @@
+"""SPARQL templates: escaping filters, dialects of edge references, and every shipped template."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from typing import Any
+
+import jinja2
+import pyoxigraph as ox
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tgsparql import vocab
+from tgsparql.grounding import IndexEntry
+from tgsparql.provenance import EdgeSelectionRecord, SessionIds
+from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.templates import DIALECTS, TemplateError, Templates, _environment
+
+XSD = vocab.XSD
+S = ox.NamedNode("http://example.org/s")
+P = ox.NamedNode("http://example.org/p")
+O = ox.NamedNode("http://example.org/o")
+LIT_TRIPLE = ox.Triple(S, P, ox.Literal('say "hi"'))
+IRI_TRIPLE = ox.Triple(S, P, O)
+NESTED = ox.Triple(ox.NamedNode("http://example.org/a"), ox.NamedNode("http://example.org/b"),
+                   IRI_TRIPLE)
+IDS = SessionIds("00000000-0000-4000-8000-000000000001")
+GRAPH = ox.NamedNode("urn:graph:explainability")
+
+
+def snippet(source: str, dialect: str = "rdf12", **params: Any) -> str:
+    return _environment().from_string(source).render(dialect=dialect, **params)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# iri
+
+
+def test_iri_filter_renders_a_string_in_angle_brackets() -> None:
+    assert snippet("{{ x|iri }}", x="http://example.org/Marie_Curie") == (
+        "<http://example.org/Marie_Curie>"
+    )
+
+
+def test_iri_filter_renders_a_named_node() -> None:
+    assert snippet("{{ x|iri }}", x=ox.NamedNode("urn:a:b")) == "<urn:a:b>"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["http://example.org/a b", "urn:a> <urn:b> <urn:c", "not an iri", "relative/path",
+     'urn:a"b', "urn:a{b}", ""],
+)
+def test_iri_filter_rejects_an_invalid_iri_naming_it(bad: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(f"invalid IRI {bad!r}")):
+        snippet("{{ x|iri }}", x=bad)
+
+
+def test_iri_filter_rejects_a_non_string() -> None:
+    with pytest.raises(TemplateError, match="an IRI must be a string or NamedNode, not int"):
+        snippet("{{ x|iri }}", x=5)
+
+
+def test_iri_filter_rejects_a_lone_surrogate_naming_code_point_and_position() -> None:
+    with pytest.raises(TemplateError, match=re.escape("IRI contains an unpaired surrogate "
+                                                      "U+DC00 at position 6")):
+        snippet("{{ x|iri }}", x="urn:a:\udc00b")
+
+
+# ---------------------------------------------------------------------------------------------
+# literal
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("Marie Curie", '"Marie Curie"'),
+        ('a "quoted"\\ line\nnext', '"a \\"quoted\\"\\\\ line\\nnext"'),
+        ("", '""'),
+        (42, f'"42"^^<{XSD}integer>'),
+        (-7, f'"-7"^^<{XSD}integer>'),
+        (10**30, f'"{10**30}"^^<{XSD}integer>'),
+        (0, f'"0"^^<{XSD}integer>'),
+        (1.5, f'"1.5"^^<{XSD}double>'),
+        (-0.25, f'"-0.25"^^<{XSD}double>'),
+        (True, f'"true"^^<{XSD}boolean>'),
+        (False, f'"false"^^<{XSD}boolean>'),
+        (
+            dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
+            f'"2024-01-02T03:04:05Z"^^<{XSD}dateTime>',
+        ),
+        (
+            dt.datetime(2024, 1, 2, 3, 4, 5, 120000, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+            f'"2024-01-02T03:04:05.12-05:00"^^<{XSD}dateTime>',
+        ),
+        (
+            dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+            f'"2024-01-02T03:04:05.123456+02:00"^^<{XSD}dateTime>',
+        ),
+        (
+            ox.Literal("3.14", datatype=ox.NamedNode(XSD + "decimal")),
+            f'"3.14"^^<{XSD}decimal>',
+        ),
+        (ox.Literal("chat", language="fr"), '"chat"@fr'),
+    ],
+)
+def test_literal_filter_renders_typed_literals(value: Any, expected: str) -> None:
+    assert snippet("{{ x|literal }}", x=value) == expected
+
+
+def test_literal_filter_with_a_language_tag() -> None:
+    assert snippet('{{ x|literal("en") }}', x="colour") == '"colour"@en'
+    assert snippet("{{ x|literal(lang) }}", x="Farbe", lang="de-CH") == '"Farbe"@de-ch'
+
+
+@pytest.mark.parametrize("tag", ["", "en gb", "en_GB", "123456789", "en-", "e\"n", "AA-00"])
+def test_literal_filter_rejects_an_invalid_language_tag(tag: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(f"invalid language tag {tag!r}")):
+        snippet("{{ x|literal(lang) }}", x="text", lang=tag)
+
+
+def test_literal_filter_rejects_a_naive_datetime() -> None:
+    with pytest.raises(TemplateError, match="a dateTime must carry a time zone"):
+        snippet("{{ x|literal }}", x=dt.datetime(2024, 1, 2, 3, 4, 5))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_literal_filter_rejects_non_finite_numbers(value: float) -> None:
+    with pytest.raises(TemplateError, match="refusing non-finite number"):
+        snippet("{{ x|literal }}", x=value)
+
+
+@pytest.mark.parametrize("value", [None, [1], {"a": 1}, b"bytes", dt.date(2024, 1, 2)])
+def test_literal_filter_rejects_values_without_a_literal_form(value: Any) -> None:
+    with pytest.raises(TemplateError, match="no literal form for a value of type"):
+        snippet("{{ x|literal }}", x=value)
+
+
+def test_literal_filter_rejects_a_lone_surrogate_naming_code_point_and_position() -> None:
+    with pytest.raises(TemplateError, match=re.escape("text contains an unpaired surrogate "
+                                                      "U+D83D at position 3")):
+        snippet("{{ x|literal }}", x="abc\ud83ddef")
+
+
+def test_literal_filter_rejects_a_lone_surrogate_in_a_language_tagged_literal() -> None:
+    with pytest.raises(TemplateError, match=re.escape("U+DFFF at position 0")):
+        snippet('{{ x|literal("en") }}', x="\udfffabc")
+
+
+def test_typed_literals_keep_their_datatypes_in_the_store(store: EmbeddedStore) -> None:
+    values = {
+        "urn:p:int": 1867,
+        "urn:p:float": 0.1,
+        "urn:p:bool": True,
+        "urn:p:time": dt.datetime(2024, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc),
+        "urn:p:text": "plain",
+    }
+    source = (
+        "INSERT DATA { {% for p, v in values.items() %}<urn:s> {{ p|iri }} {{ v|literal }} .\n"
+        "{% endfor %} }"
+    )
+    store.update(snippet(source, values=values))
+    stored = {q.predicate.value: q.object for q in store.oxigraph.quads_for_pattern(None, None,
+                                                                                     None, None)}
+    assert stored == {
+        "urn:p:int": ox.Literal("1867", datatype=vocab.XSD_INTEGER),
+        "urn:p:float": ox.Literal("0.1", datatype=vocab.XSD_DOUBLE),
+        "urn:p:bool": ox.Literal("true", datatype=vocab.XSD_BOOLEAN),
+        "urn:p:time": ox.Literal("2024-05-06T07:08:09Z", datatype=vocab.XSD_DATETIME),
+        "urn:p:text": ox.Literal("plain", datatype=vocab.XSD_STRING),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# integer, var
+
+
+@pytest.mark.parametrize(("value", "expected"), [(5, "5"), (0, "0"), (-3, "-3"), (10**20, str(10**20))])
+def test_integer_filter_renders_a_bare_integer(value: int, expected: str) -> None:
+    assert snippet("LIMIT {{ x|integer }}", x=value) == f"LIMIT {expected}"
+
+
+@pytest.mark.parametrize("value", [True, False, "5", 5.0, None, "1 } DROP ALL"])
+def test_integer_filter_rejects_anything_but_an_int(value: Any) -> None:
+    with pytest.raises(TemplateError, match="expected an integer"):
+        snippet("{{ x|integer }}", x=value)
+
+
+@pytest.mark.parametrize("name", ["x", "entity", "_private", "a1_b2"])
+def test_var_filter_renders_a_question_mark_variable(name: str) -> None:
+    assert snippet("{{ x|var }}", x=name) == f"?{name}"
+
+
+@pytest.mark.parametrize("name", ["", "1a", "a b", "a}", "?x", "x-y", "é", 7])
+def test_var_filter_rejects_an_invalid_variable_name(name: Any) -> None:
+    with pytest.raises(TemplateError, match="invalid SPARQL variable name"):
+        snippet("{{ x|var }}", x=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# term, triple, statement
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_term_filter_renders_iris_and_literals_alike_in_every_dialect(dialect: str) -> None:
+    assert snippet("{{ x|term }}", dialect, x=S) == "<http://example.org/s>"
+    assert snippet("{{ x|term }}", dialect, x=ox.Literal("1867", datatype=vocab.XSD_INTEGER)) == (
+        f'"1867"^^<{XSD}integer>'
+    )
+    assert snippet("{{ x|term }}", dialect, x=ox.Literal("Marie", language="en")) == '"Marie"@en'
+
+
+def test_term_filter_renders_a_triple_in_the_dialect_form() -> None:
+    assert snippet("{{ x|term }}", "rdf12", x=IRI_TRIPLE) == (
+        "<<( <http://example.org/s> <http://example.org/p> <http://example.org/o> )>>"
+    )
+    assert snippet("{{ x|term }}", "rdfstar", x=IRI_TRIPLE) == (
+        "<< <http://example.org/s> <http://example.org/p> <http://example.org/o> >>"
+    )
+    expected = sha256("<http://example.org/s> <http://example.org/p> <http://example.org/o> .")
+    assert snippet("{{ x|term }}", "reification", x=IRI_TRIPLE) == (
+        f"<urn:trustgraph:stmt:{expected}>"
+    )
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_term_filter_rejects_a_blank_node(dialect: str) -> None:
+    with pytest.raises(TemplateError, match="a blank node cannot be referenced"):
+        snippet("{{ x|term }}", dialect, x=ox.BlankNode("b0"))
+
+
+@pytest.mark.parametrize("value", ["http://example.org/s", 3, None])
+def test_term_filter_rejects_what_is_not_an_rdf_term(value: Any) -> None:
+    with pytest.raises(TemplateError, match="not an RDF term"):
+        snippet("{{ x|term }}", x=value)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "triple", "expected"),
+    [
+        ("rdf12", IRI_TRIPLE,
+         "<<( <http://example.org/s> <http://example.org/p> <http://example.org/o> )>>"),
+        ("rdf12", LIT_TRIPLE,
+         '<<( <http://example.org/s> <http://example.org/p> "say \\"hi\\"" )>>'),
+        ("rdf12", NESTED,
+         "<<( <http://example.org/a> <http://example.org/b> "
+         "<<( <http://example.org/s> <http://example.org/p> <http://example.org/o> )>> )>>"),
+        ("rdfstar", IRI_TRIPLE,
+         "<< <http://example.org/s> <http://example.org/p> <http://example.org/o> >>"),
+        ("rdfstar", LIT_TRIPLE,
+         '<< <http://example.org/s> <http://example.org/p> "say \\"hi\\"" >>'),
+        ("rdfstar", NESTED,
+         "<< <http://example.org/a> <http://example.org/b> "
+         "<< <http://example.org/s> <http://example.org/p> <http://example.org/o> >> >>"),
+    ],
+)
+def test_triple_filter_renders_the_dialect_form(dialect: str, triple: ox.Triple,
+                                                expected: str) -> None:
+    assert snippet("{{ t|triple }}", dialect, t=triple) == expected
+
+
+@pytest.mark.parametrize(
+    ("triple", "canonical"),
+    [
+        (IRI_TRIPLE, "<http://example.org/s> <http://example.org/p> <http://example.org/o> ."),
+        (LIT_TRIPLE, '<http://example.org/s> <http://example.org/p> "say \\"hi\\"" .'),
+        (ox.Triple(S, P, ox.Literal("1867", datatype=vocab.XSD_INTEGER)),
+         f'<http://example.org/s> <http://example.org/p> "1867"^^<{XSD}integer> .'),
+        (ox.Triple(S, P, ox.Literal("Marie", language="en")),
+         '<http://example.org/s> <http://example.org/p> "Marie"@en .'),
+        (NESTED,
+         "<http://example.org/a> <http://example.org/b> "
+         "<<( <http://example.org/s> <http://example.org/p> <http://example.org/o> )>> ."),
+    ],
+)
+def test_reification_references_a_triple_by_the_sha256_of_its_canonical_ntriples(
+    triple: ox.Triple, canonical: str
+) -> None:
+    expected = f"<urn:trustgraph:stmt:{sha256(canonical)}>"
+    assert snippet("{{ t|triple }}", "reification", t=triple) == expected
+    for dialect in DIALECTS:
+        assert snippet("{{ t|statement }}", dialect, t=triple) == expected
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_triple_filter_rejects_what_is_not_a_triple(dialect: str) -> None:
+    with pytest.raises(TemplateError, match="expected a Triple, not NamedNode"):
+        snippet("{{ t|triple }}", dialect, t=S)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_an_edge_with_a_blank_node_cannot_be_recorded(dialect: str) -> None:
+    edge = ox.Triple(ox.BlankNode("b1"), P, O)
+    with pytest.raises(TemplateError, match="a blank node cannot be referenced"):
+        Templates(dialect).render("record_selection", **selection_params([edge]))
+
+
+# ---------------------------------------------------------------------------------------------
+# unescaped and undefined values
+
+
+def test_an_unfiltered_value_is_an_error_at_render_time() -> None:
+    with pytest.raises(TemplateError, match=re.escape("unescaped value 'Marie' in a template")):
+        snippet("SELECT * WHERE { ?s ?p {{ value }} }", value="Marie")
+
+
+def test_an_unfiltered_named_node_is_an_error_at_render_time() -> None:
+    with pytest.raises(TemplateError, match="unescaped value"):
+        snippet("{{ value }}", value=S)
+
+
+def test_an_undefined_variable_is_an_error_at_render_time() -> None:
+    with pytest.raises(TemplateError, match="unescaped value Undefined"):
+        snippet("{{ missing }}")
+    with pytest.raises(jinja2.UndefinedError, match="'missing' is undefined"):
+        snippet("{{ missing|iri }}")
+
+
+def test_a_real_query_missing_a_value_parameter_names_it() -> None:
+    with pytest.raises(TemplateError, match=re.escape("record_session: 'question' is undefined")):
+        Templates().render(
+            "record_session",
+            graph=ox.NamedNode("urn:graph:explainability"),
+            session=ox.NamedNode("urn:trustgraph:session:x"),
+            started=dt.datetime.now(dt.timezone.utc),
+        )
+
+
+def test_a_real_query_missing_a_loop_parameter_names_it() -> None:
+    params = retrieval_params([IRI_TRIPLE])
+    del params["concepts"]
+    with pytest.raises(TemplateError, match=re.escape("record_retrieval: 'concepts' is undefined")):
+        Templates().render("record_retrieval", **params)
+
+
+@pytest.mark.parametrize("missing", ["question", "started", "session", "graph"])
+def test_a_real_query_missing_a_value_parameter_is_a_template_error(missing: str) -> None:
+    params = {"graph": GRAPH, "session": IDS.session, "question": "Who?",
+              "started": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)}
+    del params[missing]
+    with pytest.raises(TemplateError):
+        Templates().render("record_session", **params)
+
+
+def test_a_real_block_missing_a_parameter_is_a_template_error() -> None:
+    with pytest.raises(TemplateError):
+        Templates().render_block("record_failure", "quads", graph=GRAPH, session=IDS.session,
+                                 ended=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+
+
+def test_unknown_dialect_template_and_block_are_errors() -> None:
+    with pytest.raises(TemplateError, match="unknown dialect 'sparql99'"):
+        Templates("sparql99")  # type: ignore[arg-type]
+    with pytest.raises(TemplateError, match="no query template named 'nope'"):
+        Templates().render("nope")
+    with pytest.raises(TemplateError, match="record_session has no block 'body'"):
+        Templates().render_block("record_session", "body")
+
+
+def test_names_lists_the_shipped_templates_without_private_includes() -> None:
+    names = Templates().names()
+    assert names == sorted(names)
+    assert {"record_session", "record_retrieval", "record_selection", "record_answer",
+            "record_failure", "ground_entities", "retrieve_subgraph", "fetch_labels",
+            "library_put", "library_get", "list_sessions", "explain_session",
+            "trace/session_sources"} <= set(names)
+    assert not any(name.rsplit("/", 1)[-1].startswith("_") for name in names)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reification description of edge references
+
+
+def retrieval_params(edges: list[ox.Triple]) -> dict[str, Any]:
+    return {
+        "graph": GRAPH, "session": IDS.session, "retrieval": IDS.retrieval,
+        "edge_count": len(edges), "concepts": ["radium"],
+        "entities": [ox.NamedNode("http://example.org/Radium")], "retrieved_edges": edges,
+    }
+
+
+def selection_params(edges: list[ox.Triple], **usage: Any) -> dict[str, Any]:
+    items = [EdgeSelectionRecord(IDS.edge_selection(i), edge, f"reason {i}")
+             for i, edge in enumerate(edges)]
+    return {
+        "graph": GRAPH, "retrieval": IDS.retrieval, "selection": IDS.selection, "items": items,
+        "invalid_ids": 0, "model": usage.get("model"), "in_tokens": usage.get("in_tokens"),
+        "out_tokens": usage.get("out_tokens"),
+    }
+
+
+def description(triple: ox.Triple, subject: str, predicate: str, obj: str) -> str:
+    canonical = f"{subject} {predicate} {obj} ."
+    return (
+        f"  <urn:trustgraph:stmt:{sha256(canonical)}> a rdf:Statement ;\n"
+        f"      rdf:subject {subject} ;\n"
+        f"      rdf:predicate {predicate} ;\n"
+        f"      rdf:object {obj} .\n"
+    )
+
+
+@pytest.mark.parametrize("template", ["record_retrieval", "record_selection"])
+def test_reification_dialect_describes_each_edge_as_an_rdf_statement(template: str) -> None:
+    params = (retrieval_params if template == "record_retrieval" else selection_params)(
+        [LIT_TRIPLE]
+    )
+    text = Templates("reification").render(template, **params)
+    assert description(LIT_TRIPLE, "<http://example.org/s>", "<http://example.org/p>",
+                       '"say \\"hi\\""') in text
+    assert text.count("a rdf:Statement") == 1
+
+
+@pytest.mark.parametrize("template", ["record_retrieval", "record_selection"])
+@pytest.mark.parametrize("dialect", ["rdf12", "rdfstar"])
+def test_other_dialects_write_no_rdf_statement(template: str, dialect: str) -> None:
+    params = (retrieval_params if template == "record_retrieval" else selection_params)(
+        [LIT_TRIPLE, IRI_TRIPLE]
+    )
+    text = Templates(dialect).render(template, **params)
+    assert "rdf:Statement" not in text
+    assert "rdf:subject" not in text
+    assert "urn:trustgraph:stmt:" not in text
+
+
+def test_reification_without_edges_writes_no_description() -> None:
+    text = Templates("reification").render("record_retrieval", **retrieval_params([]))
+    assert "rdf:Statement" not in text
+    assert "tg:retrievedEdge" not in text
+
+
+def statements_in(store: EmbeddedStore) -> dict[ox.NamedNode, dict[str, Any]]:
+    rows = store.select(
+        "PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n"
+        "SELECT ?st ?s ?p ?o WHERE { GRAPH ?g { ?st a rdf:Statement ; rdf:subject ?s ;"
+        " rdf:predicate ?p ; rdf:object ?o } }"
+    )
+    return {row["st"]: {"s": row["s"], "p": row["p"], "o": row["o"]} for row in rows}
+
+
+def test_reification_records_are_content_addressed_across_stages(store: EmbeddedStore) -> None:
+    templates = Templates("reification")
+    store.update(templates.render("record_retrieval", **retrieval_params([LIT_TRIPLE, IRI_TRIPLE])))
+    store.update(templates.render("record_selection", **selection_params([LIT_TRIPLE])))
+    lit_iri = ox.NamedNode(
+        "urn:trustgraph:stmt:"
+        + sha256('<http://example.org/s> <http://example.org/p> "say \\"hi\\"" .')
+    )
+    iri_iri = ox.NamedNode(
+        "urn:trustgraph:stmt:"
+        + sha256("<http://example.org/s> <http://example.org/p> <http://example.org/o> .")
+    )
+    assert statements_in(store) == {
+        lit_iri: {"s": S, "p": P, "o": ox.Literal('say "hi"')},
+        iri_iri: {"s": S, "p": P, "o": O},
+    }
+    retrieved = {q.object for q in store.oxigraph.quads_for_pattern(
+        IDS.retrieval, ox.NamedNode(vocab.TG + "retrievedEdge"), None, GRAPH)}
+    selected = {q.object for q in store.oxigraph.quads_for_pattern(
+        IDS.edge_selection(0), ox.NamedNode(vocab.TG + "edge"), None, GRAPH)}
+    assert retrieved == {lit_iri, iri_iri}
+    assert selected == {lit_iri}
+
+
+def test_reification_of_a_nested_triple_references_the_inner_statement(
+    store: EmbeddedStore,
+) -> None:
+    inner = ox.NamedNode("urn:trustgraph:stmt:" + sha256(
+        "<http://example.org/s> <http://example.org/p> <http://example.org/o> ."))
+    outer = ox.NamedNode("urn:trustgraph:stmt:" + sha256(
+        "<http://example.org/a> <http://example.org/b> "
+        "<<( <http://example.org/s> <http://example.org/p> <http://example.org/o> )>> ."))
+    store.update(Templates("reification").render("record_retrieval", **retrieval_params([NESTED])))
+    retrieved = {q.object for q in store.oxigraph.quads_for_pattern(
+        IDS.retrieval, ox.NamedNode(vocab.TG + "retrievedEdge"), None, GRAPH)}
+    assert retrieved == {outer}
+    assert statements_in(store)[outer] == {"s": NESTED.subject, "p": NESTED.predicate,
+                                           "o": inner}
+
+
+def test_rdf12_records_the_original_triple_term(store: EmbeddedStore) -> None:
+    edges = [LIT_TRIPLE, NESTED, ox.Triple(S, P, ox.Literal("1867", datatype=vocab.XSD_INTEGER))]
+    store.update(Templates("rdf12").render("record_selection", **selection_params(edges)))
+    stored = [
+        next(iter(store.oxigraph.quads_for_pattern(IDS.edge_selection(i),
+                                                   ox.NamedNode(vocab.TG + "edge"), None,
+                                                   GRAPH))).object
+        for i in range(len(edges))
+    ]
+    assert stored == edges
+
+
+def test_rdfstar_record_uses_quoted_triples_only() -> None:
+    text = Templates("rdfstar").render("record_retrieval", **retrieval_params([LIT_TRIPLE, NESTED]))
+    assert '<< <http://example.org/s> <http://example.org/p> "say \\"hi\\"" >>' in text
+    assert (
+        "<< <http://example.org/a> <http://example.org/b> "
+        "<< <http://example.org/s> <http://example.org/p> <http://example.org/o> >> >>" in text
+    )
+    assert "<<(" not in text
+    assert "tg:retrievedEdge" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# every shipped template renders and parses in every dialect
+
+EVERY_PARAM: dict[str, Any] = {
+    "graph": GRAPH,
+    "session": IDS.session,
+    "retrieval": IDS.retrieval,
+    "selection": IDS.selection,
+    "answer": IDS.answer,
+    "document": IDS.answer_document,
+    "terms": [S, O],
+    "keys": ["marie curie", "radium"],
+    "entries": [IndexEntry(S, ox.Literal("Marie Curie", language="en"), "marie curie")],
+    "content": "The answer.",
+    "mime_type": "text/plain",
+    "sha256": sha256("The answer."),
+    "title": "Answer",
+    "limit": 10,
+    "started": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc),
+    "ended": dt.datetime(2024, 1, 1, 12, 1, tzinfo=dt.timezone.utc),
+    "question": "Who discovered radium?",
+    "error": "the LLM failed",
+    "model": "test-model",
+    "in_tokens": 812,
+    "out_tokens": 95,
+    "edge_count": 2,
+    "concepts": ["radium"],
+    "entities": [S],
+    "retrieved_edges": [LIT_TRIPLE, IRI_TRIPLE],
+    "items": selection_params([LIT_TRIPLE])["items"],
+    "invalid_ids": 1,
+    "nodes": [S, O],
+    "triple_limit": 30,
+}
+
+_QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)
+
+
+def is_query(text: str) -> bool:
+    return _QUERY_FORM.search(text) is not None
+
+
+@pytest.mark.parametrize("dialect", ["rdf12", "reification"])
+@pytest.mark.parametrize("name", Templates().names())
+def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialect: str) -> None:
+    text = Templates(dialect).render(name, **EVERY_PARAM)
+    store = ox.Store()
+    if is_query(text):
+        result = store.query(text)
+        assert isinstance(result, (ox.QuerySolutions, ox.QueryBoolean, ox.QueryTriples))
+    else:
+        store.update(text)
+
+
+@pytest.mark.parametrize("name", Templates().names())
+def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
+    text = Templates("rdfstar").render(name, **EVERY_PARAM)
+    assert "<<(" not in text
+    if "<<" in text:
+        assert "<< <http://example.org/s> <http://example.org/p>" in text
+    else:
+        store = ox.Store()
+        if is_query(text):
+            store.query(text)
+        else:
+            store.update(text)
+
+
+@pytest.mark.parametrize("template", ["record_selection", "record_answer"])
+def test_usage_is_optional_in_records(template: str) -> None:
+    params = {**EVERY_PARAM, "model": None, "in_tokens": None, "out_tokens": None}
+    text = Templates().render(template, **params)
+    assert "tg:llmModel" not in text and "tg:inToken" not in text
+    ox.Store().update(text)
+
+
+def test_rendered_updates_store_exactly_the_quads_of_their_block(store: EmbeddedStore) -> None:
+    templates = Templates()
+    for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
+        store.update(templates.render(name, **EVERY_PARAM))
+    expected = set()
+    for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
+        prologue = templates.render_block(name, "prologue", **EVERY_PARAM)
+        quads = templates.render_block(name, "quads", **EVERY_PARAM)
+        expected |= set(ox.parse(prologue + quads, ox.RdfFormat.TRIG))
+    assert set(store.oxigraph.quads_for_pattern(None, None, None, None)) == expected
+    edge = ox.NamedNode(vocab.TG + "retrievedEdge")
+    assert {q.object for q in expected if q.predicate == edge} == {LIT_TRIPLE, IRI_TRIPLE}
+    assert ox.Quad(IDS.session, ox.NamedNode(vocab.TG + "query"),
+                   ox.Literal("Who discovered radium?"), GRAPH) in expected
+
+
+# ---------------------------------------------------------------------------------------------
+# property tests: hostile text through the filters into the store
+
+FRAGMENTS = [
+    '"', '"""', "'", "'''", "\\", "\\\\", "\\u0022", "\\n", "\\\"", "\n", "\r", "\t", "}", "{",
+    ">", "<", "<<(", ")>>", "#", " . ", ";", "\x00", "\x01", "\x08", "\x0b", "\x0c", "\x1f",
+    "\x7f", "\x85", "\u2028", "\u2029", "\ufeff", "😀", "👩‍🔬", "é", "e\u0301", "\U0010fffd",
+    '" . } ; INSERT DATA { <urn:evil> <urn:evil> <urn:evil> } #',
+    '"} ; DROP ALL ; INSERT DATA { GRAPH <urn:g> { <urn:x> <urn:y> "',
+    "> <urn:evil> <urn:evil",
+]
+NO_SURROGATES = st.characters(exclude_categories=("Cs",))
+HOSTILE = st.lists(
+    st.one_of(st.sampled_from(FRAGMENTS), st.text(NO_SURROGATES, max_size=20)), max_size=12
+).map("".join)
+SETTINGS = settings(max_examples=150, deadline=None)
+
+INSERT_LITERAL = "INSERT DATA { GRAPH <urn:g> { <urn:s> <urn:p> {{ x|literal }} } }"
+INSERT_LANG = "INSERT DATA { GRAPH <urn:g> { <urn:s> <urn:p> {{ x|literal(lang) }} } }"
+INSERT_IRI = "INSERT DATA { GRAPH <urn:g> { <urn:s> <urn:p> {{ x|iri }} } }"
+
+
+def all_quads(store: EmbeddedStore) -> list[ox.Quad]:
+    return list(store.oxigraph.quads_for_pattern(None, None, None, None))
+
+
+@SETTINGS
+@given(HOSTILE)
+@example('"""\\"}>\n\x00😀')
+@example("\\u0022 } INSERT DATA { <urn:a> <urn:b> <urn:c> }")
+def test_any_text_literal_round_trips_byte_exactly_as_the_only_quad(text: str) -> None:
+    store = open_store()
+    store.update(snippet(INSERT_LITERAL, x=text))
+    quads = all_quads(store)
+    assert len(quads) == 1
+    (quad,) = quads
+    assert (quad.subject, quad.predicate, quad.graph_name) == (
+        ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.NamedNode("urn:g"))
+    assert isinstance(quad.object, ox.Literal)
+    assert quad.object.datatype == vocab.XSD_STRING
+    assert quad.object.value.encode("utf-8") == text.encode("utf-8")
+
+
+LANGUAGE_TAGS = st.from_regex(r"[a-z]{2,3}(-[A-Z]{2})?", fullmatch=True) | st.sampled_from(
+    ["en-GB", "zh-Hant-TW", "sr-Latn", "de-CH-1996", "x-private", "EN-us"]
+)
+
+
+@SETTINGS
+@given(HOSTILE, LANGUAGE_TAGS)
+def test_any_language_tagged_literal_round_trips_byte_exactly(text: str, tag: str) -> None:
+    store = open_store()
+    store.update(snippet(INSERT_LANG, x=text, lang=tag))
+    (quad,) = all_quads(store)
+    assert quad.object.value.encode("utf-8") == text.encode("utf-8")
+    assert quad.object.language == tag.lower()
+
+
+@st.composite
+def with_surrogate(draw: st.DrawFn) -> tuple[str, int, int]:
+    prefix = draw(HOSTILE)
+    surrogate = draw(st.characters(categories=("Cs",)))
+    suffix = draw(st.text(max_size=20))
+    return prefix + surrogate + suffix, len(prefix), ord(surrogate)
+
+
+@SETTINGS
+@given(with_surrogate())
+def test_text_with_a_surrogate_is_always_rejected_and_never_stored(
+    case: tuple[str, int, int]
+) -> None:
+    text, position, code = case
+    store = open_store()
+    for source, params in [(INSERT_LITERAL, {}), (INSERT_LANG, {"lang": "en"})]:
+        with pytest.raises(TemplateError) as raised:
+            store.update(snippet(source, x=text, **params))
+        assert f"U+{code:04X} at position {position}" in str(raised.value)
+    with pytest.raises(TemplateError, match=re.escape(f"U+{code:04X} at position {position + 6}")):
+        store.update(snippet(INSERT_IRI, x="urn:x:" + text))
+    with pytest.raises(TemplateError, match=re.escape(f"U+{code:04X} at position {position}")):
+        store.update(Templates().render("record_failure", graph=GRAPH, session=IDS.session,
+                                        error=text, ended=EVERY_PARAM["ended"]))
+    assert all_quads(store) == []
+
+
+SAFE_IRI_CHARS = st.characters(
+    categories=("Lu", "Ll", "Lo", "Nd"), include_characters="-._~!$&'()*+,;=:@/"
+)
+
+
+@SETTINGS
+@given(st.text(SAFE_IRI_CHARS, min_size=1, max_size=60))
+def test_iris_of_safe_characters_round_trip_exactly(tail: str) -> None:
+    iri = "urn:x:" + tail
+    store = open_store()
+    store.update(snippet(INSERT_IRI, x=iri))
+    (quad,) = all_quads(store)
+    assert quad.object == ox.NamedNode(iri)
+    assert quad.object.value.encode("utf-8") == iri.encode("utf-8")
+
+
+@SETTINGS
+@given(HOSTILE)
+@example("a> <urn:evil> <urn:evil")
+@example("a> } ; DROP ALL ; INSERT DATA { <urn:e> <urn:e> <urn:e")
+def test_a_hostile_iri_is_either_rejected_or_stored_as_exactly_itself(tail: str) -> None:
+    iri = "urn:x:" + tail
+    store = open_store()
+    try:
+        text = snippet(INSERT_IRI, x=iri)
+    except TemplateError as error:
+        assert str(error).startswith(f"invalid IRI {iri!r}")
+        return
+    store.update(text)
+    (quad,) = all_quads(store)
+    assert quad.object == ox.NamedNode(iri)
+
+
+@SETTINGS
+@given(question=HOSTILE, error=HOSTILE)
+def test_hostile_text_in_real_records_adds_only_the_intended_triples(
+    question: str, error: str
+) -> None:
+    store = open_store()
+    templates = Templates()
+    started = EVERY_PARAM["started"]
+    store.update(templates.render("record_session", graph=GRAPH, session=IDS.session,
+                                  question=question, started=started))
+    store.update(templates.render("record_failure", graph=GRAPH, session=IDS.session,
+                                  error=error, ended=EVERY_PARAM["ended"]))
+    tg = vocab.TG
+    expected = {
+        (vocab.RDF_TYPE, ox.NamedNode(vocab.PROV + "Activity")),
+        (vocab.RDFS_LABEL, ox.Literal("GraphRAG query session")),
+        (ox.NamedNode(vocab.PROV + "startedAtTime"),
+         ox.Literal("2024-01-01T12:00:00Z", datatype=vocab.XSD_DATETIME)),
+        (ox.NamedNode(tg + "query"), ox.Literal(question)),
+        (ox.NamedNode(tg + "status"), ox.Literal("failed")),
+        (ox.NamedNode(tg + "error"), ox.Literal(error)),
+        (ox.NamedNode(vocab.PROV + "endedAtTime"),
+         ox.Literal("2024-01-01T12:01:00Z", datatype=vocab.XSD_DATETIME)),
+    }
+    quads = all_quads(store)
+    assert len(quads) == 7
+    assert all(q.subject == IDS.session and q.graph_name == GRAPH for q in quads)
+    assert {(q.predicate, q.object) for q in quads} == expected
