@@ -149,7 +149,9 @@ def load(store_path: Path | None, files_: tuple[Path, ...]) -> None:
     with opened(store_path) as store:
         bars: list[Any] = []
 
-        def progress(path: Path) -> Callable[[int], None]:
+        def progress(path: Path) -> Callable[[int], None] | None:
+            if not sys.stderr.isatty():
+                return None  # a bar is for people; logs get the one-line results
             size = path.stat().st_size * 2 if path.is_file() else 0
             bar = click.progressbar(length=size, label=str(path), file=sys.stderr)
             bar.__enter__()
@@ -350,7 +352,8 @@ def _usage_text(usage: dict[str, Any]) -> str:
 
 def _wrap(text: str, indent: int) -> str:
     return textwrap.fill(text, width=100, initial_indent=" " * indent,
-                         subsequent_indent=" " * indent)
+                         subsequent_indent=" " * indent, break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def _one_line(text: str, limit: int) -> str:

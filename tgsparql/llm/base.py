@@ -6,13 +6,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import jinja2
 import pyoxigraph as ox
 
 from tgsparql.labels import LabeledEdge
 from tgsparql.provenance import Usage
+
+
+Constraint = Literal["none", "grammar"]
+"""How a backend may constrain the selection output: not at all, or by a GBNF grammar."""
 
 
 class LLMError(RuntimeError):

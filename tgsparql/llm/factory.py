@@ -6,9 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from tgsparql.llm.base import Backend, LLMError
+from tgsparql.llm.base import Backend, Constraint, LLMError
 from tgsparql.llm.offline import OfflineBackend
-from tgsparql.llm.openai_backend import Constraint, OpenAIBackend
 
 BackendName = Literal["offline", "openai"]
 
@@ -41,5 +40,8 @@ def make_backend(
                 "the openai backend needs a server: set OPENAI_BASE_URL or --base-url "
                 "(and OPENAI_API_KEY for hosted APIs)"
             )
+        # Imported here: the openai client takes ~2 s to import, which offline runs never need.
+        from tgsparql.llm.openai_backend import OpenAIBackend
+
         return OpenAIBackend(model=model, base_url=base_url, api_key=api_key, constraint=constraint)
     raise LLMError(f"unknown LLM backend {name!r}; choose offline or openai")

@@ -183,8 +183,9 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     """The entity the facts lead to, then the facts themselves.
 
     The lead entity is one the question does not already name in full, preferring the end of a
-    fact whose predicate the question asks about, an end rather than a node the facts share,
-    and an object rather than a subject.
+    fact whose predicate the question asks about, a value or an entity as the question asks
+    ("when" or "where"), an end rather than a node the facts share, and an object rather than
+    a subject.
     """
     if not facts:
         return "The knowledge graph holds no facts that answer this question."
@@ -192,12 +193,18 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     statements = "; ".join(" ".join(fact.labels) for fact in facts)
     uses = Counter(label for fact in facts for label in (fact.labels[0], fact.labels[2]))
     candidates = []
+    question_words = set(words(question))
+    wants_value = bool(question_words & ASKS_FOR_VALUE)
+    wants_entity = not wants_value and bool(question_words & ASKS_FOR_ENTITY)
     for index, fact in enumerate(facts):
         asks_predicate = bool(set(stems(fact.labels[1])) & asked)
-        for position, label in ((0, fact.labels[2]), (1, fact.labels[0])):
+        ends = ((0, fact.labels[2], fact.triple.object), (1, fact.labels[0], fact.triple.subject))
+        for position, label, term in ends:
             label_stems = set(stems(label))
             if label and not (label_stems and label_stems <= asked):
-                rank = (not asks_predicate, uses[label] > 1, index, position)
+                is_value = isinstance(term, ox.Literal)
+                wrong_kind = (wants_value and not is_value) or (wants_entity and is_value)
+                rank = (not asks_predicate, wrong_kind, uses[label] > 1, index, position)
                 candidates.append((rank, label))
     if not candidates:
         return f"From the knowledge graph: {statements}."

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import openai
 
 from tgsparql.labels import LabeledEdge
-from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest, render_prompt
+from tgsparql.llm.base import Constraint, LLMError, SelectionOutput, SelectionRequest, render_prompt
 from tgsparql.provenance import Usage
 
-Constraint = Literal["none", "grammar"]
 
 
 class OpenAIBackend:
@@ -104,7 +103,7 @@ class OpenAIBackend:
                 temperature=self.temperature,
                 **params,
             )
-        except openai.OpenAIError as error:
+        except (openai.OpenAIError, ValueError) as error:  # ValueError: a reply that is not JSON
             raise LLMError(f"LLM request to {self.where} failed: {_describe(error)}") from None
 
     def _usage(self, model: str | None, usage: Any) -> Usage:

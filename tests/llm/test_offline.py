@@ -1,0 +1,308 @@
+"""The offline backend: a deterministic selector and answer writer over the demo knowledge graph."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tgsparql import vocab
+from tgsparql.grounding import words
+from tgsparql.labels import LabeledEdge, build_labelgraph
+from tgsparql.llm.base import SelectionOutput, SelectionRequest
+from tgsparql.llm.offline import OfflineBackend, stems
+from tgsparql.pipeline import GraphRag
+from tgsparql.provenance import SessionIds
+
+ENT = "https://example.org/demo/entity/"
+REL = "https://example.org/demo/rel/"
+TG = vocab.TG
+GRAPH = vocab.explainability_graph()
+
+POLONIUM = "Where was the scientist who discovered polonium born?"
+PRIZE = "Which prize did the daughter of Pierre Curie win?"
+LEAD = ". From the knowledge graph: "
+
+
+def fact(s: str, p: str, o: str) -> ox.Triple:
+    return ox.Triple(ox.NamedNode(ENT + s), ox.NamedNode(REL + p), ox.NamedNode(ENT + o))
+
+
+class Spy:
+    """The offline backend, keeping what the pipeline asked it and what it answered."""
+
+    name = "offline"
+
+    def __init__(self) -> None:
+        self.inner = OfflineBackend()
+        self.requests: list[SelectionRequest] = []
+        self.outputs: list[SelectionOutput] = []
+        self.answers: list = []
+
+    def select(self, request: SelectionRequest) -> SelectionOutput:
+        self.requests.append(request)
+        self.outputs.append(self.inner.select(request))
+        return self.outputs[-1]
+
+    def answer(self, question: str, facts: Sequence[LabeledEdge], *, stream: bool):
+        self.answers.append(self.inner.answer(question, facts, stream=stream))
+        return self.answers[-1]
+
+
+@pytest.fixture
+def spy(demo_store) -> tuple[GraphRag, Spy]:
+    backend = Spy()
+    return GraphRag(demo_store, backend), backend
+
+
+def objects(store, subject: ox.NamedNode, local: str) -> list:
+    return [
+        quad.object
+        for quad in store.oxigraph.quads_for_pattern(subject, ox.NamedNode(TG + local), None, GRAPH)
+    ]
+
+
+def recorded_selection(store, ids: SessionIds) -> list[tuple[ox.Triple, str]]:
+    """(edge, reasoning) of each selected edge, in index order."""
+    chosen = []
+    for item in objects(store, ids.selection, "selectedEdge"):
+        [edge] = objects(store, item, "edge")
+        [reasoning] = objects(store, item, "reasoning")
+        chosen.append((int(item.value.rsplit(":", 1)[1]), edge, reasoning.value))
+    return [(edge, reasoning) for _, edge, reasoning in sorted(chosen, key=lambda c: c[0])]
+
+
+def run(rag: GraphRag, question: str, *, stream: bool = False) -> tuple[str, SessionIds]:
+    messages = list(rag.query(question, stream=stream))
+    assert [m.error for m in messages] == [None] * len(messages)
+    text = "".join(m.response for m in messages if m.message_type == "chunk")
+    return text, SessionIds.from_session_iri(messages[0].explain_id)
+
+
+def parsed_lines(output: SelectionOutput) -> list[dict]:
+    return [json.loads(line) for line in output.text.splitlines()]
+
+
+# ---- the demo questions
+
+
+def test_polonium_question_selects_discovery_and_birthplace_and_answers_warsaw(rag) -> None:
+    text, ids = run(rag, POLONIUM)
+    selected = [edge for edge, _ in recorded_selection(rag.store, ids)]
+    assert fact("Marie_Curie", "bornIn", "Warsaw") in selected
+    assert fact("Marie_Curie", "discovered", "Polonium") in selected
+    assert text.startswith("Warsaw" + LEAD)
+
+
+def test_prize_question_follows_daughter_to_her_prize(rag) -> None:
+    text, ids = run(rag, PRIZE)
+    selected = [edge for edge, _ in recorded_selection(rag.store, ids)]
+    assert fact("Irene_Joliot-Curie", "daughterOf", "Pierre_Curie") in selected
+    assert fact("Irene_Joliot-Curie", "won", "Nobel_Prize_in_Chemistry_1935") in selected
+    assert text.startswith("Nobel Prize in Chemistry 1935" + LEAD)
+
+
+@pytest.mark.parametrize(
+    ("question", "lead"),
+    [
+        ("Where was Pierre Curie born?", "Paris"),  # a place, though a birth year also matches
+        ("In which year was Pierre Curie born?", "1859"),  # a value, though a birthplace matches
+        ("When did Marie Curie die?", "1934"),
+    ],
+)
+def test_the_lead_is_of_the_kind_the_question_asks_for(rag, question: str, lead: str) -> None:
+    text, _ = run(rag, question)
+    assert text.startswith(lead + LEAD)
+
+
+REASON = re.compile(
+    r"^offline selector: this edge matches (?P<own>.+?)"
+    r"(?:; (?P<rest>.*))?; score (?P<score>\d+\.\d\d)$"
+)
+
+
+@pytest.mark.parametrize("question", [POLONIUM, PRIZE])
+def test_reasons_state_matched_terms_and_scores_in_ranking_order(spy, question: str) -> None:
+    rag, backend = spy
+    run(rag, question)
+    [request], [output] = backend.requests, backend.outputs
+    by_id = {edge.id: edge for edge in request.edges}
+    question_words = set(words(question))
+    lines = parsed_lines(output)
+    assert lines, "the demo questions select something"
+    scores = []
+    for line in lines:
+        reason = line["reasoning"]
+        assert reason.startswith("offline selector: ")
+        match = REASON.match(reason)
+        assert match, reason
+        edge = by_id[line["id"]]
+        edge_stems = set(stems(" ".join(edge.labels)))
+        own = re.findall(r"'([^']*)'", match["own"])
+        assert own, reason
+        for term in own:
+            assert term in question_words
+            assert set(stems(term)) <= edge_stems, (term, edge.labels)
+        touches_seed = bool(set(request.seeds) & {edge.triple.subject, edge.triple.object})
+        assert ("it touches a seed entity of the question" in (match["rest"] or "")) is touches_seed
+        scores.append(float(match["score"]))
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] > 0
+
+
+def test_reasons_are_what_the_store_records(spy) -> None:
+    rag, backend = spy
+    _, ids = run(rag, POLONIUM)
+    by_id = {edge.id: edge for edge in backend.requests[0].edges}
+    expected = [(by_id[l["id"]].triple, l["reasoning"]) for l in parsed_lines(backend.outputs[0])]
+    assert recorded_selection(rag.store, ids) == expected
+
+
+def test_selection_is_deterministic(spy) -> None:
+    rag, backend = spy
+    first_text, first = run(rag, PRIZE)
+    second_text, second = run(rag, PRIZE)
+    assert first != second
+    assert backend.outputs[0] == backend.outputs[1]
+    assert backend.outputs[0].text == OfflineBackend().select(backend.requests[0]).text
+    assert first_text == second_text
+    assert recorded_selection(rag.store, first) == recorded_selection(rag.store, second)
+
+
+def test_offline_reports_no_usage_and_records_no_model(spy) -> None:
+    rag, backend = spy
+    _, ids = run(rag, POLONIUM, stream=True)
+    assert backend.outputs[0].usage is None
+    assert backend.answers[0].usage is None
+    for entity in (ids.selection, ids.answer):
+        assert objects(rag.store, entity, "llmModel") == []
+        assert objects(rag.store, entity, "inToken") == []
+        assert objects(rag.store, entity, "outToken") == []
+    assert objects(rag.store, ids.answer, "document") == [ids.answer_document]
+
+
+# ---- selection edge cases
+
+
+def labeled(*triples: tuple[str, str, str]) -> list[LabeledEdge]:
+    subgraph, labels = [], {}
+    for index, names in enumerate(triples):
+        terms = [ox.NamedNode(f"https://example.org/t/{part}{index}") for part in "spo"]
+        subgraph.append(ox.Triple(*terms))
+        labels.update(zip(terms, names))
+    return build_labelgraph(subgraph, labels).labeled_edges
+
+
+def test_no_edges_select_nothing() -> None:
+    assert OfflineBackend().select(SelectionRequest(POLONIUM, [], [])) == SelectionOutput("", None)
+
+
+def test_question_of_stopwords_only_selects_nothing() -> None:
+    edges = labeled(("Marie Curie", "born in", "Warsaw"))
+    output = OfflineBackend().select(SelectionRequest("Who is it?", edges, []))
+    assert output == SelectionOutput("", None)
+
+
+def test_edges_matching_no_question_term_are_not_selected() -> None:
+    edges = labeled(("Paris", "capital of", "France"), ("radium", "type", "chemical element"))
+    assert OfflineBackend().select(SelectionRequest(POLONIUM, edges, [])).text == ""
+
+
+def test_two_edges_through_a_shared_node_are_selected_as_a_path() -> None:
+    subgraph = [
+        fact("Marie_Curie", "bornIn", "Warsaw"),
+        fact("Marie_Curie", "discovered", "Polonium"),
+        fact("Paris", "capitalOf", "France"),
+    ]
+    names = {"Marie_Curie": "Marie Curie", "Warsaw": "Warsaw", "Polonium": "polonium",
+             "Paris": "Paris", "France": "France", "bornIn": "born in",
+             "discovered": "discovered", "capitalOf": "capital of"}
+    labels = {ox.NamedNode(ns + key): value for key, value in names.items() for ns in (ENT, REL)}
+    edges = build_labelgraph(subgraph, labels).labeled_edges
+    lines = parsed_lines(OfflineBackend().select(SelectionRequest(POLONIUM, edges, [])))
+    assert sorted(line["id"] for line in lines) == sorted([edges[0].id, edges[1].id])
+    assert all(set(line) == {"id", "reasoning"} for line in lines)
+    for line in lines:
+        other = edges[1] if line["id"] == edges[0].id else edges[0]
+        assert f"it shares a node with ({' '.join(other.labels)})" in line["reasoning"]
+        assert "'born', 'discovered', 'polonium'" in line["reasoning"]
+
+
+# ---- the answer
+
+
+def test_answer_is_composed_only_from_the_selected_facts(rag) -> None:
+    for question in (POLONIUM, PRIZE):
+        text, ids = run(rag, question)
+        labels = [rag_labels(rag, edge) for edge, _ in recorded_selection(rag.store, ids)]
+        lead, rest = text.split(LEAD, 1)
+        assert lead in {label for s, _, o in labels for label in (s, o)}
+        assert rest == "; ".join(" ".join(triple) for triple in labels) + "."
+        fact_words = {word for triple in labels for part in triple for word in part.split()}
+        assert set(rest.rstrip(".").replace(";", " ").split()) <= fact_words
+
+
+def rag_labels(rag: GraphRag, edge: ox.Triple) -> tuple[str, str, str]:
+    """The rdfs:label of each term in the demo KG (a literal is its own label)."""
+    found = []
+    for term in (edge.subject, edge.predicate, edge.object):
+        if isinstance(term, ox.Literal):
+            found.append(term.value)
+            continue
+        quads = rag.store.oxigraph.quads_for_pattern(term, vocab.RDFS_LABEL, None, ox.DefaultGraph())
+        [label] = [quad.object.value for quad in quads]
+        found.append(label)
+    return tuple(found)
+
+
+def test_answer_without_facts_says_the_graph_holds_none() -> None:
+    answer = OfflineBackend().answer(POLONIUM, [], stream=False)
+    assert list(answer) == ["The knowledge graph holds no facts that answer this question."]
+
+
+label = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    question=st.text(max_size=60),
+    triples=st.lists(st.tuples(label, label, label), min_size=1, max_size=6),
+)
+def test_answer_states_a_lead_from_the_facts_then_the_facts_verbatim(question, triples) -> None:
+    facts = labeled(*triples)
+    [text] = list(OfflineBackend().answer(question, facts, stream=False))
+    statements = "; ".join(" ".join(f.labels) for f in facts)
+    ends = {label for f in facts for label in (f.labels[0], f.labels[2])}
+    if text.startswith("From the knowledge graph: "):
+        assert text == f"From the knowledge graph: {statements}."
+    else:
+        lead = text[: len(text) - len(statements) - len(LEAD) - 1]
+        assert text == f"{lead}{LEAD}{statements}."
+        assert lead in ends
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    question=st.text(max_size=60),
+    triples=st.lists(st.tuples(label, label, label), min_size=0, max_size=8),
+)
+def test_streamed_chunks_join_to_the_unstreamed_answer(question, triples) -> None:
+    facts = labeled(*triples)
+    backend = OfflineBackend()
+    [whole] = list(backend.answer(question, facts, stream=False))
+    chunks = list(backend.answer(question, facts, stream=True))
+    assert "".join(chunks) == whole
+    assert all(chunks)
+
+
+def test_pipeline_streams_the_same_answer_in_several_chunks(rag) -> None:
+    whole, _ = run(rag, PRIZE, stream=False)
+    messages = list(rag.query(PRIZE, stream=True))
+    chunks = [m.response for m in messages if m.message_type == "chunk" and not m.end_of_session]
+    assert len(chunks) > 1
+    assert "".join(chunks) == whole

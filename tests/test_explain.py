@@ -1,0 +1,288 @@
+"""Reading the record back: one session explained in full, and the list of sessions."""
+
+from __future__ import annotations
+
+import json
+import uuid as uuidlib
+
+import pyoxigraph as ox
+import pytest
+
+from tgsparql.explain import SessionNotFound, explain_session, list_sessions
+from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
+from tgsparql.llm.offline import OfflineBackend
+from tgsparql.messages import GraphRagResponse
+from tgsparql.pipeline import GraphRag
+from tgsparql.templates import Templates
+
+QUESTION = "Where was the scientist who discovered polonium born?"
+TG = "https://trustgraph.ai/ns/"
+PROV = "http://www.w3.org/ns/prov#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+ENT = "https://example.org/demo/entity/"
+REL = "https://example.org/demo/rel/"
+DOC = "https://example.org/demo/doc/marie-curie"
+EXPLAINABILITY = ox.NamedNode("urn:graph:explainability")
+
+DISCOVERED = ox.Triple(
+    ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "discovered"), ox.NamedNode(ENT + "Polonium")
+)
+BORN_IN = ox.Triple(
+    ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "bornIn"), ox.NamedNode(ENT + "Warsaw")
+)
+BIRTH_YEAR = ox.Triple(
+    ox.NamedNode(ENT + "Marie_Curie"),
+    ox.NamedNode(REL + "birthYear"),
+    ox.Literal("1867", datatype=ox.NamedNode(XSD + "integer")),
+)
+CHUNK_0 = "urn:chunk:73279646-822c-4a72-96b1-9c31356333ba"
+CHUNK_1 = "urn:chunk:c109fd02-e445-4c61-82d6-10161a2a9191"
+
+
+def asked(rag: GraphRag, question: str = QUESTION) -> list[GraphRagResponse]:
+    return list(rag.query(question, stream=True))
+
+
+def uuid_of(messages: list[GraphRagResponse]) -> str:
+    return messages[0].explain_id.rsplit(":", 1)[1]
+
+
+@pytest.fixture
+def demo_session(rag: GraphRag):
+    messages = asked(rag)
+    assert messages[-1].error is None
+    return rag, messages, explain_session(rag.store, rag.templates, "explainability", messages[0].explain_id)
+
+
+def stored_reasoning(store, iri: str) -> str:
+    rows = store.select(
+        f"SELECT ?r WHERE {{ GRAPH {EXPLAINABILITY} {{ <{iri}> <{TG}reasoning> ?r }} }}"
+    )
+    assert len(rows) == 1
+    return rows[0]["r"].value
+
+
+def test_explain_session_reports_the_question_status_and_retrieval(demo_session) -> None:
+    _, messages, explanation = demo_session
+    uuid = uuid_of(messages)
+    assert explanation.session == f"urn:trustgraph:session:{uuid}"
+    assert explanation.collection == "explainability"
+    assert explanation.question == QUESTION
+    assert explanation.status == "complete"
+    assert explanation.error is None
+    assert explanation.started is not None and explanation.ended is not None
+    assert explanation.edge_count == 15
+    assert explanation.retrieved_edges_recorded == 15
+    assert explanation.concepts == ["born", "discovered", "polonium", "scientist"]
+    assert explanation.entities == [(ENT + "Polonium", "polonium")]
+    assert explanation.invalid_ids == 0
+    assert explanation.selection_usage == {} and explanation.answer_usage == {}
+
+
+def test_explain_session_lists_selected_edges_in_index_order_with_labels_and_sources(
+    demo_session,
+) -> None:
+    rag, messages, explanation = demo_session
+    uuid = uuid_of(messages)
+    assert [(e.index, e.iri, e.edge, e.labels) for e in explanation.selected] == [
+        (0, f"urn:trustgraph:prov:edge:{uuid}:0", DISCOVERED, ("Marie Curie", "discovered", "polonium")),
+        (1, f"urn:trustgraph:prov:edge:{uuid}:1", BORN_IN, ("Marie Curie", "born in", "Warsaw")),
+        (2, f"urn:trustgraph:prov:edge:{uuid}:2", BIRTH_YEAR, ("Marie Curie", "birth year", "1867")),
+    ]
+    for edge in explanation.selected:
+        assert edge.reasoning == stored_reasoning(rag.store, edge.iri)
+        assert edge.reasoning.startswith("offline selector: this edge matches ")
+    assert [
+        [(s.edge_selection, s.document, s.chunk, s.page_number, s.char_offset) for s in e.sources]
+        for e in explanation.selected
+    ] == [
+        [(f"urn:trustgraph:prov:edge:{uuid}:0", DOC, CHUNK_1, 1, 302)],
+        [(f"urn:trustgraph:prov:edge:{uuid}:1", DOC, CHUNK_0, 1, 0)],
+        [(f"urn:trustgraph:prov:edge:{uuid}:2", DOC, CHUNK_0, 1, 0)],
+    ]
+    assert explanation.selected[1].sources[0].text == (
+        "Marie Curie was born Maria Skłodowska in Warsaw in 1867."
+    )
+    streamed_sources = messages[-1].sources
+    assert [s for e in explanation.selected for s in e.sources] == streamed_sources
+
+
+def test_explain_session_returns_the_answer_text_intact(demo_session) -> None:
+    _, messages, explanation = demo_session
+    streamed = "".join(m.response for m in messages if m.message_type == "chunk")
+    assert streamed
+    assert explanation.answer == streamed
+    assert explanation.answer_intact is True
+
+
+def test_explain_session_triples_are_every_triple_recorded_for_the_session(demo_session) -> None:
+    rag, messages, explanation = demo_session
+    asked(rag, "Who married Pierre Curie?")  # another session must not leak in
+    explained = {t for m in messages for t in m.explain_triples}
+    assert set(explanation.triples) == explained
+    assert len(explanation.triples) == len(explained)
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        (f"<{TG}contentSha256>", '"' + "0" * 64 + '"'),
+        (f"<{TG}content>", '"Paris."'),
+    ],
+    ids=["sha", "content"],
+)
+def test_tampering_with_the_stored_answer_makes_it_not_intact(demo_session, tamper) -> None:
+    rag, messages, _ = demo_session
+    predicate, value = tamper
+    document = f"<urn:trustgraph:answer:{uuid_of(messages)}>"
+    rag.store.update(
+        f"""DELETE {{ GRAPH <urn:graph:library> {{ {document} {predicate} ?old }} }}
+        INSERT {{ GRAPH <urn:graph:library> {{ {document} {predicate} {value} }} }}
+        WHERE {{ GRAPH <urn:graph:library> {{ {document} {predicate} ?old }} }}"""
+    )
+    explanation = explain_session(rag.store, rag.templates, "explainability", messages[0].explain_id)
+    assert explanation.answer_intact is False
+    assert explanation.answer == ("Paris." if predicate.endswith("content>") else messages_text(messages))
+
+
+def messages_text(messages: list[GraphRagResponse]) -> str:
+    return "".join(m.response for m in messages if m.message_type == "chunk")
+
+
+def test_an_unknown_session_raises_session_not_found(demo_store, templates) -> None:
+    with pytest.raises(SessionNotFound):
+        explain_session(demo_store, templates, "explainability", f"urn:trustgraph:session:{uuidlib.uuid4()}")
+
+
+def test_a_session_of_another_collection_is_not_found(demo_session) -> None:
+    rag, messages, _ = demo_session
+    with pytest.raises(SessionNotFound):
+        explain_session(rag.store, rag.templates, "other", messages[0].explain_id)
+
+
+@pytest.mark.parametrize("text", ["not-a-session", "urn:trustgraph:session:xyz", ""])
+def test_a_malformed_session_reference_is_a_value_error(demo_store, templates, text) -> None:
+    with pytest.raises(ValueError, match="not a session IRI"):
+        explain_session(demo_store, templates, "explainability", text)
+
+
+def test_explain_session_accepts_the_bare_uuid(demo_session) -> None:
+    rag, messages, explanation = demo_session
+    uuid = uuid_of(messages)
+    for reference in (uuid, uuid.upper(), f"  {messages[0].explain_id} "):
+        by_uuid = explain_session(rag.store, rag.templates, "explainability", reference)
+        assert by_uuid.session == explanation.session
+        assert set(by_uuid.triples) == set(explanation.triples)
+        assert by_uuid.to_json() == explanation.to_json()
+
+
+def test_to_json_is_json_serialisable_with_terms_as_text(demo_session) -> None:
+    _, messages, explanation = demo_session
+    data = json.loads(json.dumps(explanation.to_json()))
+    assert data["question"] == QUESTION
+    assert data["status"] == "complete"
+    assert data["edge_count"] == 15
+    assert data["entities"] == [{"iri": ENT + "Polonium", "label": "polonium"}]
+    assert data["answer_intact"] is True
+    first = data["selected"][0]
+    assert first["edge"] == f"<<( <{ENT}Marie_Curie> <{REL}discovered> <{ENT}Polonium> )>>"
+    assert first["labels"] == ["Marie Curie", "discovered", "polonium"]
+    assert first["sources"][0]["document"] == DOC
+    assert data["selected"][2]["edge"] == (
+        f'<<( <{ENT}Marie_Curie> <{REL}birthYear> "1867"^^<{XSD}integer> )>>'
+    )
+
+
+def test_turtle_parses_back_to_the_same_triples(demo_session) -> None:
+    _, _, explanation = demo_session
+    text = explanation.turtle()
+    parsed = {quad.triple for quad in ox.parse(text, ox.RdfFormat.TURTLE)}
+    assert parsed == set(explanation.triples)
+    assert any(isinstance(t.object, ox.Triple) for t in parsed)
+
+
+def test_a_failed_session_is_explained_with_its_error(demo_store) -> None:
+    class Broken(OfflineBackend):
+        def select(self, request: SelectionRequest) -> SelectionOutput:
+            raise LLMError("model unreachable")
+
+    rag = GraphRag(demo_store, Broken())
+    messages = asked(rag)
+    explanation = explain_session(demo_store, rag.templates, "explainability", messages[0].explain_id)
+    assert explanation.status == "failed"
+    assert explanation.error == messages[-1].error.message
+    assert explanation.error.startswith("selection failed: ")
+    assert explanation.edge_count == 15
+    assert explanation.selected == []
+    assert explanation.answer is None and explanation.answer_intact is None
+
+
+HAND_SESSIONS = f"""
+PREFIX tg: <{TG}>
+PREFIX prov: <{PROV}>
+PREFIX xsd: <{XSD}>
+INSERT DATA {{ GRAPH <urn:graph:explainability> {{
+  <urn:trustgraph:session:00000000-0000-4000-8000-00000000000a> a prov:Activity ;
+      tg:query "question A" ;
+      prov:startedAtTime "2026-01-01T10:00:00+05:00"^^xsd:dateTime ;
+      prov:endedAtTime "2026-01-01T10:00:01+05:00"^^xsd:dateTime ;
+      tg:status "complete" .
+  <urn:trustgraph:session:00000000-0000-4000-8000-00000000000b> a prov:Activity ;
+      tg:query "question B" ;
+      prov:startedAtTime "2026-01-01T06:00:00Z"^^xsd:dateTime ;
+      prov:endedAtTime "2026-01-01T06:00:02Z"^^xsd:dateTime ;
+      tg:status "complete" .
+  <urn:trustgraph:session:00000000-0000-4000-8000-00000000000c> a prov:Activity ;
+      tg:query "question C" ;
+      prov:startedAtTime "2026-01-01T00:30:00-05:00"^^xsd:dateTime ;
+      prov:endedAtTime "2026-01-01T00:30:03-05:00"^^xsd:dateTime ;
+      tg:status "failed" ;
+      tg:error "selection failed: boom" .
+}} }}
+"""
+
+
+def test_list_sessions_is_newest_first_by_real_time_not_text(demo_store, templates) -> None:
+    demo_store.update(HAND_SESSIONS)
+    listed = list_sessions(demo_store, templates, "explainability", 10)
+    # B is 06:00Z, C is 05:30Z, A is 05:00Z; as text A > B > C.
+    assert [s.question for s in listed] == ["question B", "question C", "question A"]
+    assert [s.started for s in listed] == [
+        "2026-01-01T06:00:00Z", "2026-01-01T00:30:00-05:00", "2026-01-01T10:00:00+05:00"
+    ]
+
+
+def test_list_sessions_honours_the_limit(demo_store, templates) -> None:
+    demo_store.update(HAND_SESSIONS)
+    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 2)] == [
+        "question B", "question C"
+    ]
+    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 1)] == [
+        "question B"
+    ]
+
+
+def test_list_sessions_includes_failed_sessions_with_their_error(demo_store, templates) -> None:
+    demo_store.update(HAND_SESSIONS)
+    by_question = {s.question: s for s in list_sessions(demo_store, templates, "explainability", 10)}
+    failed = by_question["question C"]
+    assert failed.session == "urn:trustgraph:session:00000000-0000-4000-8000-00000000000c"
+    assert failed.status == "failed"
+    assert failed.error == "selection failed: boom"
+    assert failed.ended == "2026-01-01T00:30:03-05:00"
+    assert by_question["question B"].status == "complete"
+    assert by_question["question B"].error is None
+
+
+def test_list_sessions_puts_a_new_query_first_and_reads_only_its_collection(rag: GraphRag) -> None:
+    rag.store.update(HAND_SESSIONS)
+    messages = asked(rag)
+    templates = Templates()
+    listed = list_sessions(rag.store, templates, "explainability", 10)
+    assert [s.session for s in listed][:2] == [
+        messages[0].explain_id, "urn:trustgraph:session:00000000-0000-4000-8000-00000000000b"
+    ]
+    assert len(listed) == 4
+    assert listed[0].status == "complete" and listed[0].question == QUESTION
+    assert json.loads(json.dumps([s.to_json() for s in listed]))[0]["question"] == QUESTION
+    assert list_sessions(rag.store, templates, "other", 10) == []
