@@ -1,4 +1,4 @@
-"""The query-time record of SPEC §2: IRI minting and every write of a session, in one place.
+"""IRI minting for KG terms and extraction, and the query-time record of SPEC §2, in one place.
 
 Each write renders one INSERT DATA template of `queries/`. The same template's quads, read back
 as TriG (SPARQL's quad syntax is TriG's), are the `explain_triples` of the message that
@@ -9,20 +9,47 @@ extra round trip.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.grounding import Grounding
+from tgsparql.grounding import Grounding, normalize_label
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import Sparql, Templates
 
 SESSION_PREFIX = "urn:trustgraph:session:"
+ENTITY_PREFIX = "https://trustgraph.ai/e/"
+RELATION_PREFIX = "https://trustgraph.ai/r/"
+_EXTRACTION_NAMESPACE = uuid.UUID("6f1c3a52-8e0b-4d7a-9a57-2f4c1d9b7e10")
+
+
+def _slug(name: str) -> str:
+    """The name's matching key with '-' for spaces, percent-encoded; a hash when it has no words."""
+    key = normalize_label(name)
+    if not key:
+        return "h-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    return quote(key.replace(" ", "-"), safe="-")
+
+
+def entity_iri(name: str) -> ox.NamedNode:
+    """The same IRI for every spelling of a name that grounding would match alike."""
+    return ox.NamedNode(ENTITY_PREFIX + _slug(name))
+
+
+def relation_iri(name: str) -> ox.NamedNode:
+    return ox.NamedNode(RELATION_PREFIX + _slug(name))
+
+
+def stable_uuid(*parts: str) -> str:
+    """A UUID derived from its parts, so re-extracting the same text mints the same IRIs."""
+    return str(uuid.uuid5(_EXTRACTION_NAMESPACE, "\x1f".join(parts)))
 
 
 @dataclass(frozen=True)
