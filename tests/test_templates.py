@@ -540,6 +540,17 @@ EVERY_PARAM: dict[str, Any] = {
     "invalid_ids": 1,
     "nodes": [S, O],
     "triple_limit": 30,
+    "activity": ox.NamedNode("urn:activity:1"),
+    "agent": ox.NamedNode("urn:agent:1"),
+    "agent_label": "agent",
+    "pages": [{"iri": ox.NamedNode("urn:page:1"), "number": 1}],
+    "chunks": [{"iri": ox.NamedNode("urn:chunk:1"), "page": ox.NamedNode("urn:page:1"),
+                "index": 0, "offset": 0, "length": 5}],
+    "subgraphs": [{"iri": ox.NamedNode("urn:subgraph:1"), "chunk": ox.NamedNode("urn:chunk:1"),
+                   "span": {"text": "hi", "offset": 0, "length": 2},
+                   "triples": [LIT_TRIPLE, IRI_TRIPLE]}],
+    "facts": [LIT_TRIPLE, IRI_TRIPLE],
+    "labels": [{"term": S, "label": "s"}],
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

@@ -68,17 +68,20 @@ def llm_options(function: F) -> F:
         click.option(
             "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
         ),
-        click.option(
-            "--constrain",
-            type=click.Choice(["none", "grammar"]),
-            default="none",
-            show_default=True,
-            help="Constrain the selection output with a GBNF grammar (llama.cpp servers).",
-        ),
     ]
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def constrain_option(function: F) -> F:
+    return click.option(
+        "--constrain",
+        type=click.Choice(["none", "grammar"]),
+        default="none",
+        show_default=True,
+        help="Constrain the selection output with a GBNF grammar (llama.cpp servers).",
+    )(function)
 
 
 @contextmanager
@@ -91,6 +94,28 @@ def opened(path: Path | None) -> Iterator[EmbeddedStore]:
         yield store
     finally:
         store.close()
+
+
+@contextmanager
+def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
+    """Start a bar per item of long work, on a terminal only; each closes when the next starts."""
+    open_bars: list[Any] = []
+
+    def start(label: str, length: int) -> Callable[[int], None] | None:
+        if not sys.stderr.isatty():
+            return None  # a bar is for people; logs get the one-line results
+        while open_bars:
+            open_bars.pop().__exit__(None, None, None)
+        bar = click.progressbar(length=length, label=label, file=sys.stderr)
+        bar.__enter__()
+        open_bars.append(bar)
+        return bar.update
+
+    try:
+        yield start
+    finally:
+        while open_bars:
+            open_bars.pop().__exit__(None, None, None)
 
 
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
@@ -117,6 +142,7 @@ def main() -> None:
 @store_option
 @click.option("--question", default=DEMO_QUESTION, show_default=True, help="What to ask.")
 @llm_options
+@constrain_option
 def demo(store_path: Path | None, question: str, llm: str | None, model: str | None,
          base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Load the bundled sample (the Curies) and answer a question with its explanation."""
@@ -146,25 +172,69 @@ def load(store_path: Path | None, files_: tuple[Path, ...]) -> None:
     Each file is checked in full first: a file with a syntax error loads nothing and the error
     names its line. Labels loaded are added to the grounding index.
     """
-    with opened(store_path) as store:
-        bars: list[Any] = []
-
-        def progress(path: Path) -> Callable[[int], None] | None:
-            if not sys.stderr.isatty():
-                return None  # a bar is for people; logs get the one-line results
-            size = path.stat().st_size * 2 if path.is_file() else 0
-            bar = click.progressbar(length=size, label=str(path), file=sys.stderr)
-            bar.__enter__()
-            bars.append(bar)
-            return bar.update
-
-        try:
-            report = load_files(store, list(files_), progress=progress)
-        finally:
-            for bar in bars:
-                bar.__exit__(None, None, None)
+    with opened(store_path) as store, progress_bars() as bar:
+        report = load_files(
+            store,
+            list(files_),
+            progress=lambda path: bar(str(path), path.stat().st_size * 2 if path.is_file() else 0),
+        )
         for path, count in report.loaded.items():
             click.echo(f"loaded {path}: {count} quads")
+        if report.labels_indexed:
+            click.echo(f"indexed {report.labels_indexed} labels for grounding")
+        for message in report.failed.values():
+            click.echo(f"error: {message}", err=True)
+        if report.failed:
+            sys.exit(1)
+
+
+@main.command()
+@store_option
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+@click.option("--chunk-size", type=click.IntRange(1), default=2000, show_default=True,
+              help="Characters per chunk at most.")
+@click.option("--chunk-overlap", type=click.IntRange(0), default=200, show_default=True,
+              help="Characters a chunk shares with the one before it.")
+@llm_options
+def ingest(store_path: Path | None, paths: tuple[Path, ...], chunk_size: int,
+           chunk_overlap: int, llm: str | None, model: str | None, base_url: str | None,
+           api_key: str | None) -> None:
+    """Extract facts from plain text and Markdown files, with where each came from.
+
+    One document per file, pages split on form feeds, chunks read by the LLM. Facts go to the
+    KG, their provenance to urn:graph:source, the texts to urn:graph:library. A file whose text
+    was ingested before is skipped. Needs an LLM: the offline backend does not invent facts.
+    """
+    from tgsparql.chunking import ChunkingError, check_settings
+    from tgsparql.ingest import ingest_files
+    from tgsparql.llm.base import ExtractionUnsupported
+
+    try:
+        check_settings(chunk_size, chunk_overlap)
+    except ChunkingError as error:
+        raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
+    backend = backend_from(llm, model, base_url, api_key, "none")
+    with opened(store_path) as store:
+        if store_path is None:
+            click.echo("warning: no --store given: the facts go to an in-memory store and are "
+                       "lost on exit", err=True)
+        try:
+            with progress_bars() as bar:
+                report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
+                                      chunk_overlap=chunk_overlap,
+                                      progress=lambda path, chunks: bar(str(path), chunks))
+        except (ExtractionUnsupported, StoreError) as error:
+            raise Failure(str(error)) from None
+        for doc in report.documents:
+            if doc.already_present:
+                click.echo(f"skipped {doc.path}: already ingested as {doc.document.value}")
+                continue
+            dropped = doc.skipped_lines + doc.rejected
+            click.echo(f"ingested {doc.path}: {doc.pages} pages, {doc.chunks} chunks, "
+                       f"{doc.facts} facts ({doc.evidence_found} with evidence located"
+                       + (f", {dropped} unusable reply lines or objects dropped" if dropped
+                          else "") + f") as {doc.document.value}")
         if report.labels_indexed:
             click.echo(f"indexed {report.labels_indexed} labels for grounding")
         for message in report.failed.values():
@@ -192,6 +262,7 @@ def index(store_path: Path | None, rebuild: bool) -> None:
 @click.argument("question")
 @collection_option
 @llm_options
+@constrain_option
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer, then print it.")
 @click.option("--format", "format_", type=click.Choice(["text", "jsonl"]), default="text",
               show_default=True, help="jsonl: every GraphRagResponse as one JSON object a line.")

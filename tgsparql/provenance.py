@@ -53,6 +53,41 @@ def stable_uuid(*parts: str) -> str:
 
 
 @dataclass(frozen=True)
+class ExtractionIds:
+    """The IRIs of one document's extraction (SPEC §8), all derived from its text's SHA-256.
+
+    Ingesting the same text again mints the same IRIs, so it can be recognised and skipped.
+    """
+
+    sha256: str
+
+    @property
+    def document(self) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:doc:{self.sha256}")
+
+    @property
+    def activity(self) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:activity:{stable_uuid(self.sha256, 'activity')}")
+
+    def page(self, number: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:page:{stable_uuid(self.sha256, 'page', str(number))}")
+
+    def chunk(self, start: int, end: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:chunk:{stable_uuid(self.sha256, 'chunk', str(start), str(end))}")
+
+    def subgraph(
+        self, chunk_start: int, chunk_end: int, span: tuple[int, int] | None
+    ) -> ox.NamedNode:
+        """The facts of a chunk that share an evidence span (`None`: facts without one)."""
+        where = "none" if span is None else f"{span[0]}+{span[1]}"
+        key = stable_uuid(self.sha256, "subgraph", str(chunk_start), str(chunk_end), where)
+        return ox.NamedNode(f"https://trustgraph.ai/subgraph/{key}")
+
+
+INGEST_AGENT = ox.NamedNode("https://trustgraph.ai/agent/tgsparql-ingest")
+
+
+@dataclass(frozen=True)
 class SessionIds:
     """The IRIs of one session; all share its UUID (SPEC §2)."""
 

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyoxigraph as ox
 
-_FENCE = re.compile(r"^\s*```[\w-]*\s*$")
-# Only real line ends: U+2028, U+2029 and U+0085 may stand unescaped inside a JSON string.
-_LINE_END = re.compile(r"\r\n|\r|\n")
-_DECODER = json.JSONDecoder()
-MAX_SCANNED_LINE = 65_536
+from tgsparql.jsonl import object_lines
 
 
 @dataclass(frozen=True)
@@ -37,10 +31,8 @@ class ParsedSelection:
 def parse_selection(text: str, uri_map: Mapping[str, ox.Triple]) -> ParsedSelection:
     result = ParsedSelection()
     seen: set[str] = set()
-    for line in _LINE_END.split(text):
-        if not line.strip() or _FENCE.match(line):
-            continue
-        objects = list(_objects_in(line))
+    for found in object_lines(text):
+        objects = [obj for obj in found if isinstance(obj.get("id"), str)]
         if not objects:
             result.skipped_lines += 1
             continue
@@ -59,41 +51,3 @@ def parse_selection(text: str, uri_map: Mapping[str, ox.Triple]) -> ParsedSelect
                     reasoning = json.dumps(reasoning, ensure_ascii=False)
                 result.edges.append(SelectedEdge(edge_id, uri_map[edge_id], reasoning))
     return result
-
-
-def _objects_in(line: str) -> Iterator[dict[str, Any]]:
-    """The selection objects on one line: the line as JSON, else the JSON objects inside it."""
-    value = _loads(line.strip().rstrip(","))
-    values = [value] if value is not None else _embedded(line)
-    for value in values:
-        candidates: Iterable[Any] = value if isinstance(value, list) else [value]
-        for candidate in candidates:
-            if isinstance(candidate, dict) and isinstance(candidate.get("id"), str):
-                yield candidate
-
-
-def _embedded(line: str) -> Iterator[Any]:
-    """Each JSON object that starts at a '{' of the line, left to right (prose around them)."""
-    if len(line) > MAX_SCANNED_LINE:
-        # Decoding from every '{' of a huge line could take quadratic time; take the outermost.
-        start, end = line.find("{"), line.rfind("}")
-        value = _loads(line[start : end + 1]) if 0 <= start < end else None
-        if value is not None:
-            yield value
-        return
-    position = line.find("{")
-    while position != -1:
-        try:
-            value, end = _DECODER.raw_decode(line, position)
-        except (ValueError, RecursionError):
-            position = line.find("{", position + 1)
-            continue
-        yield value
-        position = line.find("{", end)
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None

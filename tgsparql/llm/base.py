@@ -23,6 +23,10 @@ class LLMError(RuntimeError):
     """The LLM could not be reached or gave no usable reply."""
 
 
+class ExtractionUnsupported(LLMError):
+    """The backend cannot read facts out of text, so ingesting with it would invent them."""
+
+
 @dataclass(frozen=True)
 class SelectionRequest:
     question: str
@@ -34,6 +38,20 @@ class SelectionRequest:
 class SelectionOutput:
     text: str
     """JSONL, one `{"id": …, "reasoning": …}` per selected edge; parsed tolerantly later."""
+    usage: Usage | None
+
+
+@dataclass(frozen=True)
+class ExtractionRequest:
+    text: str
+    """The chunk, exactly as stored."""
+    title: str
+
+
+@dataclass(frozen=True)
+class ExtractionOutput:
+    text: str
+    """JSONL, one `{"s", "p", "o", "evidence"}` object per fact; parsed tolerantly later."""
     usage: Usage | None
 
 
@@ -53,6 +71,10 @@ class Backend(Protocol):
     def answer(
         self, question: str, facts: Sequence[LabeledEdge], *, stream: bool
     ) -> AnswerStream: ...
+
+    def extract(self, request: ExtractionRequest) -> ExtractionOutput:
+        """The facts a chunk states; ExtractionUnsupported when the backend cannot read text."""
+        ...
 
 
 @cache

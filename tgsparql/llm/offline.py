@@ -19,7 +19,13 @@ import snowballstemmer
 
 from tgsparql.grounding import STOPWORDS, words
 from tgsparql.labels import LabeledEdge
-from tgsparql.llm.base import SelectionOutput, SelectionRequest
+from tgsparql.llm.base import (
+    ExtractionOutput,
+    ExtractionRequest,
+    ExtractionUnsupported,
+    SelectionOutput,
+    SelectionRequest,
+)
 from tgsparql.provenance import Usage
 
 MAX_SELECTED = 6
@@ -152,6 +158,13 @@ class OfflineBackend:
         self, question: str, facts: Sequence[LabeledEdge], *, stream: bool
     ) -> OfflineAnswer:
         return OfflineAnswer(compose_answer(question, facts), stream)
+
+    def extract(self, request: ExtractionRequest) -> ExtractionOutput:
+        """Refuses: without a model, any facts it gave would be invented."""
+        raise ExtractionUnsupported(
+            "ingesting needs an LLM to read the text, and the offline backend does not invent "
+            "facts: set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
+        )
 
 
 def _answer_kind(question: str, edge: LabeledEdge) -> float:

@@ -8,7 +8,15 @@ from typing import Any
 import openai
 
 from tgsparql.labels import LabeledEdge
-from tgsparql.llm.base import Constraint, LLMError, SelectionOutput, SelectionRequest, render_prompt
+from tgsparql.llm.base import (
+    Constraint,
+    ExtractionOutput,
+    ExtractionRequest,
+    LLMError,
+    SelectionOutput,
+    SelectionRequest,
+    render_prompt,
+)
 from tgsparql.provenance import Usage
 
 
@@ -94,6 +102,22 @@ class OpenAIBackend:
             {"role": "user", "content": render_prompt("answer_user.j2", question=question, facts=facts)},
         ]
         return OpenAIAnswer(self, messages, stream)
+
+    def extract(self, request: ExtractionRequest) -> ExtractionOutput:
+        messages = [
+            {"role": "system", "content": render_prompt("extract_system.txt")},
+            {
+                "role": "user",
+                "content": render_prompt(
+                    "extract_user.j2", title=request.title, text=request.text
+                ),
+            },
+        ]
+        response = self._call(messages=messages)
+        if not response.choices:
+            raise LLMError(f"{self.where} returned no choices for the extraction")
+        text = response.choices[0].message.content or ""
+        return ExtractionOutput(text=text, usage=self._usage(response.model, response.usage))
 
     def _call(self, **params: Any) -> Any:
         try:

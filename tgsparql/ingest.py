@@ -1,0 +1,320 @@
+"""Ingestion: plain text and Markdown files into facts, with the provenance of SPEC §8.
+
+Each file is one document, its form-feed-separated parts its pages, and each page is cut into
+chunks with exact offsets (`tgsparql.chunking`). Every chunk goes to the LLM, whose JSONL facts
+(`tgsparql.extraction`) go to the default graph with their labels. The source graph gets the
+document, pages, chunks, activity and agent, and per chunk one subgraph for each evidence span
+found in it (facts whose evidence is not found in the chunk share one subgraph without a span),
+so every recorded `tg:sourceText` belongs to exactly the facts it states. Texts go to the
+librarian. All IRIs derive from the text's SHA-256, so a document already ingested is
+recognised and skipped: ingesting twice adds nothing, and its activity keeps the first time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import pyoxigraph as ox
+
+from tgsparql.chunking import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    Chunk,
+    check_settings,
+    chunk_document,
+)
+from tgsparql.extraction import Fact, parse_facts
+from tgsparql.grounding import update_label_index
+from tgsparql.librarian import StoreLibrarian, sha256_hex
+from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
+from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
+from tgsparql.store import Store, StoreError
+from tgsparql.templates import Sparql, TemplateError, Templates
+
+MIME_TYPES: Final[dict[str, str]] = {
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    "": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+}
+AGENT_LABEL: Final = "tgsparql ingest"
+_MARKDOWN_TITLE = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+Progress = Callable[[int], None]
+"""Told how many more chunks were read by the LLM."""
+
+
+class IngestError(ValueError):
+    """A file that could not be ingested; nothing of its provenance or facts was written."""
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str
+    title: str
+    mime_type: str
+
+
+@dataclass
+class DocumentReport:
+    path: Path
+    document: ox.NamedNode
+    title: str
+    already_present: bool = False
+    pages: int = 0
+    chunks: int = 0
+    facts: int = 0
+    """Distinct facts written to the default graph."""
+    evidence_found: int = 0
+    """Facts whose evidence span was found in their chunk."""
+    skipped_lines: int = 0
+    """Lines of the LLM's replies that held no JSON object."""
+    rejected: int = 0
+    """Objects of the LLM's replies that were not usable facts, or beyond the per-reply cap."""
+
+
+@dataclass
+class IngestReport:
+    documents: list[DocumentReport] = field(default_factory=list)
+    failed: dict[Path, str] = field(default_factory=dict)
+    labels_indexed: int = 0
+
+
+@dataclass(frozen=True)
+class _Page:
+    iri: ox.NamedNode
+    number: int
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    iri: ox.NamedNode
+    page: ox.NamedNode
+    index: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class _Span:
+    text: str
+    offset: int
+    """Within the chunk."""
+    length: int
+
+
+@dataclass
+class _Subgraph:
+    iri: ox.NamedNode
+    chunk: ox.NamedNode
+    span: _Span | None
+    triples: list[ox.Triple] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Label:
+    term: ox.NamedNode
+    label: str
+
+
+def read_source(path: Path) -> SourceText:
+    """The text of a plain text or Markdown file, its title and media type."""
+    mime_type = MIME_TYPES.get(path.suffix.lower())
+    if mime_type is None:
+        known = ", ".join(sorted(suffix for suffix in MIME_TYPES if suffix))
+        raise IngestError(f"{path}: unsupported file type {path.suffix!r} (plain text and "
+                          f"Markdown: {known}, or no suffix)")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise IngestError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise IngestError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    if "\x00" in text:
+        raise IngestError(f"{path}: not a text file (it holds NUL characters)")
+    title = path.name
+    if mime_type == "text/markdown":
+        heading = _MARKDOWN_TITLE.search(text)
+        if heading is not None:
+            title = heading.group(1)
+    return SourceText(text, title, mime_type)
+
+
+def locate(evidence: str, text: str) -> tuple[int, int] | None:
+    """Offset and length of the evidence in the text: exactly, else up to case and spacing."""
+    evidence = evidence.strip()
+    if not evidence:
+        return None
+    position = text.find(evidence)
+    if position >= 0:
+        return position, len(evidence)
+    pattern = r"\s+".join(re.escape(word) for word in evidence.split())
+    found = re.search(pattern, text, re.IGNORECASE)
+    return (found.start(), found.end() - found.start()) if found else None
+
+
+def ingest_document(
+    store: Store,
+    templates: Templates,
+    backend: Backend,
+    path: Path,
+    *,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    progress: Callable[[Path, int], Progress | None] | None = None,
+) -> DocumentReport:
+    """Ingest one file, or skip it when its text was ingested before; IngestError when it fails.
+
+    The LLM reads every chunk before anything is written, and the document's facts and
+    provenance go in one update, written last: a failure leaves no half-ingested document.
+    """
+    source = read_source(path)
+    ids = ExtractionIds(sha256_hex(source.text))
+    report = DocumentReport(path, ids.document, source.title)
+    if store.ask(templates.render("ingest_document_exists", document=ids.document)):
+        report.already_present = True
+        return report
+    pages, chunks = chunk_document(source.text, chunk_size, chunk_overlap)
+    if not chunks:
+        raise IngestError(f"{path}: no text to ingest")
+    report.pages, report.chunks = len(pages), len(chunks)
+    started = now()
+    tick = progress(path, len(chunks)) if progress is not None else None
+
+    page_iris = {page.number: ids.page(page.number) for page in pages}
+    chunk_rows: list[_Chunk] = []
+    subgraphs: dict[ox.NamedNode, _Subgraph] = {}
+    facts: dict[ox.Triple, None] = {}
+    labels: dict[_Label, None] = {}
+    model: str | None = None
+    in_tokens: int | None = None
+    out_tokens: int | None = None
+    for chunk in chunks:
+        chunk_iri = ids.chunk(chunk.start, chunk.end)
+        chunk_rows.append(_Chunk(chunk_iri, page_iris[chunk.page], chunk.index, chunk.start,
+                                 chunk.length))
+        try:
+            output = backend.extract(ExtractionRequest(chunk.text, source.title))
+        except ExtractionUnsupported:
+            raise
+        except LLMError as error:
+            raise IngestError(f"{path}: page {chunk.page}, chunk {chunk.index}: {error}") from None
+        if output.usage is not None:
+            model = model or output.usage.model
+            in_tokens = _add(in_tokens, output.usage.in_tokens)
+            out_tokens = _add(out_tokens, output.usage.out_tokens)
+        parsed = parse_facts(output.text)
+        report.skipped_lines += parsed.skipped_lines
+        report.rejected += parsed.rejected + parsed.truncated
+        for fact in parsed.facts:
+            span = _span(fact, chunk)
+            report.evidence_found += span is not None
+            key = None if span is None else (span.offset, span.length)
+            iri = ids.subgraph(chunk.start, chunk.end, key)
+            subgraph = subgraphs.setdefault(iri, _Subgraph(iri, chunk_iri, span))
+            subgraph.triples.append(fact.triple)
+            facts[fact.triple] = None
+            for label in _labels(fact):
+                labels[label] = None
+        if tick is not None:
+            tick(1)
+    report.facts = len(facts)
+
+    params = dict(
+        document=ids.document,
+        activity=ids.activity,
+        agent=INGEST_AGENT,
+        agent_label=AGENT_LABEL,
+        title=source.title,
+        mime_type=source.mime_type,
+        started=started,
+        model=model,
+        in_tokens=in_tokens,
+        out_tokens=out_tokens,
+        pages=[_Page(iri, number) for number, iri in page_iris.items()],
+        chunks=chunk_rows,
+        subgraphs=list(subgraphs.values()),
+        facts=list(facts),
+        labels=list(labels),
+    )
+    try:
+        update = templates.render(
+            "_insert_data",
+            prologue=Sparql(templates.render_block("ingest_document", "prologue", **params)),
+            quads=Sparql(templates.render_block("ingest_document", "quads", **params)),
+        )
+        librarian = StoreLibrarian(store, templates)
+        librarian.put(ids.document, source.text, title=source.title, mime_type=source.mime_type)
+        for chunk, row in zip(chunks, chunk_rows):
+            librarian.put(row.iri, chunk.text, title=source.title, mime_type=source.mime_type)
+        store.update(update)
+    except (StoreError, TemplateError) as error:
+        raise IngestError(f"{path}: {error}") from None
+    return report
+
+
+def ingest_files(
+    store: Store,
+    backend: Backend,
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    progress: Callable[[Path, int], Progress | None] | None = None,
+) -> IngestReport:
+    """Ingest each file whole or not at all; the others go on regardless. Then index labels.
+
+    ChunkingError (bad settings) and ExtractionUnsupported (a backend that cannot read text)
+    stop the run before any write. `progress(path, chunks)` may return a callback told of each
+    chunk the LLM has read.
+    """
+    check_settings(chunk_size, chunk_overlap)
+    templates = Templates(store.dialect)
+    report = IngestReport()
+    for name in paths:
+        path = Path(name)
+        try:
+            report.documents.append(
+                ingest_document(store, templates, backend, path, chunk_size=chunk_size,
+                                chunk_overlap=chunk_overlap, progress=progress)
+            )
+        except IngestError as error:
+            report.failed[path] = str(error)
+    if any(not document.already_present for document in report.documents):
+        report.labels_indexed = update_label_index(store, templates)
+    return report
+
+
+def _span(fact: Fact, chunk: Chunk) -> _Span | None:
+    if fact.evidence is None:
+        return None
+    found = locate(fact.evidence, chunk.text)
+    if found is None:
+        return None
+    offset, length = found
+    return _Span(chunk.text[offset : offset + length], offset, length)
+
+
+def _labels(fact: Fact) -> list[_Label]:
+    triple = fact.triple
+    found = [
+        _Label(triple.subject, fact.subject_name),  # type: ignore[arg-type]
+        _Label(triple.predicate, fact.predicate_name),
+    ]
+    if fact.object_name is not None:
+        found.append(_Label(triple.object, fact.object_name))  # type: ignore[arg-type]
+    return found
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    if value is None:
+        return total
+    return value if total is None else total + value
