@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,6 +11,11 @@ import pyoxigraph as ox
 
 from tgsparql.store import Store
 from tgsparql.templates import Templates
+
+
+TURN_SLACK = 2
+"""How many turns' worth of edges a node is first asked for when the size cap binds."""
+MIN_EDGES_PER_NODE = 5
 
 
 @dataclass(frozen=True)
@@ -39,12 +46,7 @@ def retrieve_subgraph(
     for _ in range(limits.max_path_length):
         if not frontier or len(subgraph) >= limits.max_subgraph_size:
             break
-        edges = store.construct(
-            templates.render(
-                "retrieve_subgraph", nodes=frontier, triple_limit=limits.triple_limit
-            )
-        )
-        added = _take_in_turns(frontier, edges, subgraph, limits.max_subgraph_size)
+        added = _hop(store, templates, frontier, subgraph, limits)
         next_frontier = []
         for edge in added:
             for node in (edge.subject, edge.object):
@@ -55,12 +57,52 @@ def retrieve_subgraph(
     return list(subgraph)
 
 
+def _hop(
+    store: Store,
+    templates: Templates,
+    frontier: Sequence[ox.NamedNode],
+    subgraph: dict[ox.Triple, None],
+    limits: RetrievalLimits,
+) -> list[ox.Triple]:
+    """One hop; returns the edges it added to `subgraph`.
+
+    Every row the store returns costs, so when the size cap binds each node is first asked
+    only for about as many edges as its turns can use. Nodes whose short lists run out before
+    the cap is reached are asked again for their full `triple_limit`.
+    """
+    cap = limits.max_subgraph_size
+    share = math.ceil((cap - len(subgraph)) / len(frontier))
+    per_node = min(limits.triple_limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * share))
+    edges = _fetch(store, templates, frontier, per_node)
+    if per_node < limits.triple_limit:
+        nodes = set(frontier)
+        touching = Counter(n for e in edges for n in {e.subject, e.object} if n in nodes)
+        _, ran_out = _take_in_turns(frontier, edges, dict(subgraph), cap)
+        cut_short = [node for node in frontier if node in ran_out and touching[node] >= per_node]
+        if cut_short:
+            more = _fetch(store, templates, cut_short, limits.triple_limit)
+            edges = list(dict.fromkeys([*edges, *more]))
+    added, _ = _take_in_turns(frontier, edges, subgraph, cap)
+    return added
+
+
+def _fetch(
+    store: Store, templates: Templates, nodes: Sequence[ox.NamedNode], per_node: int
+) -> list[ox.Triple]:
+    query = templates.render("retrieve_subgraph", nodes=nodes, triple_limit=per_node)
+    return store.construct(query)
+
+
 def _take_in_turns(
     frontier: Sequence[ox.NamedNode],
     edges: Sequence[ox.Triple],
     subgraph: dict[ox.Triple, None],
     cap: int,
-) -> list[ox.Triple]:
+) -> tuple[list[ox.Triple], set[ox.NamedNode]]:
+    """Round-robin over the nodes' edges (each node's in term order) until the cap.
+
+    Returns the edges added and the nodes whose edges ran out before the cap was reached.
+    """
     per_node: dict[ox.NamedNode, list[ox.Triple]] = {node: [] for node in frontier}
     for edge in sorted(edges, key=str):
         for node in (edge.subject, edge.object):
@@ -68,17 +110,20 @@ def _take_in_turns(
                 per_node[node].append(edge)
                 break
     added: list[ox.Triple] = []
-    queues = [iter(per_node[node]) for node in frontier]
+    ran_out: set[ox.NamedNode] = set()
+    queues = [(node, iter(per_node[node])) for node in frontier]
     while queues and len(subgraph) < cap:
         still_open = []
-        for queue in queues:
+        for node, queue in queues:
             if len(subgraph) >= cap:
                 break
             for edge in queue:
                 if edge not in subgraph:
                     subgraph[edge] = None
                     added.append(edge)
-                    still_open.append(queue)
+                    still_open.append((node, queue))
                     break
+            else:
+                ran_out.add(node)
         queues = still_open
-    return added
+    return added, ran_out

@@ -188,6 +188,12 @@ def _environment() -> jinja2.Environment:
     env.filters["triple"] = jinja2.pass_context(
         lambda context, value: Sparql(render_triple(_required(value), context["dialect"]))
     )
+    # Many edge references as one object list (`a , b , c`): one call instead of one per edge.
+    env.filters["triples"] = jinja2.pass_context(
+        lambda context, values: Sparql(
+            " ,\n            ".join(render_triple(v, context["dialect"]) for v in _required(values))
+        )
+    )
     env.tests["triple"] = lambda value: isinstance(value, ox.Triple)
     return env
 
