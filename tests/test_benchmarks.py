@@ -1,0 +1,123 @@
+"""The pipeline benchmark runs end to end at a tiny size, so it cannot rot."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from conftest import REPO
+
+FACTS = 2000
+QUESTIONS = 5
+ENTITIES = FACTS // 10
+LABELS = ENTITIES + 50 + 8  # entities, predicates, classes
+RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+
+TIMING_ROWS = [
+    "grounding",
+    "retrieval (retrieve_subgraph)",
+    "label fetch (get_labelgraph)",
+    "offline selection + answer",
+    "recording (all writes of one session)",
+    "— session",
+    "— retrieval",
+    "— selection",
+    "— librarian put",
+    "— answer",
+    "recording without tg:retrievedEdge",
+    "pipeline, recording on",
+    "pipeline, recording off",
+    "pipeline, recording on without tg:retrievedEdge",
+]
+RATIO_ROWS = [
+    "explainability overhead (on / off)",
+    "overhead without tg:retrievedEdge (on / off)",
+]
+COUNT_ROWS = [
+    "edges retrieved per question",
+    "seed entities per question",
+    "edges selected per question",
+]
+
+
+def run_bench(work: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.pipeline_bench",
+            "--facts",
+            str(FACTS),
+            "--questions",
+            str(QUESTIONS),
+            "--work",
+            str(work),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def table_rows(text: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| measure"):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: Path) -> None:
+    work, out = tmp_path / "work", tmp_path / "results" / "pipeline.md"
+    first = run_bench(work, out)
+    assert first.returncode == 0, first.stderr
+    text = out.read_text(encoding="utf-8")
+    assert first.stdout.strip() == text.strip()
+
+    rows = table_rows(text)
+    assert list(rows) == TIMING_ROWS + RATIO_ROWS + COUNT_ROWS
+    for name in TIMING_ROWS + RATIO_ROWS:
+        median, p95 = float(rows[name][0]), float(rows[name][1])
+        assert median > 0 and p95 > 0, name
+        if name in TIMING_ROWS:
+            assert p95 >= median, name
+    assert rows["retrieval (retrieve_subgraph)"][2:] in (
+        ["≤ 10 ms p50", "pass"],
+        ["≤ 10 ms p50", "**FAIL**"],
+    )
+    assert rows["recording (all writes of one session)"][2] == "≤ 3 ms p50"
+    assert rows["explainability overhead (on / off)"][2] == "≤ 1.10 (+10 %)"
+    assert float(rows["edges retrieved per question"][0]) >= 1
+    assert float(rows["seed entities per question"][0]) >= 1
+
+    assert f"- KG: 2,000 facts, 200 entities, 50 predicates, {LABELS} rdfs:labels" in text
+    assert f"({FACTS + LABELS:,} quads), on-disk store" in text
+    assert f"- questions: {QUESTIONS} measured (after 5 warm-up), 5 / 5 grounded" in text
+    assert ", 0 failed;" in text
+    assert re.search(r"- machine: \d+ CPUs", text)
+    assert f"pyoxigraph {ox.__version__}" in text
+    assert "reused from the cache" not in text
+
+    # The cached store holds exactly the generated KG: N distinct facts plus the labels.
+    (store_dir,) = [path / "store" for path in work.iterdir()]
+    store = ox.Store.read_only(str(store_dir))
+    default = list(store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
+    assert len(default) == FACTS + LABELS
+    assert sum(1 for quad in default if quad.predicate == RDFS_LABEL) == LABELS
+    del store
+
+    build_line = next(line for line in text.splitlines() if line.startswith("- build:"))
+    second = run_bench(work, out)
+    assert second.returncode == 0, second.stderr
+    again = out.read_text(encoding="utf-8")
+    assert "using the cached store" in second.stderr
+    assert f"{build_line}, reused from the cache for this run" in again
+    assert list(table_rows(again)) == TIMING_ROWS + RATIO_ROWS + COUNT_ROWS
