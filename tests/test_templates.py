@@ -513,6 +513,8 @@ def test_rdfstar_record_uses_quoted_triples_only() -> None:
 EVERY_PARAM: dict[str, Any] = {
     "graph": GRAPH,
     "session": IDS.session,
+    "edge_selection": IDS.edge_selection(0),
+    "fact": LIT_TRIPLE,
     "retrieval": IDS.retrieval,
     "selection": IDS.selection,
     "answer": IDS.answer,

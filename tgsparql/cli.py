@@ -343,6 +343,28 @@ def explain(store_path: Path | None, session: str, collection: str, format_: str
         click.echo(render_text(explanation))
 
 
+@main.command()
+@store_option
+@click.argument("iri")
+@collection_option
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def trace(store_path: Path | None, iri: str, collection: str, format_: str) -> None:
+    """Trace IRI — an edge selection, a session (IRI or UUID) or a document — to its sources,
+    or a document to the sessions and answers that used its facts."""
+    from tgsparql.trace import TraceError, render_text as trace_text, trace as trace_iri
+
+    with opened(store_path) as store:
+        try:
+            found = trace_iri(store, Templates(store.dialect), collection, iri)
+        except (TraceError, StoreError, vocab.CollectionError) as error:
+            raise Failure(str(error)) from None
+    if format_ == "json":
+        click.echo(json.dumps(found.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(trace_text(found))
+
+
 def _rag(store: EmbeddedStore, backend: Backend, collection: str,
          limits: RetrievalLimits | None = None) -> GraphRag:
     try:

@@ -1,16 +1,203 @@
-"""Walking selected edges back to the chunks, pages and documents that state them."""
+"""Walking recorded edges back to the chunks, pages and documents that state them, and back.
+
+Each question asked of the trace is one saved query in `queries/trace/`; this module only turns
+their rows into typed results and trees.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.messages import Source
-from tgsparql.provenance import SessionIds
-from tgsparql.store import Store
+from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
+from tgsparql.messages import Source, rdf_text
+from tgsparql.provenance import SESSION_PREFIX, SessionIds
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
+
+EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
+_EDGE_SELECTION = re.compile(
+    re.escape(EDGE_SELECTION_PREFIX) + r"([0-9a-fA-F-]{36}):(0|[1-9][0-9]*)"
+)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+class TraceError(LookupError):
+    """An IRI that names nothing traceable: malformed, or not in the store."""
+
+
+@dataclass(frozen=True)
+class ChunkSource:
+    """One chunk that states a fact: where it sits, and the words that state it."""
+
+    subgraph: str
+    chunk: str
+    document: str
+    title: str | None = None
+    page: str | None = None
+    page_number: int | None = None
+    chunk_index: int | None = None
+    char_offset: int | None = None
+    char_length: int | None = None
+    chunk_text: str | None = None
+    evidence: str | None = None
+    evidence_offset: int | None = None
+    evidence_length: int | None = None
+
+    def as_source(self, edge_selection: str, edge: ox.Triple) -> Source:
+        """The answer-side view (SPEC §6 sources): the evidence span, else the chunk text."""
+        return Source(
+            edge_selection=edge_selection,
+            edge=edge,
+            document=self.document,
+            title=self.title,
+            page=self.page,
+            page_number=self.page_number,
+            chunk=self.chunk,
+            chunk_index=self.chunk_index,
+            char_offset=self.char_offset,
+            char_length=self.char_length,
+            text=self.evidence if self.evidence is not None else self.chunk_text,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TracedEdge:
+    """A selected edge with its reason and every chunk that states it."""
+
+    edge_selection: str
+    edge: ox.Triple
+    reasoning: str | None = None
+    labels: LabelTriple | None = None
+    sources: list[ChunkSource] = field(default_factory=list)
+
+    @property
+    def index(self) -> int:
+        return int(self.edge_selection.rsplit(":", 1)[1])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "edge_selection": self.edge_selection,
+            "edge": rdf_text(self.edge),
+            "labels": list(self.labels) if self.labels else None,
+            "reasoning": self.reasoning,
+            "sources": [source.to_json() for source in self.sources],
+        }
+
+
+@dataclass
+class SessionTrace:
+    """session → selected edges → sources."""
+
+    session: str
+    question: str | None
+    started: str | None
+    status: str | None
+    edges: list[TracedEdge] = field(default_factory=list)
+    kind: Literal["session"] = "session"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "session": self.session,
+            "question": self.question,
+            "started": self.started,
+            "status": self.status,
+            "edges": [edge.to_json() for edge in self.edges],
+        }
+
+
+@dataclass
+class EdgeTrace:
+    """edge selection → sources."""
+
+    edge: TracedEdge
+    session: str
+    kind: Literal["edge"] = "edge"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "session": self.session, **self.edge.to_json()}
+
+
+@dataclass(frozen=True)
+class UsedChunk:
+    """A chunk of the traced document whose fact a session selected."""
+
+    chunk: str
+    subgraph: str
+    chunk_index: int | None = None
+    page: str | None = None
+    page_number: int | None = None
+    evidence: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class UsedEdge:
+    edge_selection: str
+    edge: ox.Triple
+    reasoning: str | None = None
+    labels: LabelTriple | None = None
+    chunks: list[UsedChunk] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "edge_selection": self.edge_selection,
+            "edge": rdf_text(self.edge),
+            "labels": list(self.labels) if self.labels else None,
+            "reasoning": self.reasoning,
+            "chunks": [chunk.to_json() for chunk in self.chunks],
+        }
+
+
+@dataclass
+class DocumentUse:
+    """One session that selected facts of the document, with its answer."""
+
+    session: str
+    question: str | None = None
+    started: str | None = None
+    status: str | None = None
+    answer: str | None = None
+    answer_document: str | None = None
+    answer_text: str | None = None
+    edges: list[UsedEdge] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "edges"}
+        data["edges"] = [edge.to_json() for edge in self.edges]
+        return data
+
+
+@dataclass
+class DocumentTrace:
+    """document → the sessions and answers that used its facts."""
+
+    document: str
+    title: str | None
+    sessions: list[DocumentUse] = field(default_factory=list)
+    kind: Literal["document"] = "document"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "document": self.document,
+            "title": self.title,
+            "sessions": [use.to_json() for use in self.sessions],
+        }
+
+
+Trace = SessionTrace | EdgeTrace | DocumentTrace
 
 
 def session_sources(
@@ -25,6 +212,248 @@ def session_sources(
     `edges` maps edge-selection IRIs to their triples, which resolves statement IRIs in the
     reification dialect; sources come back in edge-selection order, then document, then chunk.
     """
+    found = _session_sources(store, templates, collection, ids)
+    return [
+        source.as_source(iri.value, triple)
+        for iri, triple in edges.items()
+        for source in found.get(iri.value, [])
+    ]
+
+
+def session_trace(
+    store: Store, templates: Templates, collection: str, ids: SessionIds
+) -> SessionTrace | None:
+    """session → its selected edges → their sources; None if the session is not recorded.
+
+    The session and its edges come from the explanation, so edges without a source are kept;
+    the sources from `session_sources.rq`.
+    """
+    from tgsparql.explain import SessionNotFound, explain_session  # explain builds on trace
+
+    try:
+        explanation = explain_session(store, templates, collection, ids.session.value)
+    except SessionNotFound:
+        return None
+    found = _session_sources(store, templates, collection, ids)
+    return SessionTrace(
+        session=explanation.session,
+        question=explanation.question,
+        started=explanation.started,
+        status=explanation.status,
+        edges=[
+            TracedEdge(edge.iri, edge.edge, edge.reasoning, edge.labels, found.get(edge.iri, []))
+            for edge in explanation.selected
+        ],
+    )
+
+
+def edge_sources(
+    store: Store, templates: Templates, collection: str, edge_selection: ox.NamedNode
+) -> list[ChunkSource]:
+    """edge selection → every source of its edge, all levels (`edge_sources.rq`)."""
+    rows = store.select(
+        templates.render(
+            "trace/edge_sources",
+            graph=vocab.explainability_graph(collection),
+            edge_selection=edge_selection,
+        )
+    )
+    return _sorted_sources(s for s in map(_chunk_source, rows) if s is not None)
+
+
+def fact_sources(store: Store, templates: Templates, fact: ox.Triple) -> list[ChunkSource]:
+    """fact → every chunk that states it (`fact_sources.rq`), by document then chunk."""
+    rows = store.select(templates.render("trace/fact_sources", fact=fact))
+    return _sorted_sources(s for s in map(_chunk_source, rows) if s is not None)
+
+
+def document_sessions(
+    store: Store, templates: Templates, collection: str, document: ox.NamedNode
+) -> DocumentTrace | None:
+    """document → sessions and answers that used its facts (`document_sessions.rq`).
+
+    None when the IRI is not a tg:Document of the source graph. Sessions come oldest first.
+    """
+    rows = store.select(
+        templates.render(
+            "trace/document_sessions",
+            graph=vocab.explainability_graph(collection),
+            document=document,
+        )
+    )
+    if not rows:
+        return None
+    out = DocumentTrace(document=document.value, title=_text(rows[0].get("title")))
+    uses: dict[str, DocumentUse] = {}
+    used: dict[tuple[str, str], UsedEdge] = {}
+    for row in rows:
+        session, selection, edge = row.get("session"), row.get("edgeSelection"), _edge(row)
+        if session is None or selection is None or edge is None:
+            continue
+        use = uses.setdefault(
+            session.value,
+            DocumentUse(
+                session=session.value,
+                question=_text(row.get("question")),
+                started=_text(row.get("started")),
+                status=_text(row.get("status")),
+                answer=_text(row.get("answer")),
+                answer_document=_text(row.get("answerDocument")),
+                answer_text=_text(row.get("answerText")),
+            ),
+        )
+        key = (session.value, selection.value)
+        if key not in used:
+            used[key] = UsedEdge(selection.value, edge, _text(row.get("reasoning")))
+            use.edges.append(used[key])
+        chunk = UsedChunk(
+            chunk=row["chunk"].value,
+            subgraph=row["subgraph"].value,
+            chunk_index=_integer(row.get("chunkIndex")),
+            page=_text(row.get("page")),
+            page_number=_integer(row.get("pageNumber")),
+            evidence=_text(row.get("evidence")),
+        )
+        if chunk not in used[key].chunks:
+            used[key].chunks.append(chunk)
+    for use in uses.values():
+        use.edges.sort(key=lambda e: _selection_index(e.edge_selection))
+        for edge in use.edges:
+            edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
+                                            c.chunk, c.subgraph))
+    out.sessions = sorted(uses.values(), key=lambda u: (u.started or "", u.session))
+    return out
+
+
+def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trace:
+    """The tree behind an edge selection, a session (IRI or bare UUID) or a document.
+
+    Raises TraceError for an IRI that is malformed or names none of these in the store.
+    """
+    text = iri.strip()
+    if text.startswith(EDGE_SELECTION_PREFIX):
+        match = _EDGE_SELECTION.fullmatch(text)
+        if match is None:
+            raise TraceError(
+                f"malformed edge-selection IRI {iri!r} (expected {EDGE_SELECTION_PREFIX}<uuid>:<n>)"
+            )
+        ids = SessionIds.from_session_iri(match.group(1))
+        session = session_trace(store, templates, collection, ids)
+        edge = next((e for e in session.edges if e.edge_selection == text), None) \
+            if session is not None else None
+        if edge is None:
+            raise TraceError(f"no edge selection {text} in collection {collection!r}")
+        edge.sources = edge_sources(store, templates, collection, ox.NamedNode(text))
+        return EdgeTrace(edge=edge, session=ids.session.value)
+    if text.startswith(SESSION_PREFIX) or _UUID.fullmatch(text):
+        try:
+            ids = SessionIds.from_session_iri(text)
+        except ValueError as error:
+            raise TraceError(str(error)) from None
+        session = session_trace(store, templates, collection, ids)
+        if session is None:
+            raise TraceError(f"no session {ids.session.value} in collection {collection!r}")
+        return session
+    try:
+        node = ox.NamedNode(text)
+    except ValueError:
+        raise TraceError(f"not an IRI: {iri!r}") from None
+    document = document_sessions(store, templates, collection, node)
+    if document is None:
+        raise TraceError(
+            f"unknown IRI {text}: not an edge selection, a session, or a document of "
+            f"{vocab.GRAPH_SOURCE.value}"
+        )
+    _label(store, templates, [edge for use in document.sessions for edge in use.edges])
+    return document
+
+
+def render_text(found: Trace) -> str:
+    """The trace as an indented tree for a person, down to the evidence sentence."""
+    out: list[str] = []
+    if isinstance(found, SessionTrace):
+        out.append(f"session {found.session}  [{found.status or 'open'}, started {found.started}]")
+        out.append(f"  asked: {found.question}")
+        if not found.edges:
+            out.append("  no selected edges")
+        for edge in found.edges:
+            _edge_lines(out, edge, 2)
+    elif isinstance(found, EdgeTrace):
+        out.append(f"edge selection {found.edge.edge_selection}  (session {found.session})")
+        _edge_lines(out, found.edge, 2)
+    else:
+        out.append(f"document {found.document}" + (f"  “{found.title}”" if found.title else ""))
+        if not found.sessions:
+            out.append("  used by no session")
+        for use in found.sessions:
+            out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
+            out.append(f"    asked: {use.question}")
+            if use.answer_text is not None:
+                out.append(f"    answer: {_one_line(use.answer_text)}")
+            for edge in use.edges:
+                out.append(f"    [{_selection_index(edge.edge_selection)}] {_edge_text(edge)}")
+                for chunk in edge.chunks:
+                    out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
+                               f"  {chunk.chunk}")
+                    if chunk.evidence is not None:
+                        out.append(f"          “{_one_line(chunk.evidence)}”")
+    return "\n".join(out)
+
+
+def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
+    pad = " " * indent
+    out.append(f"{pad}[{edge.index}] {_edge_text(edge)}")
+    if edge.reasoning:
+        out.append(f"{pad}    why: {_one_line(edge.reasoning)}")
+    if not edge.sources:
+        out.append(f"{pad}    no recorded source")
+    for source in edge.sources:
+        title = f"“{source.title}”" if source.title else source.document
+        out.append(f"{pad}    document {title}  {source.document}")
+        out.append(f"{pad}      {_where(source.page_number, source.chunk_index)}"
+                   + _span(" characters", source.char_offset, source.char_length)
+                   + f"  {source.chunk}")
+        if source.evidence is not None:
+            out.append(f"{pad}        sentence"
+                       + _span(" at", source.evidence_offset, source.evidence_length)
+                       + f": “{_one_line(source.evidence)}”")
+        elif source.chunk_text is not None:
+            out.append(f"{pad}        chunk text: “{_one_line(source.chunk_text)}”")
+
+
+def _edge_text(edge: TracedEdge | UsedEdge) -> str:
+    return " — ".join(edge.labels) if edge.labels else rdf_text(edge.edge)
+
+
+def _where(page_number: int | None, chunk_index: int | None) -> str:
+    page = f"page {page_number}" if page_number is not None else "no page"
+    chunk = f"chunk {chunk_index}" if chunk_index is not None else "chunk ?"
+    return f"{page}, {chunk}"
+
+
+def _span(prefix: str, offset: int | None, length: int | None) -> str:
+    if offset is None or length is None:
+        return ""
+    return f"{prefix} {offset}–{offset + length}"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _label(store: Store, templates: Templates, edges: Sequence[UsedEdge]) -> None:
+    labels = fetch_labels(store, templates, label_terms([edge.edge for edge in edges]))
+    for edge in edges:
+        triple = edge.edge
+        edge.labels = (label_of(triple.subject, labels), label_of(triple.predicate, labels),
+                       label_of(triple.object, labels))
+
+
+def _session_sources(
+    store: Store, templates: Templates, collection: str, ids: SessionIds
+) -> dict[str, list[ChunkSource]]:
+    """The rows of `session_sources.rq` as sources per edge-selection IRI."""
     rows = store.select(
         templates.render(
             "trace/session_sources",
@@ -32,36 +461,65 @@ def session_sources(
             session=ids.session,
         )
     )
-    order = {iri: i for i, iri in enumerate(edges)}
-    sources = []
+    found: dict[str, list[ChunkSource]] = {}
     for row in rows:
-        selection = row["edgeSelection"]
-        if selection not in edges:
-            continue
-        sources.append(
-            Source(
-                edge_selection=selection.value,
-                edge=edges[selection],
-                document=row["document"].value,
-                title=_text(row.get("title")),
-                page=_text(row.get("page")),
-                page_number=_integer(row.get("pageNumber")),
-                chunk=_text(row.get("chunk")),
-                chunk_index=_integer(row.get("chunkIndex")),
-                char_offset=_integer(row.get("charOffset")),
-                char_length=_integer(row.get("charLength")),
-                text=_text(row.get("text")),
-            )
-        )
-    sources.sort(
-        key=lambda s: (
-            order[ox.NamedNode(s.edge_selection)],
-            s.document,
-            s.chunk_index if s.chunk_index is not None else -1,
-            s.chunk or "",
-        )
+        source = _chunk_source(row)
+        if source is not None and "edgeSelection" in row:
+            found.setdefault(row["edgeSelection"].value, []).append(source)
+    return {iri: _sorted_sources(set(sources)) for iri, sources in found.items()}
+
+
+def _chunk_source(row: Solution) -> ChunkSource | None:
+    if "document" not in row or "chunk" not in row or "subgraph" not in row:
+        return None
+    return ChunkSource(
+        subgraph=row["subgraph"].value,
+        chunk=row["chunk"].value,
+        document=row["document"].value,
+        title=_text(row.get("title")),
+        page=_text(row.get("page")),
+        page_number=_integer(row.get("pageNumber")),
+        chunk_index=_integer(row.get("chunkIndex")),
+        char_offset=_integer(row.get("charOffset")),
+        char_length=_integer(row.get("charLength")),
+        chunk_text=_text(row.get("chunkText")),
+        evidence=_text(row.get("evidence")),
+        evidence_offset=_integer(row.get("evidenceOffset")),
+        evidence_length=_integer(row.get("evidenceLength")),
     )
-    return sources
+
+
+def _sorted_sources(sources: Iterable[ChunkSource]) -> list[ChunkSource]:
+    return sorted(
+        sources,
+        key=lambda s: (s.document, _page_key(s.page_number), _index_key(s.chunk_index), s.chunk,
+                       s.subgraph),
+    )
+
+
+def _edge(row: Solution) -> ox.Triple | None:
+    """The edge as a triple term, or rebuilt from a reified statement's parts."""
+    edge = row.get("edge")
+    if isinstance(edge, ox.Triple):
+        return edge
+    s, p, o = row.get("edgeSubject"), row.get("edgePredicate"), row.get("edgeObject")
+    if isinstance(p, ox.NamedNode) and isinstance(s, (ox.NamedNode, ox.BlankNode)) \
+            and o is not None:
+        return ox.Triple(s, p, o)
+    return None
+
+
+def _selection_index(iri: str) -> int:
+    tail = iri.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _page_key(number: int | None) -> int:
+    return number if number is not None else -1
+
+
+def _index_key(index: int | None) -> int:
+    return index if index is not None else -1
 
 
 def _text(term: Term | None) -> str | None:

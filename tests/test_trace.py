@@ -1,0 +1,564 @@
+"""The saved trace queries and `tgsparql trace`: each answer equals a walk of the graph in Python."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+from click.testing import CliRunner
+
+from tgsparql.cli import main
+from tgsparql.librarian import StoreLibrarian
+from tgsparql.llm.offline import OfflineBackend
+from tgsparql.loader import load_files
+from tgsparql.pipeline import GraphRag
+from tgsparql.provenance import SessionIds
+from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.templates import Templates
+from tgsparql.trace import (
+    ChunkSource,
+    DocumentTrace,
+    EdgeTrace,
+    SessionTrace,
+    TraceError,
+    document_sessions,
+    edge_sources,
+    fact_sources,
+    render_text,
+    session_sources,
+    session_trace,
+    trace,
+)
+
+from conftest import REPO
+
+TG = "https://trustgraph.ai/ns/"
+PROV = "http://www.w3.org/ns/prov#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+DC = "http://purl.org/dc/elements/1.1/"
+ENT = "https://example.org/demo/entity/"
+REL = "https://example.org/demo/rel/"
+DOC = "https://example.org/demo/doc/"
+SOURCE = ox.NamedNode("urn:graph:source")
+LIBRARY = ox.NamedNode("urn:graph:library")
+EXPLAINABILITY = ox.NamedNode("urn:graph:explainability")
+TYPE = ox.NamedNode(RDF + "type")
+DERIVED = ox.NamedNode(PROV + "wasDerivedFrom")
+QUESTIONS = [
+    "Where was the scientist who discovered polonium born?",
+    "Who did Marie Curie marry?",
+    "Where is the Radium Institute?",
+    "Which prize did the daughter of Pierre Curie win?",
+]
+MARRIED = ox.Triple(ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "married"),
+                    ox.NamedNode(ENT + "Pierre_Curie"))
+LOCATED = ox.Triple(ox.NamedNode(ENT + "Radium_Institute"), ox.NamedNode(REL + "locatedIn"),
+                    ox.NamedNode(ENT + "Paris"))
+TRACE_DIR = REPO / "queries" / "trace"
+TRACE_FILES = sorted(TRACE_DIR.glob("*.rq"))
+
+
+def tg(name: str) -> ox.NamedNode:
+    return ox.NamedNode(TG + name)
+
+
+# ---------------------------------------------------------------------------------------------
+# an independent walk of the graph, one hop at a time, over pyoxigraph's own API
+
+
+def objects(store: ox.Store, s: ox.NamedNode, p: ox.NamedNode, g: ox.NamedNode) -> list:
+    return [q.object for q in store.quads_for_pattern(s, p, None, g)]
+
+
+def subjects(store: ox.Store, p: ox.NamedNode, o: object, g: ox.NamedNode) -> list:
+    return [q.subject for q in store.quads_for_pattern(None, p, o, g)]
+
+
+def is_a(store: ox.Store, s: object, kind: str) -> bool:
+    return any(True for _ in store.quads_for_pattern(s, TYPE, tg(kind), SOURCE))
+
+
+def value(store: ox.Store, s: object, p: ox.NamedNode, g: ox.NamedNode = SOURCE) -> str | None:
+    found = objects(store, s, p, g)
+    return found[0].value if found else None
+
+
+def number(store: ox.Store, s: object, p: ox.NamedNode) -> int | None:
+    text = value(store, s, p)
+    return int(text) if text is not None else None
+
+
+def walk_chunk_sources(store: ox.Store, edge: ox.Triple) -> list[ChunkSource]:
+    """edge → subgraphs that contain it → chunk → page (if any) → document, by hand."""
+    found = []
+    for subgraph in subjects(store, tg("contains"), edge, SOURCE):
+        for chunk in objects(store, subgraph, DERIVED, SOURCE):
+            if not is_a(store, chunk, "Chunk"):
+                continue
+            for parent in objects(store, chunk, DERIVED, SOURCE):
+                if is_a(store, parent, "Page"):
+                    pairs = [(parent, doc) for doc in objects(store, parent, DERIVED, SOURCE)]
+                elif is_a(store, parent, "Document"):
+                    pairs = [(None, parent)]
+                else:
+                    pairs = []
+                for page, document in pairs:
+                    found.append(ChunkSource(
+                        subgraph=subgraph.value,
+                        chunk=chunk.value,
+                        document=document.value,
+                        title=value(store, document, ox.NamedNode(DC + "title")),
+                        page=page.value if page else None,
+                        page_number=number(store, page, tg("pageNumber")) if page else None,
+                        chunk_index=number(store, chunk, tg("chunkIndex")),
+                        char_offset=number(store, chunk, tg("charOffset")),
+                        char_length=number(store, chunk, tg("charLength")),
+                        chunk_text=value(store, chunk, tg("content"), LIBRARY),
+                        evidence=value(store, subgraph, tg("sourceText")),
+                        evidence_offset=number(store, subgraph, tg("sourceCharOffset")),
+                        evidence_length=number(store, subgraph, tg("sourceCharLength")),
+                    ))
+    return sorted(found, key=lambda s: (s.document, s.page_number or -1, s.chunk_index,
+                                        s.chunk, s.subgraph))
+
+
+def walk_selected(store: ox.Store, session: ox.NamedNode) -> dict[str, ox.Triple]:
+    """session → retrieval → selection → edge selections, each with its edge."""
+    edges = {}
+    for retrieval in subjects(store, ox.NamedNode(PROV + "wasGeneratedBy"), session, EXPLAINABILITY):
+        for selection in subjects(store, DERIVED, retrieval, EXPLAINABILITY):
+            for es in objects(store, selection, tg("selectedEdge"), EXPLAINABILITY):
+                [edge] = objects(store, es, tg("edge"), EXPLAINABILITY)
+                edges[es.value] = edge
+    return edges
+
+
+def walk_document_uses(store: ox.Store, document: ox.NamedNode) -> dict[str, dict[str, set[str]]]:
+    """document → chunks → subgraphs → facts → edge selections → sessions: {session: {es: chunks}}."""
+    chunks = [c for c in subjects(store, DERIVED, document, SOURCE) if is_a(store, c, "Chunk")]
+    for page in subjects(store, DERIVED, document, SOURCE):
+        if is_a(store, page, "Page"):
+            chunks += [c for c in subjects(store, DERIVED, page, SOURCE) if is_a(store, c, "Chunk")]
+    uses: dict[str, dict[str, set[str]]] = {}
+    for chunk in chunks:
+        for subgraph in subjects(store, DERIVED, chunk, SOURCE):
+            for edge in objects(store, subgraph, tg("contains"), SOURCE):
+                for es in subjects(store, tg("edge"), edge, EXPLAINABILITY):
+                    for selection in subjects(store, tg("selectedEdge"), es, EXPLAINABILITY):
+                        for retrieval in objects(store, selection, DERIVED, EXPLAINABILITY):
+                            for session in objects(store, retrieval,
+                                                   ox.NamedNode(PROV + "wasGeneratedBy"),
+                                                   EXPLAINABILITY):
+                                uses.setdefault(session.value, {}).setdefault(
+                                    es.value, set()).add(chunk.value)
+    return uses
+
+
+def kg_facts(store: ox.Store) -> list[ox.Triple]:
+    label = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+    return sorted((q.triple for q in store.quads_for_pattern(None, None, None, ox.DefaultGraph())
+                   if q.predicate != label), key=str)
+
+
+def documents(store: ox.Store) -> list[ox.NamedNode]:
+    return sorted(subjects(store, TYPE, tg("Document"), SOURCE), key=lambda d: d.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture
+def sessions(rag: GraphRag) -> list[str]:
+    """The demo questions asked and recorded; their session IRIs in order."""
+    found = []
+    for question in QUESTIONS:
+        messages = list(rag.query(question))
+        assert messages[-1].error is None
+        found.append(messages[0].explain_id)
+    return found
+
+
+@pytest.fixture
+def ox_store(demo_store: EmbeddedStore) -> ox.Store:
+    return demo_store.oxigraph
+
+
+# ---------------------------------------------------------------------------------------------
+# the saved query files
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
+def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = []
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    assert header[0].startswith("# Trace: ")
+    assert sum(line.startswith("# Bind: ") for line in header) == 1
+    values = [line for line in lines if "VALUES" in line and not line.startswith("#")]
+    assert len(values) == 1
+    params = re.findall(r"\{\{ ([a-z_.]+)\|(?:iri|term) \}\}", values[0])
+    assert params
+    assert re.fullmatch(r"VALUES (\?[a-zA-Z]+|\(\?s \?p \?o\)) \{ .* \}", values[0].strip())
+    roots = {param.split(".")[0] for param in params}
+    assert len(roots) == 1
+    (root,) = roots
+    elsewhere = [line for line in lines if line not in values and not line.startswith("#")]
+    assert not any(root in re.findall(r"\{\{ ([a-z_]+)", line) for line in elsewhere)
+    outside = {m for line in elsewhere for m in re.findall(r"\{[{%][^}]*[}%]\}", line)}
+    assert outside <= {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
+
+
+def test_the_trace_directory_holds_the_four_saved_queries() -> None:
+    assert [p.name for p in TRACE_FILES] == [
+        "document_sessions.rq", "edge_sources.rq", "fact_sources.rq", "session_sources.rq"
+    ]
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
+def test_each_saved_query_runs_as_pasted_once_its_parameter_is_filled(
+    path: Path, demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
+) -> None:
+    """A person replaces the VALUES line and the graph names; the result is the rendered one's."""
+    ids = SessionIds.from_session_iri(sessions[1])
+    params = {"session": ids.session, "edge_selection": ids.edge_selection(0),
+              "document": ox.NamedNode(DOC + "pierre-curie"), "fact": MARRIED}
+    filled = {"{{ graph|iri }}": "<urn:graph:explainability>",
+              "{{ graphs.source|iri }}": "<urn:graph:source>",
+              "{{ graphs.library|iri }}": "<urn:graph:library>",
+              "{{ session|iri }}": str(ids.session),
+              "{{ edge_selection|iri }}": str(ids.edge_selection(0)),
+              "{{ document|iri }}": f"<{DOC}pierre-curie>",
+              "{{ fact.subject|term }}": str(MARRIED.subject),
+              "{{ fact.predicate|term }}": str(MARRIED.predicate),
+              "{{ fact.object|term }}": str(MARRIED.object)}
+    text = path.read_text(encoding="utf-8")
+    for placeholder, term in filled.items():
+        text = text.replace(placeholder, term)
+    assert "{" + "{" not in text and "{%" not in text
+    pasted = demo_store.select(text)
+    rendered = demo_store.select(
+        templates.render(f"trace/{path.stem}", graph=EXPLAINABILITY, **params))
+    assert pasted and sorted(map(str, pasted)) == sorted(map(str, rendered))
+
+
+# ---------------------------------------------------------------------------------------------
+# each query answers what it claims, as the walk does
+
+
+def test_edge_sources_equal_the_walk_for_every_selected_edge(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    checked = 0
+    for session in sessions:
+        for iri, edge in walk_selected(ox_store, ox.NamedNode(session)).items():
+            found = edge_sources(demo_store, templates, "explainability", ox.NamedNode(iri))
+            assert found == walk_chunk_sources(ox_store, edge)
+            assert found  # every demo fact has a recorded source
+            traced = trace(demo_store, templates, "explainability", iri)
+            assert isinstance(traced, EdgeTrace)
+            assert (traced.edge.edge, traced.edge.sources) == (edge, found)
+            [reason] = objects(ox_store, ox.NamedNode(iri), tg("reasoning"), EXPLAINABILITY)
+            assert traced.edge.reasoning == reason.value
+            checked += 1
+    assert checked >= len(QUESTIONS)
+
+
+def test_session_trace_equals_the_walk(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    for session, question in zip(sessions, QUESTIONS):
+        found = session_trace(demo_store, templates, "explainability",
+                              SessionIds.from_session_iri(session))
+        assert found is not None
+        assert (found.session, found.question, found.status) == (session, question, "complete")
+        walked = walk_selected(ox_store, ox.NamedNode(session))
+        assert [e.edge_selection for e in found.edges] == sorted(
+            walked, key=lambda iri: int(iri.rsplit(":", 1)[1]))
+        for edge in found.edges:
+            assert edge.edge == walked[edge.edge_selection]
+            assert edge.sources == walk_chunk_sources(ox_store, edge.edge)
+
+
+def test_session_sources_are_the_answer_view_of_the_same_rows(
+    demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
+) -> None:
+    ids = SessionIds.from_session_iri(sessions[1])
+    found = session_trace(demo_store, templates, "explainability", ids)
+    assert found is not None
+    edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.edges}
+    sources = session_sources(demo_store, templates, "explainability", ids, edges)
+    assert sources == [s.as_source(e.edge_selection, e.edge) for e in found.edges for s in e.sources]
+    assert all(s.text is not None and s.text == c.evidence
+               for s, c in zip(sources, [c for e in found.edges for c in e.sources]))
+
+
+def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates
+) -> None:
+    facts = kg_facts(ox_store)
+    assert len(facts) == 38
+    for fact in facts:
+        found = fact_sources(demo_store, templates, fact)
+        assert found == walk_chunk_sources(ox_store, fact), fact
+        for source in found:
+            assert source.chunk_text is not None and source.evidence is not None
+            start = source.evidence_offset
+            assert source.chunk_text[start:start + source.evidence_length] == source.evidence
+
+
+def test_a_fact_stated_in_two_documents_has_two_sources(
+    demo_store: EmbeddedStore, templates: Templates
+) -> None:
+    found = fact_sources(demo_store, templates, MARRIED)
+    assert [(s.document, s.title, s.page_number, s.chunk, s.chunk_index, s.evidence_offset,
+             s.evidence_length) for s in found] == [
+        (DOC + "marie-curie", "Marie Curie: From Warsaw to Paris", 1,
+         "urn:chunk:c109fd02-e445-4c61-82d6-10161a2a9191", 1, 0, 73),
+        (DOC + "pierre-curie", "Pierre Curie, Physicist of Paris", 1,
+         "urn:chunk:051db551-e09c-41e1-ba67-785520e62c1b", 1, 126, 156),
+    ]
+    assert [s.evidence for s in found] == [
+        "In Paris she met the physicist Pierre Curie, and the two married in 1895.",
+        "In 1895 he married Marie Skłodowska, a brilliant Polish student, and he soon set aside "
+        "his own research to join her investigation of radioactive substances.",
+    ]
+
+
+def test_a_chunk_derived_directly_from_a_document_is_found(
+    demo_store: EmbeddedStore, templates: Templates
+) -> None:
+    [source] = fact_sources(demo_store, templates, LOCATED)
+    assert source == ChunkSource(
+        subgraph=source.subgraph,
+        chunk="urn:chunk:093cc24a-e295-41bb-beed-c2461bcd7209",
+        document=DOC + "radium-institute",
+        title="The Radium Institute in Paris",
+        page=None,
+        page_number=None,
+        chunk_index=0,
+        char_offset=0,
+        char_length=236,
+        chunk_text=source.chunk_text,
+        evidence="The Radium Institute was founded in Paris in 1909 by the University of Paris "
+                 "together with the Pasteur Institute.",
+        evidence_offset=0,
+        evidence_length=113,
+    )
+    assert source.chunk_text is not None and len(source.chunk_text) == 236
+
+
+def test_a_fact_without_provenance_has_no_source(
+    demo_store: EmbeddedStore, templates: Templates
+) -> None:
+    unknown = ox.Triple(ox.NamedNode(ENT + "Paris"), ox.NamedNode(REL + "capitalOf"),
+                        ox.NamedNode(ENT + "Poland"))
+    assert fact_sources(demo_store, templates, unknown) == []
+
+
+def test_dcterms_titles_are_accepted(demo_store: EmbeddedStore, templates: Templates) -> None:
+    doc = ox.NamedNode(DOC + "radium-institute")
+    dc_title = ox.Quad(doc, ox.NamedNode(DC + "title"),
+                       ox.Literal("The Radium Institute in Paris"), SOURCE)
+    demo_store.oxigraph.remove(dc_title)
+    demo_store.oxigraph.add(ox.Quad(doc, ox.NamedNode("http://purl.org/dc/terms/title"),
+                                    ox.Literal("Institut du Radium"), SOURCE))
+    [source] = fact_sources(demo_store, templates, LOCATED)
+    assert source.title == "Institut du Radium"
+    found = document_sessions(demo_store, templates, "explainability", doc)
+    assert found is not None and found.title == "Institut du Radium"
+
+
+def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    library = StoreLibrarian(demo_store, templates)
+    used_by_some = 0
+    for document in documents(ox_store):
+        found = document_sessions(demo_store, templates, "explainability", document)
+        assert found is not None and found.document == document.value
+        walked = walk_document_uses(ox_store, document)
+        assert {u.session: {e.edge_selection: {c.chunk for c in e.chunks} for e in u.edges}
+                for u in found.sessions} == walked
+        assert [u.session for u in found.sessions] == [s for s in sessions if s in walked]
+        for use in found.sessions:
+            ids = SessionIds.from_session_iri(use.session)
+            assert use.question == QUESTIONS[sessions.index(use.session)]
+            assert (use.answer, use.answer_document) == (ids.answer.value,
+                                                         ids.answer_document.value)
+            stored = library.get(ids.answer_document)
+            assert stored is not None and use.answer_text == stored.content
+        used_by_some += bool(found.sessions)
+    assert used_by_some >= 3
+
+
+def test_a_document_no_session_used_has_no_sessions_and_an_unknown_one_is_none(
+    demo_store: EmbeddedStore, templates: Templates
+) -> None:
+    found = document_sessions(demo_store, templates, "explainability",
+                              ox.NamedNode(DOC + "pierre-curie"))
+    assert found == DocumentTrace(DOC + "pierre-curie", "Pierre Curie, Physicist of Paris", [])
+    assert document_sessions(demo_store, templates, "explainability",
+                             ox.NamedNode(DOC + "nope")) is None
+
+
+def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    for quad in list(ox_store.quads_for_pattern(None, tg("contains"), MARRIED, SOURCE)):
+        ox_store.remove(quad)
+    ids = SessionIds.from_session_iri(sessions[1])
+    found = trace(demo_store, templates, "explainability", sessions[1])
+    assert isinstance(found, SessionTrace)
+    assert (found.edges[0].edge, found.edges[0].sources) == (MARRIED, [])
+    assert edge_sources(demo_store, templates, "explainability", ids.edge_selection(0)) == []
+    lines = render_text(found).splitlines()
+    assert lines[2:5] == ["  [0] Marie Curie — married — Pierre Curie",
+                          f"      why: {found.edges[0].reasoning}",
+                          "      no recorded source"]
+
+
+# ---------------------------------------------------------------------------------------------
+# trace(): which tree for which IRI
+
+
+def test_trace_detects_the_kind_of_iri(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    session = sessions[1]
+    ids = SessionIds.from_session_iri(session)
+    by_iri = trace(demo_store, templates, "explainability", session)
+    by_uuid = trace(demo_store, templates, "explainability", ids.uuid)
+    assert isinstance(by_iri, SessionTrace) and by_iri == by_uuid
+    assert by_iri.edges[0].labels == ("Marie Curie", "married", "Pierre Curie")
+    edge = trace(demo_store, templates, "explainability", ids.edge_selection(0).value)
+    assert isinstance(edge, EdgeTrace) and edge.session == session
+    assert edge.edge == by_iri.edges[0]
+    document = trace(demo_store, templates, "explainability", DOC + "pierre-curie")
+    assert isinstance(document, DocumentTrace)
+    users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
+    assert session in users
+    assert [u.session for u in document.sessions] == [s for s in sessions if s in users]
+
+
+@pytest.mark.parametrize("iri, message", [
+    ("urn:trustgraph:prov:edge:nope", "malformed edge-selection IRI"),
+    ("urn:trustgraph:prov:edge:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a:0",
+     "no edge selection urn:trustgraph:prov:edge:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a:0"),
+    ("urn:trustgraph:session:nope", "not a session IRI"),
+    ("3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a",
+     "no session urn:trustgraph:session:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a"),
+    ("https://example.org/demo/doc/nope", "unknown IRI https://example.org/demo/doc/nope"),
+    (ENT + "Marie_Curie", "not an edge selection, a session, or a document"),
+    ("not an iri", "not an IRI: 'not an iri'"),
+])
+def test_trace_refuses_what_it_cannot_trace(
+    demo_store: EmbeddedStore, templates: Templates, iri: str, message: str
+) -> None:
+    with pytest.raises(TraceError, match=re.escape(message)):
+        trace(demo_store, templates, "explainability", iri)
+
+
+def test_text_tree_goes_down_to_the_sentence(
+    demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
+) -> None:
+    text = render_text(trace(demo_store, templates, "explainability", sessions[1]))
+    lines = text.splitlines()
+    assert lines[0].startswith(f"session {sessions[1]}  [complete, started ")
+    assert lines[1] == "  asked: Who did Marie Curie marry?"
+    assert lines[2] == "  [0] Marie Curie — married — Pierre Curie"
+    at = lines.index(f"      document “Marie Curie: From Warsaw to Paris”  {DOC}marie-curie")
+    assert lines[at + 1] == ("        page 1, chunk 1 characters 302–605  "
+                             "urn:chunk:c109fd02-e445-4c61-82d6-10161a2a9191")
+    assert lines[at + 2] == ("          sentence at 0–73: “In Paris she met the physicist Pierre "
+                             "Curie, and the two married in 1895.”")
+    assert f"      document “Pierre Curie, Physicist of Paris”  {DOC}pierre-curie" in lines
+
+
+# ---------------------------------------------------------------------------------------------
+# the CLI
+
+
+def cli(*args: object) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, [str(arg) for arg in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path, demo_path: Path) -> tuple[Path, list[str]]:
+    """An on-disk demo store with the demo questions recorded."""
+    path = tmp_path / "kg"
+    store = open_store(path)
+    try:
+        assert not load_files(store, [demo_path]).failed
+        rag = GraphRag(store, OfflineBackend())
+        found = [list(rag.query(q))[0].explain_id for q in QUESTIONS]
+    finally:
+        store.close()
+    return path, found
+
+
+@pytest.mark.parametrize("kind", ["session", "uuid", "edge", "document"])
+def test_cli_trace_text_and_json_match_the_api(
+    demo_dir: tuple[Path, list[str]], kind: str
+) -> None:
+    path, found = demo_dir
+    ids = SessionIds.from_session_iri(found[1])
+    iri = {"session": found[1], "uuid": ids.uuid, "edge": ids.edge_selection(0).value,
+           "document": DOC + "marie-curie"}[kind]
+    store = open_store(path)
+    try:
+        expected = trace(store, Templates(store.dialect), "explainability", iri)
+    finally:
+        store.close()
+    code, out, err = cli("trace", iri, "--store", path)
+    assert (code, err) == (0, "")
+    assert out == render_text(expected) + "\n"
+    code, out, err = cli("trace", iri, "--store", path, "--format", "json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data == json.loads(json.dumps(expected.to_json()))
+    assert data["kind"] == {"uuid": "session"}.get(kind, kind)
+
+
+def test_cli_trace_json_carries_every_level(demo_dir: tuple[Path, list[str]]) -> None:
+    path, found = demo_dir
+    iri = SessionIds.from_session_iri(found[1]).edge_selection(0).value
+    data = json.loads(cli("trace", iri, "--store", path, "--format", "json")[1])
+    assert data["edge"] == f"<<( <{ENT}Marie_Curie> <{REL}married> <{ENT}Pierre_Curie> )>>"
+    assert [(s["document"], s["page_number"], s["chunk_index"], s["evidence_offset"])
+            for s in data["sources"]] == [(DOC + "marie-curie", 1, 1, 0),
+                                          (DOC + "pierre-curie", 1, 1, 126)]
+    assert set(data["sources"][0]) == {
+        "subgraph", "chunk", "document", "title", "page", "page_number", "chunk_index",
+        "char_offset", "char_length", "chunk_text", "evidence", "evidence_offset",
+        "evidence_length"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["urn:trustgraph:prov:edge:x"], "error: malformed edge-selection IRI"),
+    (["urn:trustgraph:session:x"], "error: not a session IRI"),
+    ([DOC + "nope"], f"error: unknown IRI {DOC}nope"),
+    (["a b"], "error: not an IRI: 'a b'"),
+    ([DOC + "marie-curie", "--collection", "source"], "error: collection name 'source' is reserved"),
+])
+def test_cli_trace_errors_are_one_line_and_exit_1(
+    demo_dir: tuple[Path, list[str]], args: list[str], message: str
+) -> None:
+    path, _ = demo_dir
+    code, out, err = cli("trace", *args, "--store", path)
+    assert code == 1 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(message)
+
+
+def test_cli_trace_usage_errors_exit_2(demo_dir: tuple[Path, list[str]]) -> None:
+    path, found = demo_dir
+    assert cli("trace", "--store", path)[0] == 2
+    assert cli("trace", found[0], "--store", path, "--format", "turtle")[0] == 2
