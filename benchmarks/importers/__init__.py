@@ -1,0 +1,178 @@
+"""Importers of real datasets: facts plus the extraction provenance of SPEC §8, as N-Quads.
+
+Benchmark code, not the product. An importer writes RDF 1.2 N-Quads with pyoxigraph's
+serializer and loads them with `tgsparql.loader.load_files`, exactly as a user's own files would
+be loaded (the label index included). Shared shape of every import:
+
+- a document per source text (`ExtractionIds` of its SHA-256), typed `tg:Document`, with its
+  `dc:title`, one activity (`prov:used` the document, the importer as agent, the dataset named
+  in `tg:llmModel`, since no model read the text);
+- its sentences as chunks directly under the document (no pages), with exact `tg:charOffset`
+  and `tg:charLength` into the document text;
+- one subgraph per sentence that states facts, `tg:contains` per fact, with the sentence as
+  `tg:sourceText` and its offsets;
+- document and chunk texts in the librarian graph, with SHA-256, as `tgsparql.librarian` keeps
+  them; facts and `rdfs:label`s in the default graph.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.librarian import sha256_hex
+from tgsparql.loader import load_files
+from tgsparql.provenance import ExtractionIds
+from tgsparql.store import Store
+
+_PROV = vocab.PROV
+_TG = vocab.TG
+A = vocab.RDF_TYPE
+PROV_ENTITY = ox.NamedNode(_PROV + "Entity")
+PROV_ACTIVITY = ox.NamedNode(_PROV + "Activity")
+PROV_AGENT = ox.NamedNode(_PROV + "Agent")
+DERIVED_FROM = ox.NamedNode(_PROV + "wasDerivedFrom")
+GENERATED_BY = ox.NamedNode(_PROV + "wasGeneratedBy")
+USED = ox.NamedNode(_PROV + "used")
+ASSOCIATED_WITH = ox.NamedNode(_PROV + "wasAssociatedWith")
+STARTED = ox.NamedNode(_PROV + "startedAtTime")
+DC_TITLE = ox.NamedNode(vocab.DC + "title")
+TG_DOCUMENT = ox.NamedNode(_TG + "Document")
+TG_CHUNK = ox.NamedNode(_TG + "Chunk")
+TG_SUBGRAPH = ox.NamedNode(_TG + "Subgraph")
+TG_CONTAINS = ox.NamedNode(_TG + "contains")
+TG_CONTENT = ox.NamedNode(_TG + "content")
+TG_MIME = ox.NamedNode(_TG + "mimeType")
+TG_SHA256 = ox.NamedNode(_TG + "contentSha256")
+TG_MODEL = ox.NamedNode(_TG + "llmModel")
+TG_CHUNK_INDEX = ox.NamedNode(_TG + "chunkIndex")
+TG_OFFSET = ox.NamedNode(_TG + "charOffset")
+TG_LENGTH = ox.NamedNode(_TG + "charLength")
+TG_SOURCE_TEXT = ox.NamedNode(_TG + "sourceText")
+TG_SOURCE_OFFSET = ox.NamedNode(_TG + "sourceCharOffset")
+TG_SOURCE_LENGTH = ox.NamedNode(_TG + "sourceCharLength")
+MIME = "text/plain"
+DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+"""`../shared/datasets/` relative to the repository root."""
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be imported; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence as an exact span of its document: `text[start:end] == sentence.text`."""
+
+    start: int
+    end: int
+    text: str
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where a fact's subgraph hangs: the document and the sentence chunk."""
+
+    document: ox.NamedNode
+    chunk: ox.NamedNode
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    try:
+        with Path(path).open(encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as error:
+        raise DatasetError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DatasetError(f"{path}: not JSON: {error}") from None
+
+
+def integer(value: int) -> ox.Literal:
+    return ox.Literal(str(value), datatype=vocab.XSD_INTEGER)
+
+
+class QuadWriter:
+    """Collects the quads of one import, then writes them as one N-Quads file."""
+
+    def __init__(self, agent: ox.NamedNode, agent_label: str, model: str,
+                 started: dt.datetime) -> None:
+        self.quads: list[ox.Quad] = []
+        self.model = model
+        self.started = ox.Literal(started.isoformat(), datatype=vocab.XSD_DATETIME)
+        self.agent = agent
+        self._source(agent, A, PROV_AGENT)
+        self._source(agent, vocab.RDFS_LABEL, ox.Literal(agent_label))
+
+    def _source(self, s: ox.NamedNode, p: ox.NamedNode, o: ox.NamedNode | ox.Literal | ox.Triple
+                ) -> None:
+        self.quads.append(ox.Quad(s, p, o, vocab.GRAPH_SOURCE))
+
+    def _library(self, iri: ox.NamedNode, text: str, title: str) -> None:
+        for p, o in ((TG_CONTENT, text), (TG_MIME, MIME), (TG_SHA256, sha256_hex(text)),
+                     (DC_TITLE, title)):
+            self.quads.append(ox.Quad(iri, p, ox.Literal(o), vocab.GRAPH_LIBRARY))
+
+    def document(self, title: str, text: str) -> ExtractionIds:
+        ids = ExtractionIds(sha256_hex(text))
+        doc, activity = ids.document, ids.activity
+        for p, o in ((A, PROV_ENTITY), (A, TG_DOCUMENT), (DC_TITLE, ox.Literal(title)),
+                     (TG_MIME, ox.Literal(MIME))):
+            self._source(doc, p, o)
+        for p, o in ((A, PROV_ACTIVITY), (USED, doc), (ASSOCIATED_WITH, self.agent),
+                     (STARTED, self.started), (TG_MODEL, ox.Literal(self.model))):
+            self._source(activity, p, o)
+        self._library(doc, text, title)
+        return ids
+
+    def chunk(self, ids: ExtractionIds, index: int, sentence: Sentence, title: str
+              ) -> ox.NamedNode:
+        iri = ids.chunk(sentence.start, sentence.end)
+        for p, o in ((A, PROV_ENTITY), (A, TG_CHUNK), (DERIVED_FROM, ids.document),
+                     (GENERATED_BY, ids.activity), (TG_CHUNK_INDEX, integer(index)),
+                     (TG_OFFSET, integer(sentence.start)), (TG_LENGTH, integer(sentence.length))):
+            self._source(iri, p, o)
+        self._library(iri, sentence.text, title)
+        return iri
+
+    def subgraph(self, ids: ExtractionIds, chunk: ox.NamedNode, sentence: Sentence,
+                 facts: Iterable[ox.Triple]) -> None:
+        span = (sentence.start, sentence.length)
+        iri = ids.subgraph(sentence.start, sentence.end, span)
+        for p, o in ((A, PROV_ENTITY), (A, TG_SUBGRAPH), (DERIVED_FROM, chunk),
+                     (GENERATED_BY, ids.activity), (TG_SOURCE_TEXT, ox.Literal(sentence.text)),
+                     (TG_SOURCE_OFFSET, integer(sentence.start)),
+                     (TG_SOURCE_LENGTH, integer(sentence.length))):
+            self._source(iri, p, o)
+        for fact in facts:
+            self._source(iri, TG_CONTAINS, fact)
+
+    def fact(self, triple: ox.Triple, labels: Iterable[tuple[ox.NamedNode, str]]) -> None:
+        """A KG fact and the labels of its terms, in the default graph."""
+        self.quads.append(ox.Quad(triple.subject, triple.predicate, triple.object))
+        for iri, label in labels:
+            self.quads.append(ox.Quad(iri, vocab.RDFS_LABEL, ox.Literal(label)))
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        ox.serialize(list(dict.fromkeys(self.quads)), str(out), ox.RdfFormat.N_QUADS)
+        return out
+
+
+def load(store: Store, path: Path) -> None:
+    """Load one written file with the product's loader; DatasetError if it refuses it."""
+    report = load_files(store, [path])
+    if report.failed:
+        raise DatasetError(next(iter(report.failed.values())))

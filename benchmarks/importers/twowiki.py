@@ -1,0 +1,216 @@
+"""2WikiMultiHopQA: corpus paragraphs as documents, gold evidence triples as facts.
+
+Every paragraph of the corpus is a document titled with its `title`; its sentences
+(`split_sentences`) are its chunks. Every distinct evidence triple `[s, p, o]` of the questions
+file becomes one fact: `entity_iri(s) relation_iri(p) entity_iri(o)`, each term labelled with
+its name (objects such as dates are entities too, as the triple names them). A fact is anchored
+in the first sentence, in text order, of the paragraph titled `s` whose text contains `o`
+(case-insensitive); its subgraph hangs under that sentence. A fact with no such paragraph or
+sentence is loaded without provenance and counted by reason: nothing is guessed.
+
+Run: python -m benchmarks.importers.twowiki [--corpus F] [--questions F] --out FILE.nq
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import pyoxigraph as ox
+
+from benchmarks.importers import DATASETS, Anchor, DatasetError, QuadWriter, Sentence, read_json
+from tgsparql.provenance import ExtractionIds, entity_iri, now, relation_iri
+
+DEFAULT_CORPUS: Final = DATASETS / "2wiki" / "corpus.json"
+DEFAULT_QUESTIONS: Final = DATASETS / "2wiki" / "questions_dev.json"
+AGENT: Final = ox.NamedNode("https://trustgraph.ai/agent/benchmarks-importer-2wiki")
+AGENT_LABEL: Final = "benchmarks.importers.twowiki"
+MODEL: Final = "2WikiMultiHopQA gold evidence (no model)"
+NO_PARAGRAPH: Final = "no corpus paragraph is titled with the subject"
+NOT_IN_PARAGRAPH: Final = "the paragraph does not contain the object"
+NOT_IN_SENTENCE: Final = "the paragraph contains the object only across a sentence boundary"
+
+# A sentence ends at . ! or ? (with closing quotes or brackets) before whitespace and an
+# upper-case letter, digit or opening quote — unless the word ending there is an initial
+# ("J.") or one of these abbreviations.
+_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATIONS: Final = frozenset(
+    "St Mr Mrs Ms Dr Jr Sr Mt Ft Co Inc Ltd No Vol vs Gen Col Lt Sgt Capt Rev Prof Gov Sen "
+    "Rep Jan Feb Mar Apr Aug Sep Sept Oct Nov Dec U.S U.K".split()
+)
+_LAST_WORD = re.compile(r"(\S+)$")
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """The sentences of a paragraph, stripped of surrounding whitespace, with exact offsets."""
+    sentences, start = [], 0
+    for match in _END.finditer(text):
+        word = _LAST_WORD.search(text, 0, match.start())
+        last = word.group(1).rstrip(".") if word else ""
+        if text[match.start()] == "." and (len(last) == 1 and last.isalpha()
+                                           or last in _ABBREVIATIONS):
+            continue
+        sentences.append(_span(text, start, match.end()))
+        start = match.end()
+    sentences.append(_span(text, start, len(text)))
+    return [s for s in sentences if s.text]
+
+
+def _span(text: str, start: int, end: int) -> Sentence:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return Sentence(start, end, text[start:end])
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question_type: str
+    question: str
+    answer: str
+    evidence: tuple[ox.Triple, ...]
+    """The distinct gold triples, in the file's order."""
+
+
+@dataclass
+class TwoWikiImport:
+    path: Path
+    questions: list[Question]
+    documents: int = 0
+    chunks: int = 0
+    facts: int = 0
+    anchors: dict[ox.Triple, Anchor] = field(default_factory=dict)
+    unanchored: Counter[str] = field(default_factory=Counter)
+    """Facts loaded without provenance, by reason."""
+
+
+def fact_triple(s: str, p: str, o: str) -> ox.Triple:
+    return ox.Triple(entity_iri(s), relation_iri(p), entity_iri(o))
+
+
+def read_corpus(path: str | Path) -> dict[str, str]:
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a list of {{title, text}} paragraphs")
+    corpus: dict[str, str] = {}
+    for i, item in enumerate(data):
+        if not (isinstance(item, dict) and isinstance(item.get("title"), str)
+                and isinstance(item.get("text"), str)):
+            raise DatasetError(f"{path}: paragraph {i} is not {{title: text, text: text}}")
+        if item["title"] in corpus:
+            raise DatasetError(f"{path}: paragraph {i}: title {item['title']!r} repeats")
+        corpus[item["title"]] = item["text"]
+    return corpus
+
+
+def read_questions(path: str | Path) -> tuple[list[Question], list[tuple[str, str, str]]]:
+    """The questions and the distinct evidence triples as names, in the file's order."""
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a list of questions")
+    questions, names = [], {}
+    for i, item in enumerate(data):
+        fields = ("id", "question_type", "question", "answer")
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in fields):
+            raise DatasetError(f"{path}: question {i} lacks one of {', '.join(fields)} as text")
+        evidence = item.get("evidence")
+        if not isinstance(evidence, list) or not all(
+            isinstance(e, list) and len(e) == 3 and all(isinstance(x, str) and x.strip() for x in e)
+            for e in evidence
+        ):
+            raise DatasetError(f"{path}: question {i}: evidence must be [s, p, o] lists of text")
+        triples = {}
+        for s, p, o in evidence:
+            triples[fact_triple(s, p, o)] = None
+            names.setdefault((s, p, o), None)
+        questions.append(Question(item["id"], item["question_type"], item["question"],
+                                  item["answer"], tuple(triples)))
+    return questions, list(names)
+
+
+@dataclass(frozen=True)
+class _Paragraph:
+    ids: ExtractionIds
+    text: str
+    chunks: list[tuple[Sentence, ox.NamedNode]]
+
+
+def import_twowiki(corpus_path: str | Path, questions_path: str | Path, out: str | Path,
+                   started: dt.datetime | None = None) -> TwoWikiImport:
+    """Write the corpus and the questions' gold triples with provenance to `out` (N-Quads)."""
+    corpus = read_corpus(corpus_path)
+    questions, names = read_questions(questions_path)
+    writer = QuadWriter(AGENT, AGENT_LABEL, MODEL, started or now())
+    report = TwoWikiImport(Path(out), questions)
+
+    paragraphs: dict[str, _Paragraph] = {}
+    for title, text in corpus.items():
+        ids = writer.document(title, text)
+        chunks = [(s, writer.chunk(ids, i, s, title)) for i, s in enumerate(split_sentences(text))]
+        paragraphs[title] = _Paragraph(ids, text, chunks)
+        report.chunks += len(chunks)
+    report.documents = len(paragraphs)
+
+    subgraphs: dict[ox.NamedNode, tuple[_Paragraph, Sentence, list[ox.Triple]]] = {}
+    seen: set[ox.Triple] = set()
+    for s, p, o in names:
+        triple = fact_triple(s, p, o)
+        writer.fact(triple, ((triple.subject, s), (triple.predicate, p), (triple.object, o)))
+        if triple in seen:
+            continue
+        seen.add(triple)
+        found = _anchor(paragraphs.get(s), o)
+        if isinstance(found, str):
+            report.unanchored[found] += 1
+            continue
+        paragraph, sentence, chunk = found
+        report.anchors[triple] = Anchor(paragraph.ids.document, chunk)
+        subgraphs.setdefault(chunk, (paragraph, sentence, []))[2].append(triple)
+    report.facts = len(seen)
+    for chunk, (paragraph, sentence, facts) in subgraphs.items():
+        writer.subgraph(paragraph.ids, chunk, sentence, facts)
+    writer.write(out)
+    return report
+
+
+def _anchor(paragraph: _Paragraph | None, o: str
+            ) -> tuple[_Paragraph, Sentence, ox.NamedNode] | str:
+    """The first sentence of the subject's paragraph containing the object, else why not."""
+    if paragraph is None:
+        return NO_PARAGRAPH
+    needle = o.lower()
+    if needle not in paragraph.text.lower():
+        return NOT_IN_PARAGRAPH
+    for sentence, chunk in paragraph.chunks:
+        if needle in sentence.text.lower():
+            return paragraph, sentence, chunk
+    return NOT_IN_SENTENCE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
+    parser.add_argument("--questions", default=DEFAULT_QUESTIONS)
+    parser.add_argument("--out", required=True, help="the N-Quads file to write")
+    args = parser.parse_args(argv)
+    try:
+        report = import_twowiki(args.corpus, args.questions, args.out)
+    except (DatasetError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"{report.documents} documents, {report.chunks} chunks, {report.facts} facts, "
+          f"{len(report.anchors)} anchored, {sum(report.unanchored.values())} not anchored "
+          f"({dict(report.unanchored)}) -> {report.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The evaluation at a tiny size, so it keeps working, and its answer scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.evaluate import answer_lead, evaluate, exact_match, f1_score, main, render
+from tests.conftest import SHARED
+
+TWOWIKI = SHARED / "datasets" / "2wiki"
+REDOCRED = SHARED / "datasets" / "redocred"
+
+
+@pytest.mark.parametrize("prediction, gold, em, f1", [
+    ("The Eiffel Tower!", "eiffel   tower", 1.0, 1.0),
+    ("Paris, France", "Paris", 0.0, 2 / 3),
+    ("yes", "no", 0.0, 0.0),
+    ("", "Paris", 0.0, 0.0),
+])
+def test_scoring_follows_the_2wiki_script(prediction: str, gold: str, em: float,
+                                          f1: float) -> None:
+    assert exact_match(prediction, gold) == em
+    assert f1_score(prediction, gold) == pytest.approx(f1)
+
+
+def test_answer_lead() -> None:
+    assert answer_lead("Warsaw. From the knowledge graph: Marie Curie born in Warsaw.") == "Warsaw"
+    assert answer_lead("From the knowledge graph: a b c.") == ""
+    assert answer_lead("The knowledge graph holds no facts that answer this question.") == ""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("eval")
+    questions = json.loads((TWOWIKI / "questions_dev.json").read_text())[:8]
+    corpus = json.loads((TWOWIKI / "corpus.json").read_text())
+    subjects = {s for q in questions for s, _, _ in q["evidence"]}
+    (root / "q.json").write_text(json.dumps(questions))
+    (root / "c.json").write_text(json.dumps([p for p in corpus if p["title"] in subjects]))
+    docs = json.loads((REDOCRED / "dev_revised.json").read_text())[:10]
+    (root / "d.json").write_text(json.dumps(docs))
+    return {"corpus": root / "c.json", "questions": root / "q.json", "docs": root / "d.json"}
+
+
+def test_tiny_evaluation(tiny: dict[str, Path]) -> None:
+    ev = evaluate(tiny["corpus"], tiny["questions"], tiny["docs"], REDOCRED / "rel_info.json")
+    assert len(ev.results) == 8
+    assert all(r.error is None for r in ev.results)
+    anchored = sum(r.anchored_selected for r in ev.results)
+    assert anchored > 0
+    assert sum(r.trace_exact for r in ev.results) == anchored
+    assert ev.redocred_trace.exact == ev.redocred_trace.facts == len(ev.redocred.evidence)
+    for r in ev.results:
+        assert 0 <= r.retrieved_gold <= r.gold and r.selected_gold <= r.selected
+    table = render(ev)
+    assert "| **all** | 8 |" in table
+    assert f"{anchored}/{anchored} (100.0%) — pass" in table
+
+
+def test_cli_writes_the_table_and_names_bad_input(tiny: dict[str, Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "evaluation.md"
+    args = ["--corpus", str(tiny["corpus"]), "--questions", str(tiny["questions"]),
+            "--redocred", str(tiny["docs"]), "--out", str(out), "--limit", "2"]
+    assert main(args) == 0
+    assert "| **all** | 2 |" in out.read_text()
+    assert main([*args[:-2], "--questions", str(tmp_path / "missing.json")]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'missing.json'}: cannot read")
