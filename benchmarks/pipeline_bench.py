@@ -51,7 +51,7 @@ from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_WORK = HERE / "work"
+DEFAULT_WORK = HERE / "cache"
 DEFAULT_OUT = HERE / "results" / "pipeline.md"
 DEFAULT_FACTS = 1_000_000
 DEFAULT_QUESTIONS = 200
@@ -759,7 +759,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--questions", type=int, default=DEFAULT_QUESTIONS, help="questions measured (200)"
     )
     parser.add_argument(
-        "--work", type=Path, default=DEFAULT_WORK, help="cache of built stores (benchmarks/work)"
+        "--work", type=Path, default=DEFAULT_WORK, help="cache of built stores (benchmarks/cache)"
     )
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="results table (benchmarks/results/pipeline.md)"
