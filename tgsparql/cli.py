@@ -180,12 +180,7 @@ def load(store_path: Path | None, files_: tuple[Path, ...]) -> None:
         )
         for path, count in report.loaded.items():
             click.echo(f"loaded {path}: {count} quads")
-        if report.labels_indexed:
-            click.echo(f"indexed {report.labels_indexed} labels for grounding")
-        for message in report.failed.values():
-            click.echo(f"error: {message}", err=True)
-        if report.failed:
-            sys.exit(1)
+        _finish(report.labels_indexed, list(report.failed.values()))
 
 
 @main.command()
@@ -235,12 +230,7 @@ def ingest(store_path: Path | None, paths: tuple[Path, ...], chunk_size: int,
                        f"{doc.facts} facts ({doc.evidence_found} with evidence located"
                        + (f", {dropped} unusable reply lines or objects dropped" if dropped
                           else "") + f") as {doc.document.value}")
-        if report.labels_indexed:
-            click.echo(f"indexed {report.labels_indexed} labels for grounding")
-        for message in report.failed.values():
-            click.echo(f"error: {message}", err=True)
-        if report.failed:
-            sys.exit(1)
+        _finish(report.labels_indexed, list(report.failed.values()))
 
 
 @main.command()
@@ -363,6 +353,16 @@ def trace(store_path: Path | None, iri: str, collection: str, format_: str) -> N
         click.echo(json.dumps(found.to_json(), ensure_ascii=False, indent=2))
     else:
         click.echo(trace_text(found))
+
+
+def _finish(labels_indexed: int, errors: list[str]) -> None:
+    """The shared end of load and ingest: labels indexed, one line per failed file, exit 1."""
+    if labels_indexed:
+        click.echo(f"indexed {labels_indexed} labels for grounding")
+    for message in errors:
+        click.echo(f"error: {message}", err=True)
+    if errors:
+        sys.exit(1)
 
 
 def _rag(store: EmbeddedStore, backend: Backend, collection: str,
