@@ -219,3 +219,19 @@ def test_the_store_is_a_context_manager(tmp_path: Path) -> None:
     with open_store(tmp_path / "db") as store:
         store.update("INSERT DATA { <urn:a> <urn:b> <urn:c> }")
         assert store.ask("ASK { <urn:a> <urn:b> <urn:c> }") is True
+
+
+def test_reads_see_the_store_default_graph_unless_told_otherwise(any_store: EmbeddedStore) -> None:
+    query = f"SELECT ?s WHERE {{ ?s <{SAID.value}> ?o }}"
+    assert any_store.select(query) == []
+    assert any_store.select(query, default_graph="union") == [{"s": ox.NamedNode(EX + "source")}]
+    assert any_store.ask(f"ASK {{ ?s <{SAID.value}> ?o }}", default_graph="union")
+
+
+def test_reads_can_merge_the_graphs_they_are_given(any_store: EmbeddedStore) -> None:
+    query = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+    named = [ox.NamedNode("urn:graph:g")]
+    both = [ox.DefaultGraph(), ox.NamedNode("urn:graph:g")]
+    counts = [int(any_store.select(query, default_graph=g)[0]["n"].value) for g in (named, both)]
+    assert counts == [1, 5]
+    assert not any_store.ask(f"ASK {{ ?s <{MARRIED.value}> ?o }}", default_graph=named)

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 import pyoxigraph as ox
 
 from tgsparql.templates import Dialect, Term
 
 Solution = dict[str, Term]
+
+DataGraph = Literal["union"] | Sequence[ox.NamedNode | ox.DefaultGraph] | None
+"""What a read sees as its default graph: None, the store's own default graph; "union", the merge
+of every graph (how validation reads provenance spread over named graphs); or the merge of the
+listed graphs, `ox.DefaultGraph()` naming the store's default graph."""
 
 
 class StoreError(RuntimeError):
@@ -25,11 +31,11 @@ class StoreError(RuntimeError):
 class Store(Protocol):
     dialect: Dialect
 
-    def select(self, query: str) -> list[Solution]:
+    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
         """Rows of a SELECT, each a dict of the bound variables."""
         ...
 
-    def ask(self, query: str) -> bool: ...
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool: ...
 
     def construct(self, query: str) -> list[ox.Triple]: ...
 
@@ -73,8 +79,8 @@ class EmbeddedStore:
             raise StoreError(f"the store {self.path or '(in memory)'} is closed")
         return self._open
 
-    def select(self, query: str) -> list[Solution]:
-        result = self._run(query)
+    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
+        result = self._run(query, default_graph)
         if not isinstance(result, ox.QuerySolutions):
             raise StoreError("expected a SELECT query")
         names = [variable.value for variable in result.variables]
@@ -88,8 +94,8 @@ class EmbeddedStore:
             rows.append(row)
         return rows
 
-    def ask(self, query: str) -> bool:
-        result = self._run(query)
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
+        result = self._run(query, default_graph)
         if not isinstance(result, ox.QueryBoolean):
             raise StoreError("expected an ASK query")
         return bool(result)
@@ -133,9 +139,15 @@ class EmbeddedStore:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _run(self, query: str) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+    def _run(
+        self, query: str, default_graph: DataGraph = None
+    ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
         try:
-            return self._store.query(query)
+            if default_graph is None:
+                return self._store.query(query)
+            if default_graph == "union":
+                return self._store.query(query, use_default_graph_as_union=True)
+            return self._store.query(query, default_graph=list(default_graph))
         except SyntaxError as error:
             raise StoreError(f"the store rejected a query: {error}") from None
         except OSError as error:
