@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
+from tgsparql.retrieval import RetrievalLimits, _schema_predicates_in_use, retrieve_subgraph
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
 
@@ -54,6 +54,8 @@ ex:a rdfs:seeAlso ex:x .
 ex:a owl:sameAs ex:a2 .
 ex:a2 ex:knows ex:z .
 ex:a rdf:value ex:y .
+ex:a rdf:_1 ex:first .
+ex:a owl:someFutureTerm ex:w .
 ex:a ex:friend _:anon .
 _:anon ex:knows ex:a .
 """
@@ -126,6 +128,25 @@ def test_schema_predicates_are_left_out_but_rdf_type_is_kept(
     )
     rdf_predicates = {p for p in predicates if p.startswith("http://www.w3.org/1999/02/22-rdf")}
     assert rdf_predicates == {RDF_TYPE.value}
+
+
+def test_schema_predicates_beyond_the_well_known_list_are_left_out_too(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=1))
+    assert set(edges) == HOP1
+
+
+def test_the_store_is_asked_which_schema_predicates_it_uses(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    used = [p.value for p in _schema_predicates_in_use(kg, templates)]
+    assert used == [
+        "http://www.w3.org/1999/02/22-rdf-syntax-ns#value",
+        "http://www.w3.org/2000/01/rdf-schema#label",
+        "http://www.w3.org/2000/01/rdf-schema#seeAlso",
+        "http://www.w3.org/2002/07/owl#sameAs",
+    ]
 
 
 def test_nodes_behind_a_schema_edge_are_not_walked_to(

@@ -542,6 +542,8 @@ EVERY_PARAM: dict[str, Any] = {
     "invalid_ids": 1,
     "nodes": [S, O],
     "triple_limit": 30,
+    "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
+    "candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
     "activity": ox.NamedNode("urn:activity:1"),
     "agent": ox.NamedNode("urn:agent:1"),
     "agent_label": "agent",

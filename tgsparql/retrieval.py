@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
+from tgsparql import vocab
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 
@@ -40,13 +41,14 @@ def retrieve_subgraph(
     Each hop is one CONSTRUCT over the whole frontier. When the size cap binds, the frontier's
     nodes take turns, so a seed with many edges cannot crowd out the others.
     """
+    excluded = _schema_predicates_in_use(store, templates)
     subgraph: dict[ox.Triple, None] = {}
     reached: set[ox.NamedNode] = set(seeds)
     frontier = list(dict.fromkeys(seeds))
     for _ in range(limits.max_path_length):
         if not frontier or len(subgraph) >= limits.max_subgraph_size:
             break
-        added = _hop(store, templates, frontier, subgraph, limits)
+        added = _hop(store, templates, frontier, subgraph, limits, excluded)
         next_frontier = []
         for edge in added:
             for node in (edge.subject, edge.object):
@@ -63,6 +65,7 @@ def _hop(
     frontier: Sequence[ox.NamedNode],
     subgraph: dict[ox.Triple, None],
     limits: RetrievalLimits,
+    excluded: Sequence[ox.NamedNode],
 ) -> list[ox.Triple]:
     """One hop; returns the edges it added to `subgraph`.
 
@@ -73,24 +76,45 @@ def _hop(
     cap = limits.max_subgraph_size
     share = math.ceil((cap - len(subgraph)) / len(frontier))
     per_node = min(limits.triple_limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * share))
-    edges = _fetch(store, templates, frontier, per_node)
+    edges = _fetch(store, templates, frontier, per_node, excluded)
     if per_node < limits.triple_limit:
         nodes = set(frontier)
         touching = Counter(n for e in edges for n in {e.subject, e.object} if n in nodes)
         _, ran_out = _take_in_turns(frontier, edges, dict(subgraph), cap)
         cut_short = [node for node in frontier if node in ran_out and touching[node] >= per_node]
         if cut_short:
-            more = _fetch(store, templates, cut_short, limits.triple_limit)
+            more = _fetch(store, templates, cut_short, limits.triple_limit, excluded)
             edges = list(dict.fromkeys([*edges, *more]))
     added, _ = _take_in_turns(frontier, edges, subgraph, cap)
     return added
 
 
 def _fetch(
-    store: Store, templates: Templates, nodes: Sequence[ox.NamedNode], per_node: int
+    store: Store,
+    templates: Templates,
+    nodes: Sequence[ox.NamedNode],
+    per_node: int,
+    excluded: Sequence[ox.NamedNode],
 ) -> list[ox.Triple]:
-    query = templates.render("retrieve_subgraph", nodes=nodes, triple_limit=per_node)
-    return store.construct(query)
+    query = templates.render(
+        "retrieve_subgraph", nodes=nodes, triple_limit=per_node, excluded=excluded
+    )
+    return [edge for edge in store.construct(query) if not _is_schema(edge.predicate)]
+
+
+def _schema_predicates_in_use(store: Store, templates: Templates) -> list[ox.NamedNode]:
+    query = templates.render("schema_predicates", candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES)
+    return sorted(
+        (row["p"] for row in store.select(query) if isinstance(row.get("p"), ox.NamedNode)),
+        key=str,
+    )
+
+
+_SCHEMA_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL)
+
+
+def _is_schema(predicate: ox.NamedNode) -> bool:
+    return predicate != vocab.RDF_TYPE and predicate.value.startswith(_SCHEMA_NAMESPACES)
 
 
 def _take_in_turns(

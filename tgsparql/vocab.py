@@ -31,6 +31,31 @@ PREFIXES: Final[dict[str, str]] = {
 
 RDFS_LABEL: Final = NamedNode(RDFS + "label")
 RDF_TYPE: Final = NamedNode(RDF + "type")
+WELL_KNOWN_SCHEMA_PREDICATES: Final = tuple(
+    NamedNode(namespace + name)
+    for namespace, names in (
+        (RDF, "first rest value subject predicate object reifies"),
+        (
+            RDFS,
+            "label comment seeAlso isDefinedBy subClassOf subPropertyOf domain range member",
+        ),
+        (
+            OWL,
+            "sameAs equivalentClass equivalentProperty inverseOf differentFrom disjointWith "
+            "imports versionInfo priorVersion backwardCompatibleWith incompatibleWith deprecated "
+            "onProperty someValuesFrom allValuesFrom hasValue unionOf intersectionOf "
+            "complementOf oneOf disjointUnionOf propertyDisjointWith propertyChainAxiom hasKey "
+            "minCardinality maxCardinality cardinality qualifiedCardinality "
+            "minQualifiedCardinality maxQualifiedCardinality onClass onDataRange members "
+            "distinctMembers annotatedSource annotatedProperty annotatedTarget "
+            "sourceIndividual assertionProperty targetIndividual targetValue onDatatype "
+            "withRestrictions topObjectProperty topDataProperty",
+        ),
+    )
+    for name in names.split()
+)
+"""The rdf:, rdfs: and owl: terms a KG uses as predicates, which retrieval leaves out (SPEC §5
+walks facts, not schema). Any other term of those namespaces is left out too, in Python."""
 XSD_STRING: Final = NamedNode(XSD + "string")
 XSD_INTEGER: Final = NamedNode(XSD + "integer")
 XSD_DOUBLE: Final = NamedNode(XSD + "double")
