@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 import json
-from functools import cache
+from functools import cache, lru_cache
 
 import pyoxigraph as ox
 import snowballstemmer
@@ -86,13 +86,20 @@ def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")
 
 
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    """A word's stem, remembered: the pure-Python stemmer would otherwise dominate selection,
+    since the same label words recur across every question's subgraph."""
+    stem = _stemmer().stemWord(word)
+    return _LEMMAS.get(stem, stem)
+
+
 def stems(text: str) -> dict[str, str]:
     """Content words of `text` by stem (stem → first surface form)."""
     found: dict[str, str] = {}
     for word in words(text):
         if word not in STOPWORDS:
-            stem = _stemmer().stemWord(word)
-            found.setdefault(_LEMMAS.get(stem, stem), word)
+            found.setdefault(_stem(word), word)
     return found
 
 
