@@ -11,6 +11,7 @@ from tgsparql.grounding import (
     MAX_PHRASE_WORDS,
     Phrase,
     candidate_phrases,
+    name_runs,
     ground,
     normalize_label,
     rebuild_label_index,
@@ -106,15 +107,15 @@ def test_candidate_phrases_are_all_ngrams_in_order() -> None:
     ]
 
 
-def test_candidate_phrases_stop_at_six_words() -> None:
-    question = "one two three four five six seven eight"
+def test_candidate_phrases_stop_at_ten_words() -> None:
+    question = "one two three four five six seven eight nine ten eleven twelve"
     phrases = candidate_phrases(question)
-    assert MAX_PHRASE_WORDS == 6
-    assert max(len(p.key.split()) for p in phrases) == 6
-    assert "one two three four five six" in {p.key for p in phrases}
-    assert "one two three four five six seven" not in {p.key for p in phrases}
-    # starts 0..7 contribute min(6, words left) phrases each
-    assert len(phrases) == 6 + 6 + 6 + 5 + 4 + 3 + 2 + 1
+    assert MAX_PHRASE_WORDS == 10
+    assert max(len(p.key.split()) for p in phrases) == 10
+    assert "one two three four five six seven eight nine ten" in {p.key for p in phrases}
+    assert "one two three four five six seven eight nine ten eleven" not in {p.key for p in phrases}
+    # starts 0..11 contribute min(10, words left) phrases each
+    assert len(phrases) == 10 * 3 + 9 + 8 + 7 + 6 + 5 + 4 + 3 + 2 + 1
 
 
 def test_candidate_phrases_drop_stopword_only_phrases() -> None:
@@ -330,3 +331,85 @@ def test_ground_finds_the_entity_in_every_spelling(
 ) -> None:
     indexed(store, templates, CURIES)
     assert ground(store, templates, question, entity_limit=50).seeds == [ex("marie")]
+
+
+# names written shorter than the KG writes them
+
+
+def test_name_runs_are_capitalised_words_with_connectors_inside() -> None:
+    runs = name_runs("Where was Maurice, Prince of Orange's father born, and Edsel Ford?")
+    assert [(run.words, run.start, run.end) for run in runs] == [
+        (("maurice", "prince", "of", "orange"), 2, 6),
+        (("edsel", "ford"), 10, 12),
+    ]
+
+
+def test_name_runs_leave_out_the_first_word_and_single_names() -> None:
+    assert name_runs("Edsel Ford was born where?") == []
+    assert name_runs("Who is the father of Sirikit?") == []
+    assert name_runs("who is the father of the Duke") == []
+    assert [run.words for run in name_runs("who is the Duke of Kent")] == [("duke", "of", "kent")]
+
+
+def test_ground_finds_a_name_written_without_its_middle_names(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, """
+        ex:edsel rdfs:label "Edsel Bryant Ford" .
+        ex:henry rdfs:label "Henry Ford" .
+        ex:ford rdfs:label "Ford Edsel" .
+    """)
+    grounding = ground(store, templates, "Where did Edsel Ford's father work?", 50)
+    assert grounding.seeds == [ex("edsel")]
+
+
+def test_a_name_match_needs_every_word_in_order_and_few_extra(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, """
+        ex:long rdfs:label "Lady Helen Marina Lucy Rose Mary Taylor" .
+        ex:near rdfs:label "Lady Helen Marina Lucy Taylor" .
+        ex:other rdfs:label "Taylor Helen Lady" .
+    """)
+    grounding = ground(store, templates, "Who is the grandfather of Lady Helen Taylor?", 50)
+    assert grounding.seeds == [ex("near")]
+
+
+def test_an_exact_label_match_wins_over_a_name_match(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, """
+        ex:exact rdfs:label "Edsel Ford" .
+        ex:longer rdfs:label "Edsel Bryant Ford" .
+    """)
+    assert ground(store, templates, "Where did Edsel Ford work?", 50).seeds == [ex("exact")]
+
+
+def test_name_matches_keep_the_closest_few(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(store, templates, """
+        ex:a rdfs:label "John Adam Smith" .
+        ex:b rdfs:label "John Bede Smith" .
+        ex:c rdfs:label "John Carl Dee Smith" .
+    """)
+    seeds = ground(store, templates, "Where was John Smith born?", 50).seeds
+    assert seeds == [ex("a"), ex("b")]
+
+
+def test_an_index_of_an_older_version_is_rebuilt_on_update(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    load(store, 'ex:edsel rdfs:label "Edsel Bryant Ford" .')
+    store.update(
+        "INSERT DATA { GRAPH <urn:graph:index> { <http://example.org/edsel> "
+        "<https://trustgraph.ai/ns/labelKey> \"edsel bryant ford\" ; "
+        "<https://trustgraph.ai/ns/indexedLabel> \"Edsel Bryant Ford\" } }"
+    )
+    assert update_label_index(store, templates) == 1
+    assert ground(store, templates, "Where did Edsel Ford work?", 50).seeds == [ex("edsel")]
+    assert update_label_index(store, templates) == 0
+
+
+def test_connectors_inside_a_name_need_not_agree(store: EmbeddedStore, templates: Templates) -> None:
+    indexed(store, templates, 'ex:marie rdfs:label "Marie of Namur" .')
+    seeds = ground(store, templates, "Who is the grandmother of Marie De Namur?", 50).seeds
+    assert seeds == [ex("marie")]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from benchmarks.importers import TG_CONTAINS, TG_CONTENT, TG_LENGTH, TG_OFFSET, DatasetError, load
 from benchmarks.importers.redocred import import_redocred, join_sentences
 from benchmarks.importers.twowiki import (
-    NO_PARAGRAPH, fact_triple, import_twowiki, read_corpus, split_sentences,
+    NO_PARAGRAPH, TitleResolver, fact_triple, import_twowiki, read_corpus, split_sentences,
 )
 from tests.conftest import SHARED
 from tgsparql import vocab
@@ -155,3 +155,16 @@ def test_redocred_unknown_relation_is_named(tmp_path: Path) -> None:
         "labels": [{"h": 0, "t": 0, "r": "P999999", "evidence": []}]}]))
     with pytest.raises(DatasetError, match="relation 'P999999' is not in rel_info"):
         import_redocred(tmp_path / "d.json", REDOCRED / "rel_info.json", tmp_path / "r.nq")
+
+
+def test_a_plain_name_stands_for_the_one_title_it_disambiguates() -> None:
+    resolve = TitleResolver(["Ray Taylor (director)", "Endangered (film)", "Endangered (song)",
+                             "Oxford", "Oxford (band)"])
+    assert resolve("Ray Taylor") == "Ray Taylor (director)"
+    assert resolve("Endangered") == "Endangered"  # two titles fit: nothing is guessed
+    assert resolve("Oxford") == "Oxford"  # a title itself
+    assert resolve("Henry Otto") == "Henry Otto"
+    assert resolve.resolved == {"Ray Taylor"}
+    assert resolve.triple("Clancy", "director", "Ray Taylor") == fact_triple(
+        "Clancy", "director", "Ray Taylor (director)"
+    )

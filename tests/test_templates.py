@@ -544,6 +544,8 @@ EVERY_PARAM: dict[str, Any] = {
     "triple_limit": 30,
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
+    "runs": [["edsel", "ford"], ["lady", "helen", "taylor"]],
+    "version": 2,
     "activity": ox.NamedNode("urn:activity:1"),
     "agent": ox.NamedNode("urn:agent:1"),
     "agent_label": "agent",

@@ -2,8 +2,11 @@
 
 Concepts are the phrases of the question (word n-grams). An entity matches a concept when their
 normalised forms are equal, so matching ignores case, accents' composition and punctuation.
-Normalised label keys live in the label index graph, written once per label by
-`update_label_index`, so grounding is one indexed lookup instead of a scan over every label.
+A name the question writes shorter than the KG does ("Edsel Ford" for "Edsel Bryant Ford")
+matches too: a run of capitalised words that no label equals finds the labels that contain all
+its words in the same order with at most MAX_EXTRA_NAME_WORDS more.
+Normalised label keys and their words live in the label index graph, written once per label by
+`update_label_index`, so grounding is two indexed lookups instead of a scan over every label.
 """
 
 from __future__ import annotations
@@ -19,9 +22,17 @@ import pyoxigraph as ox
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 
-MAX_PHRASE_WORDS: Final = 6
+MAX_PHRASE_WORDS: Final = 10
 MAX_QUESTION_WORDS: Final = 200
 INDEX_BATCH: Final = 5000
+INDEX_VERSION: Final = 2
+"""Bumped when the index holds something new; an older index is rebuilt on the next update."""
+MAX_EXTRA_NAME_WORDS: Final = 3
+NAME_MATCHES_PER_RUN: Final = 2
+NAME_CONNECTORS: Final = frozenset(
+    "of the and de del della der den di da du la le van von bin ibn al".split()
+)
+"""Lower-case words that may sit inside a capitalised name ("Prince of Orange")."""
 
 STOPWORDS: Final = frozenset(
     """a about after all also an and any are as at be been before being between both but by can
@@ -40,6 +51,16 @@ def normalize_label(text: str) -> str:
     return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
 
 
+def content_words(key: str) -> list[str]:
+    """The words of a normalised key that can identify a name: not stopwords nor connectors
+    (so "Marie de Namur" finds "Marie of Namur"), once each."""
+    return list(
+        dict.fromkeys(
+            word for word in key.split() if word not in STOPWORDS and word not in NAME_CONNECTORS
+        )
+    )
+
+
 def words(text: str) -> list[str]:
     return normalize_label(text).split()
 
@@ -49,6 +70,19 @@ class Phrase:
     key: str
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class NameRun:
+    """Capitalised words of the question, as normalised words at [start, end)."""
+
+    words: tuple[str, ...]
+    start: int
+    end: int
+
+    @property
+    def content(self) -> list[str]:
+        return content_words(" ".join(self.words))
 
 
 @dataclass(frozen=True)
@@ -70,6 +104,36 @@ def candidate_phrases(question: str) -> list[Phrase]:
                 continue
             phrases.append(Phrase(" ".join(span), start, end))
     return phrases
+
+
+def name_runs(question: str) -> list[NameRun]:
+    """Runs of capitalised words (with connectors inside) that could be a name.
+
+    The question's first word is left out: it is capitalised because it starts the sentence.
+    Runs are given as positions in `words(question)`; where case folding would change how the
+    text splits into words, the positions cannot be trusted and no runs are given.
+    """
+    original = _WORD.findall(unicodedata.normalize("NFKC", question))[:MAX_QUESTION_WORDS]
+    tokens = words(question)[:MAX_QUESTION_WORDS]
+    if [token.casefold() for token in original] != tokens:
+        return []
+    runs: list[NameRun] = []
+    start = None
+    for i in range(1, len(original) + 1):
+        token = original[i] if i < len(original) else ""
+        capital = token[:1].isupper()
+        inside = start is not None and tokens[i] in NAME_CONNECTORS if token else False
+        if capital or inside:
+            if start is None:
+                start = i
+            continue
+        if start is not None:
+            end = i
+            while end > start and tokens[end - 1] in NAME_CONNECTORS:
+                end -= 1
+            runs.append(NameRun(tuple(tokens[start:end]), start, end))
+            start = None
+    return [run for run in runs if len(run.content) >= 2]
 
 
 def ground(store: Store, templates: Templates, question: str, entity_limit: int) -> Grounding:
@@ -95,12 +159,43 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         for i, token in enumerate(tokens)
         if i not in covered and token not in STOPWORDS and token not in concepts
     ]
+    found = [entities_by_key[phrase.key] for phrase in chosen]
+    runs = [run for run in name_runs(question) if not covered.issuperset(range(run.start, run.end))]
+    found += _name_matches(store, templates, runs)
     seeds: list[ox.NamedNode] = []
-    for phrase in chosen:
-        for entity in entities_by_key[phrase.key]:
+    for entities in found:
+        for entity in entities:
             if entity not in seeds and len(seeds) < entity_limit:
                 seeds.append(entity)
     return Grounding(concepts=_unique(concepts), seeds=seeds)
+
+
+def _name_matches(
+    store: Store, templates: Templates, runs: list[NameRun]
+) -> list[list[ox.NamedNode]]:
+    """Per run, the entities whose label holds the run's words in order, fewest extra first."""
+    if not runs:
+        return []
+    rows = store.select(templates.render("ground_names", runs=[run.content for run in runs]))
+    candidates: dict[int, set[tuple[int, str, ox.NamedNode]]] = {}
+    for row in rows:
+        entity, key, index = row.get("entity"), row.get("key"), row.get("run")
+        if not isinstance(entity, ox.NamedNode) or key is None or index is None:
+            continue
+        run = runs[int(index.value)]
+        label_words = key.value.split()
+        extra = len(label_words) - len(run.words)
+        if 0 <= extra <= MAX_EXTRA_NAME_WORDS and _in_order(run.content, label_words):
+            candidates.setdefault(int(index.value), set()).add((extra, entity.value, entity))
+    return [
+        [entity for _, _, entity in sorted(candidates[i])[:NAME_MATCHES_PER_RUN]]
+        for i in sorted(candidates)
+    ]
+
+
+def _in_order(wanted: list[str], words_: list[str]) -> bool:
+    remaining = iter(words_)
+    return all(word in remaining for word in wanted)
 
 
 def _longest_matches(matched: list[Phrase]) -> list[Phrase]:
@@ -126,11 +221,22 @@ class IndexEntry:
     label: ox.Literal
     key: str
 
+    @property
+    def words(self) -> list[str]:
+        return content_words(self.key)
+
 
 def update_label_index(
     store: Store, templates: Templates, progress: Callable[[int], None] | None = None
 ) -> int:
-    """Index every label not yet indexed; returns how many were added."""
+    """Index every label not yet indexed; returns how many were added.
+
+    An index written by an older version is rebuilt whole, so every entry has what grounding
+    now looks up.
+    """
+    current = store.ask(templates.render("label_index_version", version=INDEX_VERSION))
+    if not current:
+        store.update(templates.render("label_index_clear", version=INDEX_VERSION))
     rows = store.select(templates.render("label_index_pending"))
     entries = []
     for row in rows:
@@ -148,5 +254,5 @@ def update_label_index(
 
 
 def rebuild_label_index(store: Store, templates: Templates) -> int:
-    store.update(templates.render("label_index_clear"))
+    store.update(templates.render("label_index_clear", version=INDEX_VERSION))
     return update_label_index(store, templates)

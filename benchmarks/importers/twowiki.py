@@ -3,7 +3,11 @@
 Every paragraph of the corpus is a document titled with its `title`; its sentences
 (`split_sentences`) are its chunks. Every distinct evidence triple `[s, p, o]` of the questions
 file becomes one fact: `entity_iri(s) relation_iri(p) entity_iri(o)`, each term labelled with
-its name (objects such as dates are entities too, as the triple names them). A fact is anchored
+its name (objects such as dates are entities too, as the triple names them). The evidence names
+a subject by its paragraph title ("Ray Taylor (director)") but the same entity as an object by
+its plain name ("Ray Taylor"); a name that is no title but is the title of exactly one paragraph
+without its trailing "(...)" is that paragraph's entity (`TitleResolver`, counted in the
+report), so multi-hop gold paths connect. A fact is anchored
 in the first sentence, in text order, of the paragraph titled `s` whose text contains `o`
 (case-insensitive); its subgraph hangs under that sentence. A fact with no such paragraph or
 sentence is loaded without provenance and counted by reason: nothing is guessed.
@@ -18,6 +22,7 @@ import datetime as dt
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -90,10 +95,38 @@ class TwoWikiImport:
     anchors: dict[ox.Triple, Anchor] = field(default_factory=dict)
     unanchored: Counter[str] = field(default_factory=Counter)
     """Facts loaded without provenance, by reason."""
+    names_resolved: int = 0
+    """Distinct names that stood for a disambiguated paragraph title."""
 
 
 def fact_triple(s: str, p: str, o: str) -> ox.Triple:
     return ox.Triple(entity_iri(s), relation_iri(p), entity_iri(o))
+
+
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)$")
+
+
+class TitleResolver:
+    """Names to the paragraph titles they stand for, where exactly one title fits."""
+
+    def __init__(self, titles: Iterable[str]) -> None:
+        self.titles = set(titles)
+        by_base: dict[str, list[str]] = {}
+        for title in self.titles:
+            base = _DISAMBIGUATOR.sub("", title)
+            if base != title:
+                by_base.setdefault(base, []).append(title)
+        self.by_base = {base: found[0] for base, found in by_base.items() if len(found) == 1}
+        self.resolved: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        if name in self.titles or name not in self.by_base:
+            return name
+        self.resolved.add(name)
+        return self.by_base[name]
+
+    def triple(self, s: str, p: str, o: str) -> ox.Triple:
+        return fact_triple(self(s), p, self(o))
 
 
 def read_corpus(path: str | Path) -> dict[str, str]:
@@ -111,8 +144,11 @@ def read_corpus(path: str | Path) -> dict[str, str]:
     return corpus
 
 
-def read_questions(path: str | Path) -> tuple[list[Question], list[tuple[str, str, str]]]:
+def read_questions(
+    path: str | Path, resolve: TitleResolver | None = None
+) -> tuple[list[Question], list[tuple[str, str, str]]]:
     """The questions and the distinct evidence triples as names, in the file's order."""
+    triple_of = resolve.triple if resolve is not None else fact_triple
     data = read_json(path)
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a list of questions")
@@ -129,7 +165,7 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[tuple[str, st
             raise DatasetError(f"{path}: question {i}: evidence must be [s, p, o] lists of text")
         triples = {}
         for s, p, o in evidence:
-            triples[fact_triple(s, p, o)] = None
+            triples[triple_of(s, p, o)] = None
             names.setdefault((s, p, o), None)
         questions.append(Question(item["id"], item["question_type"], item["question"],
                                   item["answer"], tuple(triples)))
@@ -147,7 +183,8 @@ def import_twowiki(corpus_path: str | Path, questions_path: str | Path, out: str
                    started: dt.datetime | None = None) -> TwoWikiImport:
     """Write the corpus and the questions' gold triples with provenance to `out` (N-Quads)."""
     corpus = read_corpus(corpus_path)
-    questions, names = read_questions(questions_path)
+    resolve = TitleResolver(corpus)
+    questions, names = read_questions(questions_path, resolve)
     writer = QuadWriter(AGENT, AGENT_LABEL, MODEL, started or now())
     report = TwoWikiImport(Path(out), questions)
 
@@ -162,7 +199,7 @@ def import_twowiki(corpus_path: str | Path, questions_path: str | Path, out: str
     subgraphs: dict[ox.NamedNode, tuple[_Paragraph, Sentence, list[ox.Triple]]] = {}
     seen: set[ox.Triple] = set()
     for s, p, o in names:
-        triple = fact_triple(s, p, o)
+        triple = resolve.triple(s, p, o)
         writer.fact(triple, ((triple.subject, s), (triple.predicate, p), (triple.object, o)))
         if triple in seen:
             continue
@@ -175,6 +212,7 @@ def import_twowiki(corpus_path: str | Path, questions_path: str | Path, out: str
         report.anchors[triple] = Anchor(paragraph.ids.document, chunk)
         subgraphs.setdefault(chunk, (paragraph, sentence, []))[2].append(triple)
     report.facts = len(seen)
+    report.names_resolved = len(resolve.resolved)
     for chunk, (paragraph, sentence, facts) in subgraphs.items():
         writer.subgraph(paragraph.ids, chunk, sentence, facts)
     writer.write(out)
