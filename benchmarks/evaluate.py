@@ -13,12 +13,11 @@ through `GraphRag(store, OfflineBackend())` with the default limits, and is scor
   the articles a/an/the removed, whitespace collapsed; a yes/no/noanswer prediction scores F1 0
   unless equal), of the gold answer against the offline answer's lead: the text before the
   first ". From the knowledge graph" (empty when the answer has no lead);
-- trace correctness: for each selected gold triple that the importer anchored, whether its
-  sources reach its paragraph (document) and sentence (chunk), and name nothing else. The
-  sources are walked over the store in Python (`walk_sources`: subgraphs that `tg:contains`
-  the edge, their chunks, the chunks' documents), not read from the final message: the
-  pipeline's saved trace query (`queries/trace/session_sources.rq`) takes minutes per call on
-  this KG, so the evaluation stops reading each session once its answer is recorded.
+- trace correctness: for each selected gold triple that the importer anchored, whether the
+  `sources` of the final message (the product's one trace query per session) reach its
+  paragraph (document) and sentence (chunk), and name nothing else; and, for every selected
+  edge, whether those sources equal a walk over the store in Python (`walk_sources`:
+  subgraphs that `tg:contains` the edge, their chunks, the chunks' documents).
 
 Re-DocRED trace correctness: for every fact with evidence, a walk over the store in Python
 (no saved fact-to-sources query exists yet): subgraphs that `tg:contains` the fact, their
@@ -118,6 +117,8 @@ class QuestionResult:
     trace_reached: int = 0
     trace_exact: int = 0
     unanchored_selected_with_sources: int = 0
+    sources_equal_walk: int = 0
+    """Selected edges whose final-message sources equal the Python walk."""
     missed: Counter[str] = field(default_factory=Counter)
     error: str | None = None
 
@@ -154,26 +155,8 @@ def walk_sources(store: EmbeddedStore, fact: ox.Triple) -> set[tuple[str, str]]:
     return found
 
 
-def session_messages(rag: GraphRag, question: str) -> list[GraphRagResponse]:
-    """The messages up to the recorded answer; the final sources message is not awaited.
-
-    The saved trace queries take minutes per call on this KG (see the results), so the trace
-    is checked by `walk_sources` instead. Stopping after the answer is recorded leaves the
-    session complete.
-    """
-    messages = []
-    stream = rag.query(question)
-    for message in stream:
-        messages.append(message)
-        if message.error is not None or (
-            message.explain_id or "").startswith("urn:trustgraph:prov:answer:"):
-            break
-    stream.close()
-    return messages
-
-
 def run_question(rag: GraphRag, question: Question, imported: TwoWikiImport) -> QuestionResult:
-    messages = session_messages(rag, question.question)
+    messages = list(rag.query(question.question))
     gold = set(question.evidence)
     errors = [m.error for m in messages if m.error is not None]
     retrieved = set(_objects(messages, RETRIEVED_EDGE))
@@ -192,8 +175,14 @@ def run_question(rag: GraphRag, question: Question, imported: TwoWikiImport) -> 
         ends = {triple.subject, triple.object}
         result.missed[MISSED_AT_SEED if ends & seeds
                       else MISSED_REACHED if ends & reached else MISSED_NOT_GROUNDED] += 1
+    sourced: dict[ox.Triple, set[tuple[str, str]]] = {}
+    for source in (s for m in messages for s in m.sources):
+        sourced.setdefault(source.edge, set()).add((source.document, source.chunk or ""))
+    for triple in selected:
+        found = sourced.get(triple, set())  # type: ignore[call-overload]
+        result.sources_equal_walk += found == walk_sources(rag.store, triple)  # type: ignore[arg-type]
     for triple in gold & set(selected):
-        found = walk_sources(rag.store, triple)  # type: ignore[arg-type]
+        found = sourced.get(triple, set())  # type: ignore[call-overload]
         anchor = imported.anchors.get(triple)
         if anchor is None:
             result.unanchored_selected_with_sources += bool(found)
@@ -336,17 +325,14 @@ def render(ev: Evaluation) -> str:
         f"{ev.build_seconds:.1f} s ({ev.store_quads:,} quads); {len(results)} questions in "
         f"{ev.query_seconds:.1f} s ({1000 * ev.query_seconds / max(len(results), 1):.0f} ms each).",
         "",
-        "Trace sources here are walked over the store in Python (see the docstring): on this",
-        "store one call of `tgsparql.trace.fact_sources` took 178 s and one of the pipeline's",
-        "`session_sources` query 180–320 s (measured by hand, three variants of the query), so",
-        "the saved trace queries need work before they scale to a KG with 25 k chunks.",
-        "",
         "## The knowledge graph",
         "",
         f"- 2Wiki: {tw.documents:,} paragraphs (documents), {tw.chunks:,} sentences (chunks), "
         f"{tw.facts:,} distinct gold triples, of which {len(tw.anchors):,} anchored in a sentence "
         f"and {sum(tw.unanchored.values())} loaded without provenance: "
-        + "; ".join(f"{n} — {reason}" for reason, n in tw.unanchored.most_common()) + ".",
+        + "; ".join(f"{n} — {reason}" for reason, n in tw.unanchored.most_common()) + ". "
+        f"{tw.names_resolved} object names stood for the one paragraph title they disambiguate "
+        "(\"Ray Taylor\" → \"Ray Taylor (director)\").",
         f"- Re-DocRED: {rd.documents} documents, {rd.chunks:,} sentences, {rd.labels:,} labels, "
         f"{rd.facts:,} distinct facts; {rd.without_evidence:,} labels without evidence "
         f"(their facts carry no provenance from them); {len(rd.evidence):,} facts with evidence.",
@@ -365,7 +351,10 @@ def render(ev: Evaluation) -> str:
         f" (over all gold triples: {_share(retrieved_total, gold_total)}).",
         f"- trace correctness 100 % of anchored selected edges: {_share(reached, anchored)} — "
         f"{verdict(reached == anchored)}. Selected gold triples without an anchor that "
-        f"nevertheless got sources: {sum(r.unanchored_selected_with_sources for r in results)}.",
+        f"nevertheless got sources: {sum(r.unanchored_selected_with_sources for r in results)}. "
+        f"Final-message sources equal to a Python walk of the store: "
+        f"{_share(sum(r.sources_equal_walk for r in results), sum(r.selected for r in results))}"
+        " of selected edges.",
         f"- Re-DocRED trace (Python walk over the store, all {rt.facts:,} facts with evidence): "
         f"chunks exactly the evidence sentences {_share(rt.exact, rt.facts)}; chunk text equals "
         f"the sentence {_share(rt.text_ok, rt.facts)}; document title right "
@@ -374,7 +363,7 @@ def render(ev: Evaluation) -> str:
         "## Gold triples not retrieved",
         "",
         f"{gold_total - retrieved_total} of {gold_total} gold triples were not in the retrieved "
-        f"subgraph; {capped} questions hit the subgraph cap of 150 edges.",
+        f"subgraph; {capped} question{'' if capped == 1 else 's'} hit the subgraph cap of 150 edges.",
         "",
         *(f"- {n} — {reason}" for reason, n in missed.most_common()),
     ]

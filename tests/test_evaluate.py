@@ -52,6 +52,7 @@ def test_tiny_evaluation(tiny: dict[str, Path]) -> None:
     anchored = sum(r.anchored_selected for r in ev.results)
     assert anchored > 0
     assert sum(r.trace_exact for r in ev.results) == anchored
+    assert sum(r.sources_equal_walk for r in ev.results) == sum(r.selected for r in ev.results)
     assert ev.redocred_trace.exact == ev.redocred_trace.facts == len(ev.redocred.evidence)
     for r in ev.results:
         assert 0 <= r.retrieved_gold <= r.gold and r.selected_gold <= r.selected
