@@ -1,0 +1,45 @@
+"""The W3C SHACL Core suite: every test passes fully, or its miss is listed with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.validation.w3c_suite import SUITE, cases, run
+
+STORE_CANONICALISES = (
+    "the embedded store keeps literals by value, so the data's lexical form is lost and "
+    "sh:value differs from the expected term"
+)
+KNOWN_MISSES = {
+    "node/maxExclusive-001": STORE_CANONICALISES + ' ("4.0"^^xsd:decimal comes back as "4")',
+    "node/minExclusive-001": STORE_CANONICALISES + ' ("4.0"^^xsd:decimal comes back as "4")',
+    "property/datatype-ill-formed": STORE_CANONICALISES
+    + ' ("300"^^xsd:byte is stored as "300"^^xsd:integer; the verdict is still right)',
+}
+
+CASES = cases() if SUITE.exists() else []
+
+
+def test_the_suite_has_all_98_core_tests() -> None:
+    assert len(CASES) == 98
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_MISSES[c.name], strict=True))
+        if c.name in KNOWN_MISSES
+        else c
+        for c in CASES
+    ],
+    ids=lambda c: c.name,
+)
+def test_w3c_case_passes_fully(case) -> None:
+    verdict = run(case)
+    assert verdict.outcome == "full", verdict.reason
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_MISSES))
+def test_known_misses_still_agree_on_conformance(name: str) -> None:
+    case = next(c for c in CASES if c.name == name)
+    assert run(case).outcome == "partial"

@@ -1,0 +1,103 @@
+"""Shapes compiled to SPARQL: one query per (shape, component) over all focus nodes at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+from tgsparql.templates import Templates, TemplateError, Term
+from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.shapes import Constraint, Shape, Shapes
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A query whose rows are violations; `?k` indexes `constraints` (absent for sh:sparql)."""
+
+    shape: Shape
+    component: ox.NamedNode
+    constraints: tuple[Constraint, ...]
+    text: str
+
+
+def compile_shapes(
+    shapes: Shapes, templates: Templates, focus_nodes: Sequence[Term] | None = None
+) -> list[CompiledQuery]:
+    """Every query validation runs, in a stable order; shapes no focus node reaches run none."""
+    queries: list[CompiledQuery] = []
+    for shape in shapes:
+        _refuse_nested_sparql(shape)
+        if not shape.has_focus:
+            continue
+        groups: dict[str, list[Constraint]] = {}
+        for constraint in shape.constraints:
+            groups.setdefault(constraint.component, []).append(constraint)
+        for component in sorted(groups):
+            found = groups[component]
+            if component == "Sparql":
+                for constraint in found:
+                    queries.append(_sparql(shape, constraint, templates, focus_nodes))
+                continue
+            text = _render(templates, "validation/_constraint", shape,
+                           shape=shape, constraints=found, focus_nodes=focus_nodes)
+            queries.append(CompiledQuery(shape, found[0].component_iri, tuple(found), text))
+    return queries
+
+
+def _sparql(
+    shape: Shape, constraint: Constraint, templates: Templates, focus_nodes: Sequence[Term] | None
+) -> CompiledQuery:
+    text = _render(templates, "validation/_sparql_constraint", shape,
+                   shape=shape, constraint=constraint.value, focus_nodes=focus_nodes)
+    try:
+        ox.Store().query(text)
+    except SyntaxError as error:
+        message = str(error).splitlines()[0]
+        raise ShapesError(f"shape {shape.name}: sh:sparql query does not parse: {message}") from None
+    return CompiledQuery(shape, constraint.component_iri, (constraint,), text)
+
+
+def _render(templates: Templates, name: str, owner: Shape, **params: object) -> str:
+    try:
+        return templates.render(name, **params)
+    except TemplateError as error:
+        raise ShapesError(f"shape {owner.name}: {error}") from None
+
+
+def _refuse_nested_sparql(shape: Shape) -> None:
+    """sh:sparql cannot be inlined into another shape's pattern; say so rather than skip it."""
+    for nested in _referenced(shape, set()):
+        if any(c.component == "Sparql" for c in nested.constraints):
+            raise ShapesError(
+                f"shape {nested.name}: sh:sparql in a shape used through sh:node, sh:not, sh:and, "
+                f"sh:or, sh:xone or sh:qualifiedValueShape (from {shape.name}) is not supported"
+            )
+
+
+def _referenced(shape: Shape, seen: set[int]) -> Iterator[Shape]:
+    for constraint in shape.constraints:
+        for nested in _shape_parameters(constraint):
+            if id(nested) not in seen:
+                seen.add(id(nested))
+                yield nested
+                yield from _nested_all(nested, seen)
+
+
+def _nested_all(shape: Shape, seen: set[int]) -> Iterator[Shape]:
+    for child in shape.properties:
+        if id(child) not in seen:
+            seen.add(id(child))
+            yield child
+            yield from _nested_all(child, seen)
+    yield from _referenced(shape, seen)
+
+
+def _shape_parameters(constraint: Constraint) -> Iterable[Shape]:
+    value = constraint.value
+    if isinstance(value, Shape):
+        yield value
+    elif isinstance(value, tuple):
+        yield from (v for v in value if isinstance(v, Shape))
+    yield from constraint.extra.get("siblings", ())  # type: ignore[misc]

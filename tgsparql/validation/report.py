@@ -1,0 +1,223 @@
+"""Validation results and the report forms people and machines read: Turtle, JSON, text, JUnit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape, quoteattr
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.templates import Term
+from tgsparql.validation.shapes import Path
+
+SH = vocab.SH
+VIOLATION = ox.NamedNode(SH + "Violation")
+_SH = {name: ox.NamedNode(SH + name) for name in (
+    "ValidationReport", "ValidationResult", "conforms", "result", "focusNode", "resultPath",
+    "value", "resultSeverity", "sourceShape", "sourceConstraintComponent", "sourceConstraint",
+    "resultMessage",
+)}
+
+
+def _order(term: Term | None) -> str:
+    return "" if term is None else str(term)
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    focus_node: Term
+    result_path: Term | None
+    value: Term | None
+    severity: ox.NamedNode
+    source_shape: Term
+    source_constraint_component: ox.NamedNode
+    source_constraint: Term | None
+    message: str
+    messages: tuple[ox.Literal, ...] = ()
+    """The message as RDF literals (one per language) for the Turtle report."""
+
+    def sort_key(self) -> tuple[str, ...]:
+        return (
+            _order(self.source_shape), _order(self.source_constraint_component),
+            _order(self.focus_node), _order(self.result_path), _order(self.value),
+            _order(self.source_constraint), self.message,
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "focusNode": _json_term(self.focus_node),
+            "resultPath": _json_term(self.result_path),
+            "value": _json_term(self.value),
+            "severity": _local(self.severity),
+            "sourceShape": _json_term(self.source_shape),
+            "sourceConstraintComponent": _local(self.source_constraint_component),
+            "sourceConstraint": _json_term(self.source_constraint),
+            "message": self.message,
+        }
+
+
+@dataclass
+class ValidationReport:
+    results: list[ValidationResult]
+    shapes: list[tuple[Term, str]] = field(default_factory=list)
+    """(node, name) of every shape that was checked, for the per-shape JUnit test cases."""
+    paths: Mapping[Term, Path] = field(default_factory=dict)
+    """Each blank-node path of the shapes graph, copied into sh:resultPath."""
+    queries_run: int = 0
+
+    def __post_init__(self) -> None:
+        self.results = sorted(self.results, key=ValidationResult.sort_key)
+
+    @property
+    def conforms(self) -> bool:
+        """Conformance as SHACL defines it: no result of any severity."""
+        return not self.results
+
+    @property
+    def violations(self) -> list[ValidationResult]:
+        return [r for r in self.results if r.severity == VIOLATION]
+
+    def triples(self) -> list[ox.Triple]:
+        """The standard sh:ValidationReport graph."""
+        report = ox.BlankNode()
+        out = [
+            ox.Triple(report, vocab.RDF_TYPE, _SH["ValidationReport"]),
+            ox.Triple(report, _SH["conforms"], ox.Literal(self.conforms)),
+        ]
+        for result in self.results:
+            node = ox.BlankNode()
+            out += [
+                ox.Triple(report, _SH["result"], node),
+                ox.Triple(node, vocab.RDF_TYPE, _SH["ValidationResult"]),
+                ox.Triple(node, _SH["focusNode"], result.focus_node),
+                ox.Triple(node, _SH["resultSeverity"], result.severity),
+                ox.Triple(node, _SH["sourceShape"], result.source_shape),
+                ox.Triple(node, _SH["sourceConstraintComponent"], result.source_constraint_component),
+            ]
+            if result.result_path is not None:
+                out += self._path(node, result.result_path)
+            if result.value is not None:
+                out.append(ox.Triple(node, _SH["value"], result.value))
+            if result.source_constraint is not None:
+                out.append(ox.Triple(node, _SH["sourceConstraint"], result.source_constraint))
+            for message in result.messages or (ox.Literal(result.message),):
+                out.append(ox.Triple(node, _SH["resultMessage"], message))
+        return out
+
+    def _path(self, result: ox.BlankNode, path: Term) -> list[ox.Triple]:
+        """sh:resultPath with a blank-node path copied afresh, as each result owns its path."""
+        if path not in self.paths:
+            return [ox.Triple(result, _SH["resultPath"], path)]
+        root, structure = self.paths[path].copy()
+        return [ox.Triple(result, _SH["resultPath"], root), *structure]
+
+    def to_turtle(self) -> str:
+        prefixes = {"sh": SH, "rdf": vocab.RDF, "xsd": vocab.XSD, **vocab.PREFIXES}
+        return ox.serialize(self.triples(), format=ox.RdfFormat.TURTLE, prefixes=prefixes).decode()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "conforms": self.conforms,
+            "violations": len(self.violations),
+            "results": [r.to_json() for r in self.results],
+            "queriesRun": self.queries_run,
+        }
+
+    def to_text(self) -> str:
+        if self.conforms:
+            return f"Conforms: {len(self.shapes)} shapes checked, no results.\n"
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[_local(result.severity)] = counts.get(_local(result.severity), 0) + 1
+        summary = ", ".join(f"{n} {k.lower()}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
+        lines = [f"Does not conform: {summary}."]
+        names = dict(self.shapes)
+        for result in self.results:
+            where = f" {show_term(result.result_path)}" if result.result_path is not None else ""
+            value = f" = {show_term(result.value)}" if result.value is not None else ""
+            lines.append(
+                f"{_local(result.severity).upper()}: {show_term(result.focus_node)}{where}{value}: "
+                f"{result.message} [{_local(result.source_constraint_component)} of "
+                f"{names.get(result.source_shape) or show_term(result.source_shape)}]"
+            )
+        return "\n".join(lines) + "\n"
+
+    def to_junit(self) -> str:
+        """One test case per shape: violations fail it; warnings and infos are only reported."""
+        by_shape: dict[Term, list[ValidationResult]] = {}
+        for result in self.results:
+            by_shape.setdefault(result.source_shape, []).append(result)
+        names = dict(self.shapes)
+        for node in by_shape:
+            names.setdefault(node, show_term(node))
+        cases = []
+        failures = 0
+        for node, name in sorted(names.items(), key=lambda item: item[1]):
+            found = by_shape.get(node, [])
+            failing = [r for r in found if r.severity == VIOLATION]
+            soft = [r for r in found if r.severity != VIOLATION]
+            body = ""
+            if failing:
+                failures += 1
+                detail = "\n".join(_line(r) for r in failing)
+                body += (
+                    f'<failure message={quoteattr(f"{len(failing)} violation(s)")} '
+                    f'type="sh:Violation">{escape(detail)}</failure>'
+                )
+            if soft:
+                body += f"<system-out>{escape(chr(10).join(_line(r) for r in soft))}</system-out>"
+            cases.append(f'  <testcase classname="shacl" name={quoteattr(name)}>{body}</testcase>')
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<testsuite name="shacl" tests="{len(cases)}" failures="{failures}" errors="0">\n'
+            + "\n".join(cases)
+            + ("\n" if cases else "")
+            + "</testsuite>\n"
+        )
+
+
+def _line(result: ValidationResult) -> str:
+    value = f" = {show_term(result.value)}" if result.value is not None else ""
+    return f"{_local(result.severity)}: {show_term(result.focus_node)}{value}: {result.message}"
+
+
+def _local(iri: ox.NamedNode) -> str:
+    return iri.value[len(SH):] if iri.value.startswith(SH) else iri.value
+
+
+def show_term(term: Term | None) -> str:
+    """A term for people: prefixed name when a known prefix fits, else N-Triples."""
+    if isinstance(term, ox.NamedNode):
+        for prefix, namespace in vocab.PREFIXES.items():
+            if term.value.startswith(namespace) and term.value != namespace:
+                return f"{prefix}:{term.value[len(namespace):]}"
+        return f"<{term.value}>"
+    if isinstance(term, ox.Literal):
+        return str(term)
+    if isinstance(term, ox.Triple):
+        return f"<<( {show_term(term.subject)} {show_term(term.predicate)} {show_term(term.object)} )>>"
+    return "a blank node" if isinstance(term, ox.BlankNode) else ""
+
+
+def _json_term(term: Term | None) -> object:
+    if term is None:
+        return None
+    if isinstance(term, ox.NamedNode):
+        return {"type": "iri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, ox.Literal):
+        out: dict[str, object] = {"type": "literal", "value": term.value}
+        if term.language:
+            out["language"] = term.language
+        else:
+            out["datatype"] = term.datatype.value
+        return out
+    return {
+        "type": "triple",
+        "subject": _json_term(term.subject),
+        "predicate": _json_term(term.predicate),
+        "object": _json_term(term.object),
+    }
