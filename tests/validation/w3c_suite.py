@@ -169,6 +169,19 @@ def _difference(ours: list[ox.Quad], expected: list[ox.Quad]) -> str:
     return f"{count(ours)} results, expected {count(expected)}"
 
 
+STORE_CANONICALISES = (
+    "the embedded store keeps literals by value, so the data's lexical form is lost and "
+    "sh:value differs from the expected term"
+)
+KNOWN_MISSES = {
+    # test name -> why it does not pass fully; the test suite holds these to "partial"
+    "node/maxExclusive-001": STORE_CANONICALISES + ' ("4.0"^^xsd:decimal comes back as "4")',
+    "node/minExclusive-001": STORE_CANONICALISES + ' ("4.0"^^xsd:decimal comes back as "4")',
+    "property/datatype-ill-formed": STORE_CANONICALISES
+    + ' ("300"^^xsd:byte is stored as "300"^^xsd:integer; the verdict is still right)',
+}
+
+
 def main() -> int:
     verdicts = [(case, run(case)) for case in cases()]
     full = sum(v.outcome == "full" for _, v in verdicts)
@@ -176,8 +189,18 @@ def main() -> int:
     print(f"W3C SHACL Core: {len(verdicts)} tests, {full} full passes, {partial} partial passes")
     for case, verdict in verdicts:
         if verdict.outcome != "full":
-            print(f"  {verdict.outcome:7} {case.name}: {verdict.reason}")
-    return 0 if full == len(verdicts) else 1
+            why = KNOWN_MISSES.get(case.name, verdict.reason)
+            print(f"  {verdict.outcome:7} {case.name}: {why}")
+    unexpected = [
+        case.name
+        for case, verdict in verdicts
+        if verdict.outcome != "full" and not (
+            case.name in KNOWN_MISSES and verdict.outcome == "partial"
+        )
+    ]
+    for name in unexpected:
+        print(f"  unexpected miss: {name}")
+    return 1 if unexpected else 0
 
 
 if __name__ == "__main__":
