@@ -227,7 +227,7 @@ def test_sparql_constraint_binds_this_for_all_focus_nodes_with_path_and_message(
         "ex:a a ex:A ; ex:p 1, 2 . ex:b a ex:A ; ex:p 3 .",
     )
     assert [(r[0], r[1], r[3]) for r in rows(report)] == [
-        (ex("a"), ex("p"), "Sparql"), (ex("b"), ex("p"), "Sparql"),
+        (ex("a"), ex("p"), "SPARQL"), (ex("b"), ex("p"), "SPARQL"),
     ]
     assert report.results[0].message == "http://example.org/a has 2 via $PATH"
     assert report.results[0].source_constraint is not None

@@ -90,6 +90,8 @@ class Constraint:
 
     @property
     def component_iri(self) -> ox.NamedNode:
+        if self.component == "Sparql":  # the one component whose IRI is not its camel-case name
+            return sh("SPARQLConstraintComponent")
         return sh(self.component + "ConstraintComponent")
 
 

@@ -1,0 +1,673 @@
+"""The bundled shapes: real records conform, and each targeted corruption of a real record gives
+exactly the results it should — focus, shape, constraint, value — with a message naming it."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tgsparql import vocab
+from tgsparql.llm.offline import OfflineBackend
+from tgsparql.pipeline import GraphRag
+from tgsparql.provenance import SessionIds
+from tgsparql.store import EmbeddedStore
+from tgsparql.templates import Templates
+from tgsparql.validate_session import session_nodes
+from tgsparql.validation import Shapes, ValidationReport, ValidationResult, Validator
+
+from conftest import REPO
+
+QUESTION = "Who did Marie Curie marry?"
+TGS = "https://trustgraph.ai/shapes/"
+SH = "http://www.w3.org/ns/shacl#"
+PREFIXES = """\
+PREFIX tg: <https://trustgraph.ai/ns/>
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
+PREFIX dc: <http://purl.org/dc/elements/1.1/>
+PREFIX dcterms: <http://purl.org/dc/terms/>
+PREFIX ent: <https://example.org/demo/entity/>
+PREFIX rel: <https://example.org/demo/rel/>
+PREFIX doc: <https://example.org/demo/doc/>
+"""
+ANY = object()
+"""An expected value that is not compared (it depends on the clock)."""
+
+# Real IRIs of the demo's extraction provenance.
+CHUNK = "urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2"
+FIRST_CHUNK = "urn:chunk:73279646-822c-4a72-96b1-9c31356333ba"
+PAGE = "urn:page:b58fd2cb-4f8f-48bb-a158-28e440a1f627"
+SUBGRAPH = "https://trustgraph.ai/subgraph/c482e836-cca8-4bea-bbec-532078a805ac"
+ACTIVITY = "urn:activity:da5a3fea-cec7-4aa3-bcfa-0db576fcd5f8"
+AGENT = "https://example.org/demo/agent/curator"
+MARIE = "https://example.org/demo/entity/Marie_Curie"
+RADIUM_DOC = "https://example.org/demo/doc/radium-institute"
+PIERRE_DOC = "https://example.org/demo/doc/pierre-curie"
+FAKE_EDGE = "<https://example.org/x/a> <https://example.org/x/b> <https://example.org/x/c>"
+UNRETRIEVED_FACT = ("<https://example.org/demo/entity/Paris> "
+                    "<https://example.org/demo/rel/capitalOf> <https://example.org/demo/entity/France>")
+
+
+@dataclass(frozen=True)
+class Found:
+    """A result as the tests compare it: local names, and the value in plain text."""
+
+    severity: str
+    focus: str
+    shape: str
+    what: str
+    """The sh:sparql constraint's local name, else the Core component's (without the suffix)."""
+    value: object
+
+
+def found(result: ValidationResult) -> Found:
+    constraint = result.source_constraint
+    if isinstance(constraint, ox.NamedNode):
+        what = constraint.value.removeprefix(TGS)
+    else:
+        what = result.source_constraint_component.value.removeprefix(SH).removesuffix(
+            "ConstraintComponent"
+        )
+    return Found(
+        result.severity.value.removeprefix(SH),
+        plain(result.focus_node),
+        result.source_shape.value.removeprefix(TGS),  # type: ignore[union-attr]
+        what,
+        plain(result.value),
+    )
+
+
+def plain(term: object) -> str | None:
+    if term is None:
+        return None
+    if isinstance(term, (ox.NamedNode, ox.Literal)):
+        return term.value
+    return str(term)
+
+
+def same(actual: set[Found], expected: set[Found]) -> bool:
+    """Equal sets, where an expected value of ANY matches any value."""
+    def key(f: Found) -> tuple[str, ...]:
+        return f.severity, f.focus, f.shape, f.what
+
+    exact = {e for e in expected if e.value is not ANY}
+    loose = [key(e) for e in expected if e.value is ANY]
+    return exact <= actual and sorted(map(key, actual - exact)) == sorted(loose)
+
+
+@pytest.fixture(scope="module")
+def validator() -> Validator:
+    return Validator(Shapes.bundled())
+
+
+@dataclass
+class Recorded:
+    store: EmbeddedStore
+    ids: SessionIds
+
+    def iri(self, text: str) -> str:
+        return text.replace("UUID", self.ids.uuid)
+
+    def corrupt(self, update: str) -> None:
+        """Apply literal SPARQL UPDATE text, UUID standing for the session's UUID."""
+        self.store.update(PREFIXES + self.iri(update))
+
+
+def record(rag: GraphRag, question: str = QUESTION) -> Recorded:
+    messages = list(rag.query(question))
+    assert messages[-1].error is None, messages[-1].error
+    return Recorded(rag.store, SessionIds.from_session_iri(messages[0].explain_id or ""))
+
+
+@pytest.fixture
+def recorded(rag: GraphRag) -> Recorded:
+    return record(rag)
+
+
+@pytest.fixture
+def failed(rag: GraphRag) -> Recorded:
+    """A session its client stopped reading after the first message: recorded as failed."""
+    messages = rag.query(QUESTION)
+    first = next(messages)
+    messages.close()
+    return Recorded(rag.store, SessionIds.from_session_iri(first.explain_id or ""))
+
+
+@pytest.fixture
+def extraction(demo_store: EmbeddedStore) -> Recorded:
+    """The demo's extraction provenance alone, no session."""
+    return Recorded(demo_store, SessionIds("00000000-0000-4000-8000-000000000000"))
+
+
+def assert_results(report: ValidationReport, expected: set[Found], *mentions: str) -> None:
+    actual = {found(r) for r in report.results}
+    assert len(actual) == len(report.results), "a result is reported twice"
+    assert same(actual, expected), f"got {actual}\nexpected {expected}"
+    for result in report.results:
+        if result.source_constraint is not None and result.value is not None:
+            assert plain(result.value) in result.message, result.message
+    messages = " | ".join(r.message for r in report.results)
+    for text in mentions:
+        assert text in messages, f"{text!r} not in {messages!r}"
+
+
+# --- real records conform ---------------------------------------------------------------------
+
+
+def test_a_recorded_session_and_the_demo_extraction_conform(recorded, validator) -> None:
+    report = validator.validate(recorded.store)
+    assert report.results == []
+    assert report.conforms
+
+
+def test_the_demo_extraction_alone_conforms(extraction, validator) -> None:
+    assert validator.validate(extraction.store).results == []
+
+
+def test_a_failed_session_conforms(failed, validator) -> None:
+    status = failed.store.select(PREFIXES + failed.iri(
+        "SELECT ?s WHERE { GRAPH ?g { <urn:trustgraph:session:UUID> tg:status ?s } }"
+    ))
+    assert [row["s"].value for row in status] == ["failed"]
+    assert validator.validate(failed.store).results == []
+
+
+def test_a_session_without_recorded_retrieved_edges_conforms(demo_store, validator) -> None:
+    rag = GraphRag(demo_store, OfflineBackend(), record_retrieved_edges=False)
+    record(rag)
+    assert validator.validate(demo_store).results == []
+
+
+def test_a_language_tagged_question_conforms(recorded, validator) -> None:
+    recorded.corrupt("""
+        DELETE { GRAPH ?g { ?s tg:query ?q } } INSERT { GRAPH ?g { ?s tg:query "Qui a épousé Marie Curie ?"@fr } }
+        WHERE { GRAPH ?g { ?s tg:query ?q } }""")
+    assert validator.validate(recorded.store).results == []
+
+
+def test_a_dcterms_title_conforms(extraction, validator) -> None:
+    extraction.corrupt("""
+        DELETE { GRAPH ?g { doc:radium-institute dc:title ?t } }
+        INSERT { GRAPH ?g { doc:radium-institute dcterms:title ?t } }
+        WHERE { GRAPH ?g { doc:radium-institute dc:title ?t } }""")
+    assert validator.validate(extraction.store).results == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(question=st.text(alphabet=st.sampled_from("abcdeMarieCuréPolnium ?'\""), min_size=1, max_size=40))
+def test_every_session_the_pipeline_records_has_no_violation(rag, validator, question) -> None:
+    messages = list(rag.query(question))
+    session = messages[0].explain_id
+    if session is None:  # refused before anything was recorded
+        assert messages[-1].error is not None
+        return
+    nodes = session_nodes(rag.store, Templates("rdf12"), session)
+    assert validator.validate(rag.store, focus=nodes).violations == []
+
+
+# --- each corruption of a real session gives exactly its results ------------------------------
+
+
+def violation(focus: str, shape: str, what: str, value: object = None) -> Found:
+    return Found("Violation", focus, shape, what, value)
+
+
+SESSION = "urn:trustgraph:session:UUID"
+RETRIEVAL = "urn:trustgraph:prov:retrieval:UUID"
+SELECTION = "urn:trustgraph:prov:selection:UUID"
+ANSWER = "urn:trustgraph:prov:answer:UUID"
+DOCUMENT = "urn:trustgraph:answer:UUID"
+EDGE0 = "urn:trustgraph:prov:edge:UUID:0"
+OTHER_RETRIEVAL = "urn:trustgraph:prov:retrieval:00000000-0000-4000-8000-000000000000"
+
+
+@dataclass(frozen=True)
+class Case:
+    update: str
+    expected: tuple[Found, ...]
+    mentions: tuple[str, ...] = ()
+
+
+def rename(old: str, new: str) -> str:
+    """SPARQL UPDATE text renaming an IRI wherever it is a subject or an object."""
+    return f"""
+        DELETE {{ GRAPH ?g {{ <{old}> ?p ?o }} }} INSERT {{ GRAPH ?g {{ <{new}> ?p ?o }} }}
+        WHERE {{ GRAPH ?g {{ <{old}> ?p ?o }} }} ;
+        DELETE {{ GRAPH ?g {{ ?s ?p <{old}> }} }} INSERT {{ GRAPH ?g {{ ?s ?p <{new}> }} }}
+        WHERE {{ GRAPH ?g {{ ?s ?p <{old}> }} }}"""
+
+
+SESSION_CASES = {
+    "the answer is deleted": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{ANSWER}> ?p ?o }} }}",
+        (violation(SESSION, "Session", "CompleteSessionHasEveryStage", SESSION),),
+        ("is complete but has no Answer",),
+    ),
+    "the retrieval is deleted": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{RETRIEVAL}> ?p ?o }} }}",
+        (violation(SESSION, "Session", "CompleteSessionHasEveryStage", SESSION),),
+        ("is complete but has no Retrieval",),
+    ),
+    "the answer no longer derives from the selection": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{ANSWER}> prov:wasDerivedFrom ?s }} }}",
+        (violation(ANSWER, "Answer-selection", "MinCount"),
+         violation(SESSION, "Session", "CompleteSessionHasEveryStage", SESSION)),
+        ("has no Answer",),
+    ),
+    "a second retrieval is generated by the session": Case(
+        f"""INSERT DATA {{ GRAPH <urn:graph:explainability> {{
+            <{OTHER_RETRIEVAL}> a prov:Entity ; rdfs:label "Retrieved edges" ;
+                prov:wasGeneratedBy <{SESSION}> ; tg:edgeCount 0 . }} }}""",
+        (violation(SESSION, "Session-retrieval", "MaxCount"),
+         violation(SESSION, "Session", "SessionEntitiesShareItsUuid", OTHER_RETRIEVAL)),
+        ("but its IRI does not carry",),
+    ),
+    "the status is missing": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}",
+        (violation(SESSION, "Session-status", "MinCount"),),
+    ),
+    "the status is unknown": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}
+            INSERT {{ GRAPH ?g {{ <{SESSION}> tg:status "done" }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}""",
+        (violation(SESSION, "Session-status", "In", "done"),),
+        ('"complete" or "failed"',),
+    ),
+    "a complete session records an error": Case(
+        f'INSERT DATA {{ GRAPH <urn:graph:explainability> {{ <{SESSION}> tg:error "disk full" }} }}',
+        (violation(SESSION, "Session", "ErrorOnlyOnFailedSession", "disk full"),),
+    ),
+    "the session ends before it starts": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SESSION}> prov:endedAtTime ?t }} }}
+            INSERT {{ GRAPH ?g {{ <{SESSION}> prov:endedAtTime "2000-01-01T00:00:00Z"^^xsd:dateTime }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> prov:endedAtTime ?t }} }}""",
+        (violation(SESSION, "Session-started", "LessThanOrEquals", ANY),),
+    ),
+    "the question is a number": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SESSION}> tg:query ?q }} }}
+            INSERT {{ GRAPH ?g {{ <{SESSION}> tg:query 42 }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> tg:query ?q }} }}""",
+        (violation(SESSION, "Session-query", "Or", "42"),),
+    ),
+    "the edge count is off by one": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?wrong }} }}
+            WHERE {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?c }} BIND(?c - 1 AS ?wrong) }}""",
+        (violation(RETRIEVAL, "Retrieval", "EdgeCountMatchesRetrievedEdges", ANY),),
+        ("retrieved edges",),
+    ),
+    "the edge count is a string": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?text }} }}
+            WHERE {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?c }} BIND(STR(?c) AS ?text) }}""",
+        (violation(RETRIEVAL, "Retrieval-edgeCount", "Datatype", ANY),
+         violation(RETRIEVAL, "Retrieval-edgeCount", "MinInclusive", ANY)),
+        ("xsd:integer",),
+    ),
+    "a retrieved edge is not a fact": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?more ;
+                                     tg:retrievedEdge <<( {FAKE_EDGE} )>> }} }}
+            WHERE {{ GRAPH ?g {{ <{RETRIEVAL}> tg:edgeCount ?c }} BIND(?c + 1 AS ?more) }}""",
+        (violation(RETRIEVAL, "Retrieval", "RetrievedEdgeIsAFact", FAKE_EDGE),),
+    ),
+    "a seed entity is a literal": Case(
+        f'INSERT DATA {{ GRAPH <urn:graph:explainability> {{ <{RETRIEVAL}> tg:entity "Marie" }} }}',
+        (violation(RETRIEVAL, "Retrieval-entity", "NodeKind", "Marie"),),
+    ),
+    "the invalid id count is negative": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SELECTION}> tg:invalidIdCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{SELECTION}> tg:invalidIdCount -1 }} }}
+            WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:invalidIdCount ?c }} }}""",
+        (violation(SELECTION, "Selection-invalidIdCount", "MinInclusive", "-1"),),
+    ),
+    "a selected edge is neither a fact nor retrieved": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}
+            INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge <<( {FAKE_EDGE} )>> }} }}
+            WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
+        (violation(EDGE0, "EdgeSelection", "SelectedEdgeIsAFact", FAKE_EDGE),
+         violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", FAKE_EDGE)),
+        ("is not a fact of the knowledge graph", f"not among the edges retrieved by {RETRIEVAL}"),
+    ),
+    "a selected edge is a fact that was not retrieved": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}
+            INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge <<( {UNRETRIEVED_FACT} )>> }} }}
+            WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
+        (violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", UNRETRIEVED_FACT),),
+    ),
+    "a selected edge is an IRI, not a triple": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}
+            INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge ent:Paris }} }}
+            WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
+        (violation(EDGE0, "EdgeSelection", "SelectedEdgeIsATriple", "https://example.org/demo/entity/Paris"),),
+    ),
+    "an edge selection gives no reason": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:reasoning ?r }} }}",
+        (violation(EDGE0, "EdgeSelection-reasoning", "MinCount"),),
+    ),
+    "an edge selection belongs to no selection": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdge <{EDGE0}> }} }}",
+        (violation(EDGE0, "EdgeSelection-selection", "MinCount"),),
+    ),
+    "an edge selection IRI has no index": Case(
+        rename(EDGE0, EDGE0[:-1] + "first"),
+        (violation(EDGE0[:-1] + "first", "EdgeSelection", "Pattern", EDGE0[:-1] + "first"),
+         violation(SELECTION, "Selection-edge", "Pattern", EDGE0[:-1] + "first")),
+    ),
+    "a retrieval IRI is misspelt": Case(
+        rename(RETRIEVAL, RETRIEVAL.replace("retrieval:", "retrievals:")),
+        (violation(RETRIEVAL.replace("retrieval:", "retrievals:"), "Retrieval", "Pattern",
+           RETRIEVAL.replace("retrieval:", "retrievals:")),
+         violation(SELECTION, "Selection-retrieval", "Pattern", RETRIEVAL.replace("retrieval:", "retrievals:"))),
+    ),
+    "a selection IRI is misspelt": Case(
+        rename(SELECTION, SELECTION.replace("selection:", "selections:")),
+        (violation(SELECTION.replace("selection:", "selections:"), "Selection", "Pattern",
+           SELECTION.replace("selection:", "selections:")),
+         violation(ANSWER, "Answer-selection", "Pattern", SELECTION.replace("selection:", "selections:"))),
+    ),
+    "an answer IRI is misspelt": Case(
+        rename(ANSWER, ANSWER.replace("answer:", "answers:")),
+        (violation(ANSWER.replace("answer:", "answers:"), "Answer", "Pattern", ANSWER.replace("answer:", "answers:")),),
+    ),
+    "an answer document IRI is misspelt": Case(
+        rename(DOCUMENT, DOCUMENT.replace("answer:", "answers:")),
+        (violation(ANSWER, "Answer-document", "Pattern", DOCUMENT.replace("answer:", "answers:")),),
+    ),
+    "the answer's SHA-256 is in upper case": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{DOCUMENT}> tg:contentSha256 ?h }} }}
+            INSERT {{ GRAPH ?g {{ <{DOCUMENT}> tg:contentSha256 ?upper }} }}
+            WHERE {{ GRAPH ?g {{ <{DOCUMENT}> tg:contentSha256 ?h }} BIND(UCASE(?h) AS ?upper) }}""",
+        (violation(DOCUMENT, "LibraryDocument-sha256", "Pattern", ANY),
+         violation(DOCUMENT, "LibraryDocument", "ContentMatchesItsSha256", ANY)),
+    ),
+    "the answer document is not in the librarian": Case(
+        f"DELETE WHERE {{ GRAPH <urn:graph:library> {{ <{DOCUMENT}> ?p ?o }} }}",
+        (violation(ANSWER, "Answer", "AnswerDocumentIsInTheLibrarian", DOCUMENT),),
+        ("has no text in the librarian",),
+    ),
+    "the answer text is tampered with": Case(
+        f"""DELETE {{ GRAPH <urn:graph:library> {{ <{DOCUMENT}> tg:content ?c }} }}
+            INSERT {{ GRAPH <urn:graph:library> {{ <{DOCUMENT}> tg:content ?tampered }} }}
+            WHERE {{ GRAPH <urn:graph:library> {{ <{DOCUMENT}> tg:content ?c }}
+                     BIND(CONCAT(?c, " Not.") AS ?tampered) }}""",
+        (violation(DOCUMENT, "LibraryDocument", "ContentMatchesItsSha256", ANY),),
+        ("does not match its tg:contentSha256",),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SESSION_CASES.values(), ids=SESSION_CASES.keys())
+def test_a_corrupted_session_gives_exactly_its_results(recorded, validator, case: Case) -> None:
+    recorded.corrupt(case.update)
+    expected = {
+        Found(e.severity, recorded.iri(e.focus), e.shape, e.what,
+              e.value if e.value is ANY or e.value is None else recorded.iri(str(e.value)))
+        for e in case.expected
+    }
+    assert_results(validator.validate(recorded.store), expected, *map(recorded.iri, case.mentions))
+
+
+def test_the_fact_not_retrieved_is_a_fact_of_the_kg_and_was_not_retrieved(recorded) -> None:
+    """The premise of the case above, checked on the real record."""
+    asked = recorded.iri(f"""ASK {{ {UNRETRIEVED_FACT} FILTER NOT EXISTS {{
+        GRAPH ?g {{ <{RETRIEVAL}> tg:retrievedEdge <<( {UNRETRIEVED_FACT} )>> }} }} }}""")
+    assert recorded.store.ask(PREFIXES + asked)
+
+
+def test_the_stored_sha256_is_named_when_the_text_is_tampered_with(recorded, validator) -> None:
+    stored = recorded.store.select(PREFIXES + recorded.iri(
+        f"SELECT ?h WHERE {{ GRAPH ?g {{ <{DOCUMENT}> tg:contentSha256 ?h }} }}"
+    ))[0]["h"].value
+    recorded.corrupt(SESSION_CASES["the answer text is tampered with"].update)
+    [result] = validator.validate(recorded.store).results
+    assert plain(result.value) == stored and stored in result.message
+
+
+def test_a_session_that_selected_no_edge_only_warns(recorded, validator) -> None:
+    recorded.corrupt("""
+        DELETE { GRAPH ?g { ?selection tg:selectedEdge ?edge . ?edge ?p ?o } }
+        WHERE { GRAPH ?g { ?selection tg:selectedEdge ?edge . ?edge ?p ?o } }""")
+    report = validator.validate(recorded.store)
+    assert_results(report, {Found("Warning", recorded.iri(SELECTION), "Selection-someEdge",
+                                  "MinCount", None)}, "chose no edge")
+    assert report.violations == []
+
+
+def test_a_failed_session_without_an_error_is_reported(failed, validator) -> None:
+    failed.corrupt(f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:error ?e }} }}")
+    assert_results(
+        validator.validate(failed.store),
+        {violation(failed.iri(SESSION), "Session", "FailedSessionSaysWhy", failed.iri(SESSION))},
+        "failed but records no tg:error",
+    )
+
+
+def test_an_unknown_edge_is_the_only_result_when_retrieved_edges_are_not_recorded(
+    demo_store, validator
+) -> None:
+    session = record(GraphRag(demo_store, OfflineBackend(), record_retrieved_edges=False))
+    session.corrupt(SESSION_CASES["a selected edge is neither a fact nor retrieved"].update)
+    assert_results(
+        validator.validate(demo_store),
+        {violation(session.iri(EDGE0), "EdgeSelection", "SelectedEdgeIsAFact", FAKE_EDGE)},
+    )
+
+
+def test_a_malformed_session_iri_is_reported_with_every_entity_that_no_longer_shares_it(
+    recorded, validator
+) -> None:
+    entities = set(map(plain, session_nodes(recorded.store, Templates("rdf12"), recorded.ids.session.value)))
+    entities.discard(recorded.ids.session.value)
+    bad = "urn:trustgraph:session:not-a-uuid"
+    recorded.corrupt(rename(SESSION, bad))
+    expected = {violation(bad, "Session", "Pattern", bad),
+                violation(recorded.iri(RETRIEVAL), "Retrieval-session", "Pattern", bad)}
+    expected |= {violation(bad, "Session", "SessionEntitiesShareItsUuid", e) for e in entities}
+    assert len(entities) >= 6  # retrieval, selection, answer, its document, edge selections
+    assert_results(validator.validate(recorded.store), expected, "not-a-uuid")
+
+
+# --- each corruption of the demo's extraction provenance gives exactly its results ------------
+
+EXTRACTION_CASES = {
+    "a chunk runs past the end of its document": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{CHUNK}> tg:charOffset ?o }} }}
+            INSERT {{ GRAPH ?g {{ <{CHUNK}> tg:charOffset 2000 }} }}
+            WHERE {{ GRAPH ?g {{ <{CHUNK}> tg:charOffset ?o }} }}""",
+        (violation(CHUNK, "Chunk", "ChunkIsInsideItsDocument", CHUNK),),
+        ("spans characters 2000 to 2287 of https://example.org/demo/doc/marie-curie, "
+         "whose text has only 1174 characters",),
+    ),
+    "a chunk's offset is shifted inside its document": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{CHUNK}> tg:charOffset ?o }} }}
+            INSERT {{ GRAPH ?g {{ <{CHUNK}> tg:charOffset 880 }} }}
+            WHERE {{ GRAPH ?g {{ <{CHUNK}> tg:charOffset ?o }} }}""",
+        (violation(CHUNK, "Chunk", "ChunkTextMatchesItsDocument", CHUNK),),
+        ("differs from characters 880 to 1167",),
+    ),
+    "a contained fact is removed from the KG": Case(
+        "DELETE DATA { ent:Warsaw rel:capitalOf ent:Poland }",
+        (violation(SUBGRAPH, "Subgraph", "ContainedTripleIsAFact",
+           "<https://example.org/demo/entity/Warsaw> <https://example.org/demo/rel/capitalOf> "
+           "<https://example.org/demo/entity/Poland>"),),
+    ),
+    "a fact without provenance is added to the KG": Case(
+        "INSERT DATA { ent:Marie_Curie rel:likes ent:Paris }",
+        (Found("Warning", MARIE, "FactProvenance", "FactHasProvenance",
+               f"<{MARIE}> <https://example.org/demo/rel/likes> "
+               "<https://example.org/demo/entity/Paris>"),),
+        ("has no extraction provenance",),
+    ),
+    "an evidence span is shifted by one": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SUBGRAPH}> tg:sourceCharOffset ?o }} }}
+            INSERT {{ GRAPH ?g {{ <{SUBGRAPH}> tg:sourceCharOffset 58 }} }}
+            WHERE {{ GRAPH ?g {{ <{SUBGRAPH}> tg:sourceCharOffset ?o }} }}""",
+        (violation(SUBGRAPH, "Subgraph", "EvidenceMatchesItsChunk", "Warsaw, the capital of Poland, was then "
+           "under Russian rule, and women were not allowed to study at its university."),),
+        (f"characters 58 to 172 of its chunk {FIRST_CHUNK}",),
+    ),
+    "a document's text is missing from the librarian": Case(
+        f"DELETE WHERE {{ GRAPH <urn:graph:library> {{ <{PIERRE_DOC}> ?p ?o }} }}",
+        (Found("Warning", PIERRE_DOC, "DocumentText", "DocumentTextIsInTheLibrarian", PIERRE_DOC),),
+    ),
+    "a page is numbered 0": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{PAGE}> tg:pageNumber ?n }} }}
+            INSERT {{ GRAPH ?g {{ <{PAGE}> tg:pageNumber 0 }} }}
+            WHERE {{ GRAPH ?g {{ <{PAGE}> tg:pageNumber ?n }} }}""",
+        (violation(PAGE, "Page-number", "MinInclusive", "0"),),
+    ),
+    "a chunk IRI is not urn:chunk:UUID": Case(
+        rename(FIRST_CHUNK, "urn:chunk:first"),
+        (violation("urn:chunk:first", "Chunk", "Pattern", "urn:chunk:first"),),
+    ),
+    "a page IRI is not urn:page:UUID": Case(
+        rename(PAGE, "urn:page:1"),
+        (violation("urn:page:1", "Page", "Pattern", "urn:page:1"),),
+    ),
+    "a subgraph IRI is not https://trustgraph.ai/subgraph/UUID": Case(
+        rename(SUBGRAPH, "https://trustgraph.ai/subgraphs/1"),
+        (violation("https://trustgraph.ai/subgraphs/1", "Subgraph", "Pattern", "https://trustgraph.ai/subgraphs/1"),),
+    ),
+    "a chunk derives from an activity": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{CHUNK}> prov:wasDerivedFrom ?p }} }}
+            INSERT {{ GRAPH ?g {{ <{CHUNK}> prov:wasDerivedFrom <{ACTIVITY}> }} }}
+            WHERE {{ GRAPH ?g {{ <{CHUNK}> prov:wasDerivedFrom ?p }} }}""",
+        (violation(CHUNK, "Chunk-source", "Or", ACTIVITY),),
+    ),
+    "a subgraph has no activity": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{SUBGRAPH}> prov:wasGeneratedBy ?a }} }}",
+        (violation(SUBGRAPH, "Subgraph-activity", "MinCount"),),
+    ),
+    "a document has no title": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{RADIUM_DOC}> dc:title ?t }} }}",
+        (violation(RADIUM_DOC, "Document-title", "MinCount"),),
+    ),
+    "an activity has no agent": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{ACTIVITY}> prov:wasAssociatedWith ?a }} }}",
+        (violation(ACTIVITY, "ExtractionActivity-agent", "MinCount"),),
+    ),
+    "an activity's start time is a string": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{ACTIVITY}> prov:startedAtTime ?t }} }}
+            INSERT {{ GRAPH ?g {{ <{ACTIVITY}> prov:startedAtTime "yesterday" }} }}
+            WHERE {{ GRAPH ?g {{ <{ACTIVITY}> prov:startedAtTime ?t }} }}""",
+        (violation(ACTIVITY, "ExtractionActivity-started", "Datatype", "yesterday"),),
+    ),
+    "the agent has no name": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{AGENT}> rdfs:label ?l }} }}",
+        (violation(AGENT, "Agent-label", "MinCount"),),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", EXTRACTION_CASES.values(), ids=EXTRACTION_CASES.keys())
+def test_corrupted_extraction_provenance_gives_exactly_its_results(
+    extraction, validator, case: Case
+) -> None:
+    extraction.corrupt(case.update)
+    assert_results(validator.validate(extraction.store), set(case.expected), *case.mentions)
+
+
+# --- the shapes are standard SHACL that other engines read ------------------------------------
+
+
+def bundled_files() -> Iterator[str]:
+    yield str(REPO / "shapes" / "explainability.ttl")
+    yield str(REPO / "shapes" / "extraction.ttl")
+
+
+def junit_cases(report: ValidationReport) -> set[str]:
+    return {case.get("name", "") for case in ET.fromstring(report.to_junit()).iter("testcase")}
+
+
+def test_the_bundled_shapes_are_the_two_shape_files(recorded) -> None:
+    recorded.corrupt(SESSION_CASES["the status is unknown"].update)
+    bundled = Validator(Shapes.bundled()).validate(recorded.store)
+    files = Validator(Shapes.from_files(list(bundled_files()))).validate(recorded.store)
+    assert bundled.results == files.results
+    assert junit_cases(bundled) == junit_cases(files)
+    assert {TGS + "Session", TGS + "Chunk", TGS + "FactProvenance"} <= junit_cases(bundled)
+
+
+def test_every_shape_and_constraint_is_named_and_says_what_is_wrong() -> None:
+    """Named, so reports and JUnit test cases say which rule failed; a message on every shape
+    and constraint, except shapes that only group sh:sparql constraints under a severity."""
+    graph = ox.Store()
+    for path in bundled_files():
+        graph.load(path=path, format=ox.RdfFormat.TURTLE)
+
+    def values(node: ox.NamedNode | ox.BlankNode, name: str) -> list[object]:
+        return [q.object for q in graph.quads_for_pattern(node, ox.NamedNode(SH + name), None)]
+
+    shapes = {
+        q.subject for kind in ("NodeShape", "PropertyShape")
+        for q in graph.quads_for_pattern(None, ox.NamedNode(vocab.RDF + "type"), ox.NamedNode(SH + kind))
+    }
+    constraints = {q.object for q in graph.quads_for_pattern(None, ox.NamedNode(SH + "sparql"), None)}
+    assert len(shapes) >= 60 and len(constraints) >= 15
+    for node in shapes | constraints:
+        assert isinstance(node, ox.NamedNode), node
+        grouping = node in shapes and values(node, "severity") and values(node, "sparql") and not values(node, "property")
+        assert values(node, "message") or grouping, node
+
+
+def test_pyshacl_reads_the_shapes_and_agrees_on_a_record_without_triple_terms(
+    failed, validator
+) -> None:
+    """pyshacl (rdflib) cannot run the constraints that read triple terms (SPARQL 1.2
+    functions); on the rest its results equal ours."""
+    rdflib = pytest.importorskip("rdflib")
+    pyshacl = pytest.importorskip("pyshacl")
+    shapes = rdflib.Graph()
+    for path in bundled_files():
+        shapes.parse(path, format="turtle")
+    sparql = rdflib.URIRef(SH + "sparql")
+    select = rdflib.URIRef(SH + "select")
+    needs_triple_terms = {
+        (shape, c) for shape, c in shapes.subject_objects(sparql)
+        if any(f in str(shapes.value(c, select)) for f in ("isTRIPLE", "SUBJECT(", "TRIPLE("))
+    }
+    assert {str(c).removeprefix(TGS) for _, c in needs_triple_terms} == {
+        "RetrievedEdgeIsAFact", "SelectedEdgeIsATriple", "SelectedEdgeIsAFact",
+        "SelectedEdgeWasRetrieved", "ContainedTripleIsAFact", "FactHasProvenance",
+    }
+    for shape, c in needs_triple_terms:
+        shapes.remove((shape, sparql, c))
+    conforms, _, text = pyshacl.validate(rdflib.Graph(), shacl_graph=shapes, meta_shacl=True)
+    assert conforms, text
+
+    failed.corrupt(f"""
+        DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:error ?e }} }} ;
+        DELETE {{ GRAPH ?g {{ <{SESSION}> rdfs:label ?l }} }}
+        INSERT {{ GRAPH ?g {{ <{SESSION}> rdfs:label "a session" }} }}
+        WHERE {{ GRAPH ?g {{ <{SESSION}> rdfs:label ?l }} }}""")
+    record = ox.serialize(
+        failed.store.oxigraph.quads_for_pattern(None, None, None, ox.NamedNode("urn:graph:explainability")),
+        format=ox.RdfFormat.N_QUADS,
+    ).decode()
+    data = rdflib.Graph()
+    data.parse(data=record.replace(" <urn:graph:explainability> .", " ."), format="nt")
+    _, report, _ = pyshacl.validate(data, shacl_graph=shapes)
+    result = rdflib.URIRef(SH + "result")
+    theirs = {
+        (str(report.value(r, rdflib.URIRef(SH + "focusNode"))),
+         str(report.value(r, rdflib.URIRef(SH + "sourceShape"))).removeprefix(TGS),
+         str(report.value(r, rdflib.URIRef(SH + "sourceConstraintComponent"))).removeprefix(SH))
+        for r in report.objects(None, result)
+    }
+    ours = {
+        (plain(r.focus_node), found(r).shape,
+         r.source_constraint_component.value.removeprefix(SH))
+        for r in validator.validate(failed.store).results
+    }
+    assert ours == theirs == {
+        (failed.iri(SESSION), "Session", "SPARQLConstraintComponent"),
+        (failed.iri(SESSION), "Session-label", "HasValueConstraintComponent"),
+    }
