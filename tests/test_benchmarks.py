@@ -121,3 +121,21 @@ def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: P
     assert "using the cached store" in second.stderr
     assert f"{build_line}, reused from the cache for this run" in again
     assert list(table_rows(again)) == TIMING_ROWS + RATIO_ROWS + COUNT_ROWS
+
+
+def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) -> None:
+    out = tmp_path / "serve.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serve_bench", "--sessions", "200", "--seconds", "0.3",
+         "--work", str(tmp_path / "work"), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = [line.split("|")[1:3] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| query")]
+    servers = {server.strip() for _, server in rows}
+    assert {name.strip() for name, _ in rows} == {"sessions_per_day", "tokens_by_model",
+                                                  "failed_sessions"}
+    assert servers <= {"tgsparql serve", "oxigraph serve-read-only"} and "tgsparql serve" in servers
+    assert "- store: 200 sessions, 5,000 facts, 100 documents" in text

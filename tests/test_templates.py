@@ -531,6 +531,9 @@ EVERY_PARAM: dict[str, Any] = {
     "ended": dt.datetime(2024, 1, 1, 12, 1, tzinfo=dt.timezone.utc),
     "question": "Who discovered radium?",
     "error": "the LLM failed",
+    "error_contains": "timeout",
+    "since": ox.Literal("2024-01-01", datatype=ox.NamedNode(XSD + "date")),
+    "until": ox.Literal("2024-12-31", datatype=ox.NamedNode(XSD + "date")),
     "model": "test-model",
     "in_tokens": 812,
     "out_tokens": 95,
@@ -557,6 +560,10 @@ EVERY_PARAM: dict[str, Any] = {
                    "triples": [LIT_TRIPLE, IRI_TRIPLE]}],
     "facts": [LIT_TRIPLE, IRI_TRIPLE],
     "labels": [{"term": S, "label": "s"}],
+    "groups": [{"graph": None, "triples": [ox.Triple(S, P, LIT_TRIPLE), IRI_TRIPLE]},
+               {"graph": GRAPH, "triples": [LIT_TRIPLE]}],
+    "probe": ox.NamedNode("urn:tgsparql:doctor:probe"),
+    "value": "probe",
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from tgsparql import vocab
 from tgsparql.explain import Explanation, SessionNotFound, explain_session, list_sessions
@@ -22,8 +25,9 @@ from tgsparql.loader import load_files
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
-from tgsparql.store import EmbeddedStore, StoreError, open_store
-from tgsparql.templates import Templates
+from tgsparql.remote import RemoteStore
+from tgsparql.store import Store, StoreError, open_store
+from tgsparql.templates import DIALECTS, Templates
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,15 +40,105 @@ class Failure(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
+@dataclass(frozen=True)
+class Remote:
+    """A SPARQL endpoint to open, as the flags and the environment gave it."""
+
+    endpoint: str
+    options: dict[str, Any]
+
+    def open(self) -> RemoteStore:
+        return RemoteStore(self.endpoint, **self.options)
+
+
+StoreTarget = Path | Remote | None
+"""What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
+
+_REMOTE_OPTIONS = [
+    click.option("--endpoint", metavar="URL", envvar="TGSPARQL_ENDPOINT",
+                 help="SPARQL 1.1 Protocol query endpoint of a remote store, instead of "
+                 "--store. Env: TGSPARQL_ENDPOINT."),
+    click.option("--update-endpoint", metavar="URL", envvar="TGSPARQL_UPDATE_ENDPOINT",
+                 help="Its update endpoint; default: the query endpoint. "
+                 "Env: TGSPARQL_UPDATE_ENDPOINT."),
+    click.option("--graph-store", metavar="URL", envvar="TGSPARQL_GRAPH_STORE",
+                 help="Graph Store Protocol endpoint taking N-Quads, for bulk loads; default: "
+                 "batched INSERT DATA. Env: TGSPARQL_GRAPH_STORE."),
+    click.option("--dialect", type=click.Choice(DIALECTS), envvar="TGSPARQL_DIALECT",
+                 help="How the endpoint writes edge references (default rdf12; "
+                 "`tgsparql doctor` recommends one). Env: TGSPARQL_DIALECT."),
+    click.option("--user", envvar="TGSPARQL_USER", help="Basic auth user. Env: TGSPARQL_USER."),
+    click.option("--password", envvar="TGSPARQL_PASSWORD",
+                 help="Basic auth password. Env: TGSPARQL_PASSWORD (preferred: keeps it out "
+                 "of ps)."),
+    click.option("--token", envvar="TGSPARQL_TOKEN",
+                 help="Bearer token. Env: TGSPARQL_TOKEN (preferred)."),
+    click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
+                 show_default=True, envvar="TGSPARQL_CONNECT_TIMEOUT",
+                 help="Seconds to wait for a connection to the endpoint."),
+    click.option("--read-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+                 show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
+                 help="Seconds to wait for the endpoint to send more of a response."),
+]
+_REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "user", "password",
+                "token", "connect_timeout", "read_timeout")
+
+
+def remote_options(function: F) -> F:
+    """The endpoint flags, handed to the command as one `remote` argument (None without one)."""
+
+    @functools.wraps(function)
+    def packed(*args: Any, **kwargs: Any) -> Any:
+        values = {key: kwargs.pop(key) for key in _REMOTE_KEYS}
+        kwargs["remote"] = _remote(values)
+        return function(*args, **kwargs)
+
+    for option in reversed(_REMOTE_OPTIONS):
+        packed = option(packed)
+    return packed  # type: ignore[return-value]
+
+
+def _remote(values: dict[str, Any]) -> Remote | None:
+    endpoint = values.pop("endpoint")
+    if endpoint is None:
+        source = click.get_current_context().get_parameter_source
+        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise click.UsageError(f"{flag} needs --endpoint URL (or TGSPARQL_ENDPOINT)")
+        return None
+    options = {key: value for key, value in values.items() if value is not None}
+    return Remote(endpoint, options)
+
+
 def store_option(function: F) -> F:
-    return click.option(
+    """--store PATH or --endpoint URL (with its flags), handed to the command as `store_path`.
+
+    The two exclude each other; when one comes from the command line and the other only from
+    the environment, the command line wins."""
+
+    @functools.wraps(function)
+    def chosen(*args: Any, store_path: Path | None, remote: Remote | None, **kwargs: Any) -> Any:
+        target: StoreTarget = remote if remote is not None else store_path
+        if remote is not None and store_path is not None:
+            source = click.get_current_context().get_parameter_source
+            from_env = ParameterSource.ENVIRONMENT
+            store_env, remote_env = source("store_path") == from_env, source("endpoint") == from_env
+            if store_env == remote_env:
+                raise click.UsageError("--store and --endpoint are mutually exclusive (so are "
+                                       "TGSPARQL_STORE and TGSPARQL_ENDPOINT)")
+            target = remote if store_env else store_path
+        return function(*args, store_path=target, **kwargs)
+
+    chosen = click.option(
         "--store",
         "store_path",
         type=click.Path(file_okay=False, path_type=Path),
         envvar="TGSPARQL_STORE",
         help="On-disk store directory (created if missing); in memory when omitted. "
         "Env: TGSPARQL_STORE.",
-    )(function)
+    )(chosen)
+    return remote_options(chosen)
 
 
 def collection_option(function: F) -> F:
@@ -85,15 +179,20 @@ def constrain_option(function: F) -> F:
 
 
 @contextmanager
-def opened(path: Path | None) -> Iterator[EmbeddedStore]:
+def opened(target: StoreTarget) -> Iterator[Store]:
     try:
-        store = open_store(path)
+        store = open_target(target)
     except StoreError as error:
         raise Failure(str(error)) from None
     try:
         yield store
     finally:
         store.close()
+
+
+def open_target(target: StoreTarget) -> Store:
+    """The store a command was pointed at: an endpoint, a directory, or memory."""
+    return target.open() if isinstance(target, Remote) else open_store(target)
 
 
 @contextmanager
@@ -143,7 +242,7 @@ def main() -> None:
 @click.option("--question", default=DEMO_QUESTION, show_default=True, help="What to ask.")
 @llm_options
 @constrain_option
-def demo(store_path: Path | None, question: str, llm: str | None, model: str | None,
+def demo(store_path: StoreTarget, question: str, llm: str | None, model: str | None,
          base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Load the bundled sample (the Curies) and answer a question with its explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
@@ -166,7 +265,7 @@ def demo(store_path: Path | None, question: str, llm: str | None, model: str | N
 @store_option
 @click.argument("files_", metavar="FILE...", nargs=-1, required=True,
                 type=click.Path(path_type=Path))
-def load(store_path: Path | None, files_: tuple[Path, ...]) -> None:
+def load(store_path: StoreTarget, files_: tuple[Path, ...]) -> None:
     """Load RDF files: Turtle, TriG, N-Triples, N-Quads (RDF 1.2 included).
 
     Each file is checked in full first: a file with a syntax error loads nothing and the error
@@ -192,7 +291,7 @@ def load(store_path: Path | None, files_: tuple[Path, ...]) -> None:
 @click.option("--chunk-overlap", type=click.IntRange(0), default=200, show_default=True,
               help="Characters a chunk shares with the one before it.")
 @llm_options
-def ingest(store_path: Path | None, paths: tuple[Path, ...], chunk_size: int,
+def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
            chunk_overlap: int, llm: str | None, model: str | None, base_url: str | None,
            api_key: str | None) -> None:
     """Extract facts from plain text and Markdown files, with where each came from.
@@ -236,7 +335,7 @@ def ingest(store_path: Path | None, paths: tuple[Path, ...], chunk_size: int,
 @main.command()
 @store_option
 @click.option("--rebuild", is_flag=True, help="Drop the index and build it anew.")
-def index(store_path: Path | None, rebuild: bool) -> None:
+def index(store_path: StoreTarget, rebuild: bool) -> None:
     """Bring the label index used by grounding up to date (after loading by other means)."""
     with opened(store_path) as store:
         templates = Templates(store.dialect)
@@ -262,10 +361,13 @@ def index(store_path: Path | None, rebuild: bool) -> None:
 @click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
               help="Seed entities at most.")
 @click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
-def query(store_path: Path | None, question: str, collection: str, llm: str | None,
+@click.option("--validate", "validate_", is_flag=True,
+              help="Validate the new session against the bundled shapes; exit 1 if it does "
+              "not conform.")
+def query(store_path: StoreTarget, question: str, collection: str, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
           no_stream: bool, format_: str, max_path_length: int, triple_limit: int,
-          entity_limit: int, max_subgraph_size: int) -> None:
+          entity_limit: int, max_subgraph_size: int, validate_: bool) -> None:
     """Answer QUESTION from the KG and record the session's explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
     limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
@@ -276,16 +378,23 @@ def query(store_path: Path | None, question: str, collection: str, llm: str | No
         messages = rag.query(question, stream=not no_stream)
         if format_ == "jsonl":
             failed = False
+            session = ""
             for message in messages:
                 click.echo(json.dumps(message.to_json(), ensure_ascii=False))
                 failed = failed or message.error is not None
+                if message.message_type == "explain" and message.explain_id and not session:
+                    session = message.explain_id
             if failed:
+                sys.exit(1)
+            if validate_ and not _session_conforms(store, session, jsonl=True):
                 sys.exit(1)
             return
         session = _stream_text(messages)
         click.echo(f"explain: tgsparql explain {session}"
                    + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
                       else ""), err=True)
+        if validate_ and not _session_conforms(store, session, jsonl=False):
+            sys.exit(1)
 
 
 @main.command()
@@ -294,7 +403,7 @@ def query(store_path: Path | None, question: str, collection: str, llm: str | No
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
 @click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-def sessions(store_path: Path | None, collection: str, limit: int, format_: str) -> None:
+def sessions(store_path: StoreTarget, collection: str, limit: int, format_: str) -> None:
     """List recorded sessions, newest first."""
     with opened(store_path) as store:
         try:
@@ -319,18 +428,90 @@ def sessions(store_path: Path | None, collection: str, limit: int, format_: str)
 @store_option
 @click.argument("session")
 @collection_option
-@click.option("--format", "format_", type=click.Choice(["text", "json", "turtle"]),
-              default="text", show_default=True)
-def explain(store_path: Path | None, session: str, collection: str, format_: str) -> None:
+@click.option("--format", "format_",
+              type=click.Choice(["text", "json", "turtle", "html", "dot", "mermaid"]),
+              default="text", show_default=True,
+              help="html: the trace page with its picture; dot, mermaid: the picture "
+              "(question → edges → chunks → documents).")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write to FILE instead of standard output.")
+def explain(store_path: StoreTarget, session: str, collection: str, format_: str,
+            output: Path | None) -> None:
     """Explain SESSION (its IRI or UUID): retrieval, selected edges with reasons and sources."""
     with opened(store_path) as store:
-        explanation = _explain(store, collection, session)
-    if format_ == "json":
-        click.echo(json.dumps(explanation.to_json(), ensure_ascii=False, indent=2))
-    elif format_ == "turtle":
-        click.echo(explanation.turtle(), nl=False)
-    else:
-        click.echo(render_text(explanation))
+        if format_ in ("html", "dot", "mermaid"):
+            from tgsparql.serve import pages
+
+            try:
+                view = pages.session_view(store, Templates(store.dialect), collection, session)
+            except (SessionNotFound, ValueError, StoreError) as error:
+                raise Failure(str(error)) from None
+            text = {
+                "html": lambda: pages.render_session(view, standalone=True),
+                "dot": view.picture.dot,
+                "mermaid": view.picture.mermaid,
+            }[format_]()
+        else:
+            explanation = _explain(store, collection, session)
+            text = {
+                "json": lambda: json.dumps(explanation.to_json(), ensure_ascii=False, indent=2)
+                + "\n",
+                "turtle": explanation.turtle,
+                "text": lambda: render_text(explanation) + "\n",
+            }[format_]()
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise Failure(f"cannot write {output}: {error.strerror or error}") from None
+
+
+@main.command()
+@click.option("--store", "store_path", required=True, envvar="TGSPARQL_STORE",
+              type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="On-disk store directory to serve, opened read-only (other processes may "
+              "keep recording sessions into it). Env: TGSPARQL_STORE.")
+@collection_option
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; loopback unless you mean to share it.")
+@click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True,
+              help="Port; 0 picks a free one.")
+@click.option("--token", envvar="TGSPARQL_SERVE_TOKEN",
+              help="Require 'Authorization: Bearer TOKEN' on every request. "
+              "Env: TGSPARQL_SERVE_TOKEN (preferred: keeps it out of ps).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
+              show_default=True, help="Seconds a query may run before it is stopped (503).")
+@click.option("--max-results", type=click.IntRange(1), default=100_000, show_default=True,
+              help="Solutions or triples a query may return (503 beyond).")
+@click.option("--workers", type=click.IntRange(1), default=2, show_default=True,
+              help="Query processes: queries that may run at once.")
+@click.option("--log", is_flag=True, help="Log every request to stderr.")
+def serve(store_path: Path, collection: str, host: str, port: int, token: str | None,
+          timeout: float, max_results: int, workers: int, log: bool) -> None:
+    """Serve the store read-only: /sparql (SPARQL 1.1 Protocol), /queries (saved BI queries
+    as CSV, TSV, JSON), /sessions (trace pages)."""
+    from tgsparql.serve.app import ServerConfig, TgsparqlServer, describe, is_loopback
+
+    try:
+        vocab.explainability_graph(collection)
+        server = TgsparqlServer(ServerConfig(
+            store=store_path, host=host, port=port, token=token, timeout=timeout,
+            max_results=max_results, workers=workers, collection=collection, log=log,
+        ))
+    except (OSError, StoreError, vocab.CollectionError) as error:
+        raise Failure(str(error)) from None
+    if not is_loopback(host) and token is None:
+        click.echo(f"warning: serving on {host} without --token: anyone who can reach it can "
+                   "read every session", err=True)
+    click.echo(describe(server), err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 @main.command()
@@ -339,7 +520,7 @@ def explain(store_path: Path | None, session: str, collection: str, format_: str
 @collection_option
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-def trace(store_path: Path | None, iri: str, collection: str, format_: str) -> None:
+def trace(store_path: StoreTarget, iri: str, collection: str, format_: str) -> None:
     """Trace IRI — an edge selection, a session (IRI or UUID) or a document — to its sources,
     or a document to the sessions and answers that used its facts."""
     from tgsparql.trace import TraceError, render_text as trace_text, trace as trace_iri
@@ -355,6 +536,117 @@ def trace(store_path: Path | None, iri: str, collection: str, format_: str) -> N
         click.echo(trace_text(found))
 
 
+class CannotValidate(Failure):
+    """A one-line error and exit code 2: the data could not be validated at all."""
+
+    exit_code = 2
+
+
+@main.command()
+@store_option
+@click.option("--shapes", "shape_files", multiple=True, metavar="PATH",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="SHACL shapes file (Turtle, TriG, N-Triples, ...); repeatable. "
+              "Default: the bundled shapes of the explainability and extraction records.")
+@click.option("--graph", "graphs", multiple=True, metavar="IRI",
+              help="Validate only this graph; repeatable; 'default' names the default graph "
+              "(the KG). Default: the union of all graphs.")
+@click.option("--session", help="Validate only this session's entities (its IRI or UUID).")
+@click.option("--format", "format_", type=click.Choice(["text", "turtle", "json", "junit"]),
+              default="text", show_default=True,
+              help="turtle: a standard sh:ValidationReport; junit: one test case per shape.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the report to FILE (a one-line verdict goes to stderr).")
+def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[str, ...],
+             session: str | None, format_: str, output: Path | None) -> None:
+    """Validate the provenance in a store against SHACL shapes, for CI.
+
+    Exit 0 when the data conforms (warnings allowed), 1 when it has violations, 2 when it
+    could not be validated (bad shapes, a store that cannot be opened, an unknown session).
+    """
+    from tgsparql.validate_session import (
+        GraphNameError, data_graph, render, session_nodes, verdict,
+    )
+    from tgsparql.validation import Shapes, ShapesError, Validator
+
+    if store_path is None:
+        raise CannotValidate("no store to validate: give --store PATH or --endpoint URL")
+    if isinstance(store_path, Path) and not store_path.is_dir():
+        raise CannotValidate(f"no store at {store_path}")
+    try:
+        graph = data_graph(graphs)
+        shapes = Shapes.from_files(shape_files) if shape_files else Shapes.bundled()
+        store = open_target(store_path)
+    except (GraphNameError, ShapesError, StoreError) as error:
+        raise CannotValidate(str(error)) from None
+    try:
+        validator = Validator(shapes, dialect=store.dialect)
+        focus = session_nodes(store, Templates(store.dialect), session, graph) if session else None
+        report = validator.validate(store, default_graph=graph, focus=focus)
+    except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
+        raise CannotValidate(str(error)) from None
+    finally:
+        store.close()
+    text = render(report, format_)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise CannotValidate(f"cannot write {output}: {error.strerror or error}") from None
+        click.echo(f"{verdict(report)}; report written to {output}", err=True)
+    if report.violations:
+        sys.exit(1)
+
+
+def _session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
+    """`query --validate`: the new session against the bundled shapes, verdict printed."""
+    from tgsparql.validate_session import validate_session, verdict
+    from tgsparql.validation import ShapesError
+
+    try:
+        report = validate_session(store, session)
+    except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
+        raise CannotValidate(str(error)) from None
+    if jsonl:
+        line = {"validation": {"session": session, **report.to_json()}}
+        click.echo(json.dumps(line, ensure_ascii=False))
+    else:
+        click.echo(f"validate: {verdict(report)}", err=True)
+        for line in report.to_text().splitlines()[1:]:
+            click.echo(f"  {line}", err=True)
+    return not report.violations
+
+
+@main.command()
+@remote_options
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def doctor(remote: Remote | None, format_: str) -> None:
+    """Probe a SPARQL endpoint: reachable, readable, writable (a probe triple in a scratch
+    named graph, then removed), named graphs, triple terms, quoted triples; recommend a dialect.
+
+    Exit 0 when the endpoint can serve tgsparql (in --dialect, when given), else 1 with why.
+    """
+    from tgsparql.doctor import diagnose
+
+    if remote is None:
+        raise click.UsageError("give --endpoint URL (or set TGSPARQL_ENDPOINT)")
+    wanted = remote.options.get("dialect")
+    try:
+        with remote.open() as store:
+            diagnosis = diagnose(store, dialect=wanted)
+    except StoreError as error:
+        raise Failure(str(error)) from None
+    if format_ == "json":
+        click.echo(json.dumps(diagnosis.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(diagnosis.to_text())
+    if diagnosis.reason is not None:
+        raise Failure(diagnosis.reason)
+
+
 def _finish(labels_indexed: int, errors: list[str]) -> None:
     """The shared end of load and ingest: labels indexed, one line per failed file, exit 1."""
     if labels_indexed:
@@ -365,7 +657,7 @@ def _finish(labels_indexed: int, errors: list[str]) -> None:
         sys.exit(1)
 
 
-def _rag(store: EmbeddedStore, backend: Backend, collection: str,
+def _rag(store: Store, backend: Backend, collection: str,
          limits: RetrievalLimits | None = None) -> GraphRag:
     try:
         return GraphRag(store, backend, collection=collection, limits=limits)
@@ -388,7 +680,7 @@ def _stream_text(messages: Iterator[GraphRagResponse]) -> str:
     return session
 
 
-def _explain(store: EmbeddedStore, collection: str, session: str) -> Explanation:
+def _explain(store: Store, collection: str, session: str) -> Explanation:
     try:
         return explain_session(store, Templates(store.dialect), collection, session)
     except (SessionNotFound, ValueError, StoreError) as error:

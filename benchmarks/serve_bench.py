@@ -1,0 +1,302 @@
+"""Serve benchmark: saved BI queries over HTTP, `tgsparql serve` beside `oxigraph serve-read-only`.
+
+Builds (once, cached under the work directory) an on-disk store of S recorded sessions in the
+shape the `record_*` templates write (session, retrieval with tg:retrievedEdge, selection with
+its edge selections and model usage, answer; one in twenty failed after retrieval), over a
+small KG with extraction provenance (documents → pages → chunks → subgraphs). Records are
+generated as TriG text and bulk loaded, which is far faster than one INSERT DATA per stage.
+
+Then, for each of three saved queries, C client threads on loopback send the same GET
+(`/queries/NAME.csv` to tgsparql, the rendered SPARQL to oxigraph's `/query` with
+Accept: text/csv) for a fixed time each, and the run reports requests per second and the p50
+and p95 latency. Both servers read the same store directory, read-only.
+
+Run: python -m benchmarks.serve_bench --sessions 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import os
+import platform
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pyoxigraph as ox
+
+from tgsparql.serve.saved import saved_queries
+from tgsparql.templates import Templates
+
+QUERIES = [("sessions_per_day", {}), ("tokens_by_model", {}),
+           ("failed_sessions", {"limit": "20"})]
+FORMAT = 1
+MODELS = ["gpt-4o-mini", "llama-3.1-8b", "qwen2.5-7b"]
+
+
+def store_directory(work: Path, sessions: int, seed: int) -> Path:
+    return work / f"serve-{sessions}-seed{seed}-v{FORMAT}"
+
+
+def generate(path: Path, sessions: int, seed: int) -> dict[str, Any]:
+    """TriG for the KG, its provenance and S sessions; returns counts."""
+    rng = random.Random(seed)
+    documents, chunks_per_doc, facts_per_chunk = 100, 10, 5
+    facts: list[str] = []
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    with path.open("w", encoding="utf-8") as out:
+        out.write("@prefix tg: <https://trustgraph.ai/ns/> .\n"
+                  "@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+                  "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                  "@prefix dc: <http://purl.org/dc/elements/1.1/> .\n"
+                  "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n")
+        for d in range(documents):
+            for c in range(chunks_per_doc):
+                for f in range(facts_per_chunk):
+                    n = (d * chunks_per_doc + c) * facts_per_chunk + f
+                    facts.append(f"<http://example.org/e/E{n}> <http://example.org/p/P{n % 20}> "
+                                 f"<http://example.org/e/E{(n * 7 + 1) % 5000}>")
+        out.write("{\n" + "".join(f"  {fact} .\n" for fact in facts) + "}\n")
+        out.write("GRAPH <urn:graph:source> {\n")
+        for d in range(documents):
+            doc = f"<urn:trustgraph:doc:bench{d}>"
+            out.write(f"  {doc} a prov:Entity, tg:Document ; dc:title \"Document {d}\" .\n")
+            page = f"<urn:page:bench{d}>"
+            out.write(f"  {page} a prov:Entity, tg:Page ; prov:wasDerivedFrom {doc} ; "
+                      "tg:pageNumber 1 .\n")
+            for c in range(chunks_per_doc):
+                chunk = f"<urn:chunk:bench{d}-{c}>"
+                out.write(f"  {chunk} a prov:Entity, tg:Chunk ; prov:wasDerivedFrom {page} ; "
+                          f"tg:chunkIndex {c} .\n")
+                base = (d * chunks_per_doc + c) * facts_per_chunk
+                contained = " , ".join(f"<<( {facts[base + f]} )>>"
+                                       for f in range(facts_per_chunk))
+                out.write(f"  <https://trustgraph.ai/subgraph/bench{d}-{c}> a prov:Entity, "
+                          f"tg:Subgraph ; prov:wasDerivedFrom {chunk} ; tg:contains {contained} .\n")
+        out.write("}\nGRAPH <urn:graph:explainability> {\n")
+        cited = facts[: len(facts) * 9 // 10]  # the last documents are never cited
+        for s in range(sessions):
+            u = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            began = start + dt.timedelta(seconds=rng.randrange(0, 180 * 86400))
+            stamp = began.strftime("%Y-%m-%dT%H:%M:%SZ")
+            ended = (began + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            edges = rng.sample(cited, 8)
+            failed = s % 20 == 19
+            session = f"<urn:trustgraph:session:{u}>"
+            out.write(f"  {session} a prov:Activity ; rdfs:label \"GraphRAG query session\" ; "
+                      f"prov:startedAtTime \"{stamp}\"^^xsd:dateTime ; tg:query \"question {s}\" ; "
+                      f"prov:endedAtTime \"{ended}\"^^xsd:dateTime ; ")
+            out.write(f"tg:status \"failed\" ; tg:error \"the LLM timed out (run {s})\" .\n"
+                      if failed else "tg:status \"complete\" .\n")
+            retrieved = " , ".join(f"<<( {e} )>>" for e in edges)
+            out.write(f"  <urn:trustgraph:prov:retrieval:{u}> a prov:Entity ; rdfs:label "
+                      f"\"Retrieved edges\" ; prov:wasGeneratedBy {session} ; tg:edgeCount 8 ; "
+                      f"tg:retrievedEdge {retrieved} .\n")
+            if failed:
+                continue
+            model = MODELS[s % len(MODELS)]
+            chosen = edges[:3]
+            selection = f"<urn:trustgraph:prov:selection:{u}>"
+            ids = " , ".join(f"<urn:trustgraph:prov:edge:{u}:{i}>" for i in range(len(chosen)))
+            out.write(f"  {selection} a prov:Entity ; rdfs:label \"Selected edges\" ; "
+                      f"prov:wasDerivedFrom <urn:trustgraph:prov:retrieval:{u}> ; "
+                      f"tg:selectedEdge {ids} ; tg:llmModel \"{model}\" ; "
+                      f"tg:inToken {rng.randrange(300, 900)} ; tg:outToken {rng.randrange(20, 99)} ; "
+                      "tg:invalidIdCount 0 .\n")
+            for i, edge in enumerate(chosen):
+                out.write(f"  <urn:trustgraph:prov:edge:{u}:{i}> a tg:EdgeSelection ; "
+                          f"tg:edge <<( {edge} )>> ; tg:reasoning \"matches the question\" .\n")
+            out.write(f"  <urn:trustgraph:prov:answer:{u}> a prov:Entity ; rdfs:label "
+                      f"\"GraphRAG answer\" ; prov:wasDerivedFrom {selection} ; "
+                      f"tg:llmModel \"{model}\" ; tg:inToken {rng.randrange(200, 600)} ; "
+                      f"tg:outToken {rng.randrange(30, 200)} ; "
+                      f"tg:document <urn:trustgraph:answer:{u}> .\n")
+        out.write("}\n")
+    return {"sessions": sessions, "facts": len(facts), "documents": documents}
+
+
+def build(work: Path, sessions: int, seed: int) -> tuple[Path, dict[str, Any]]:
+    """The cached store (built if missing) and its build record."""
+    directory = store_directory(work, sessions, seed)
+    record = directory / "build.json"
+    if record.exists():
+        print(f"using the cached store {directory}", file=sys.stderr)
+        return directory / "store", json.loads(record.read_text())
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    trig = directory / "records.trig"
+    began = time.perf_counter()
+    info = generate(trig, sessions, seed)
+    info["generate_s"] = round(time.perf_counter() - began, 1)
+    began = time.perf_counter()
+    store = ox.Store(str(directory / "store"))
+    store.bulk_load(path=str(trig), format=ox.RdfFormat.TRIG)
+    store.optimize()
+    info["quads"] = len(store)
+    store.flush()
+    del store
+    info["load_s"] = round(time.perf_counter() - began, 1)
+    trig.unlink()
+    record.write_text(json.dumps(info, indent=1))
+    return directory / "store", info
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def load(port: int, path: str, accept: str, clients: int, seconds: float) -> dict[str, float]:
+    """C threads, each on one keep-alive connection, sending the request for `seconds`."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+
+    def client() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        mine: list[float] = []
+        while time.perf_counter() < stop:
+            began = time.perf_counter()
+            connection.request("GET", path, headers={"Accept": accept})
+            reply = connection.getresponse()
+            body = reply.read()
+            mine.append(time.perf_counter() - began)
+            if reply.status != 200:
+                errors.append(f"{reply.status}: {body[:200]!r}")
+                break
+        with lock:
+            latencies.extend(mine)
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    if errors:
+        raise RuntimeError(errors[0])
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "rps": len(latencies) / elapsed,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p95_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))] * 1000,
+    }
+
+
+def wait_for(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+def run(args: argparse.Namespace) -> str:
+    store_path, info = build(args.work, args.sessions, args.seed)
+    templates = Templates()
+    rows: list[tuple[str, str, dict[str, float] | None]] = []
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tgsparql.cli", "serve", "--store", str(store_path), "--port",
+         str(port), "--timeout", "300", "--max-results", "1000000", "--workers",
+         str(args.workers)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(port)
+        for name, params in QUERIES:
+            path = f"/queries/{name}.csv" + (f"?{urlencode(params)}" if params else "")
+            load(port, path, "text/csv", 1, 1.0)  # warm-up
+            rows.append((name, "tgsparql serve", load(port, path, "text/csv", args.clients,
+                                                      args.seconds)))
+    finally:
+        server.terminate()
+        server.wait()
+    oxigraph = shutil.which("oxigraph") or shutil.which(
+        "oxigraph", path=str(Path(sys.executable).parent))
+    if oxigraph is None:
+        rows += [(name, "oxigraph serve-read-only", None) for name, _ in QUERIES]
+    else:
+        port = free_port()
+        process = subprocess.Popen(
+            [oxigraph, "serve-read-only", "--location", str(store_path), "--bind",
+             f"127.0.0.1:{port}", "--timeout-s", "300"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(port)
+            for name, params in QUERIES:
+                saved = saved_queries()[name]
+                bound = saved.bind({k: [v] for k, v in params.items()})
+                text = templates.render(saved.template, **bound)
+                path = "/query?query=" + quote(text)
+                load(port, path, "text/csv", 1, 1.0)
+                rows.append((name, "oxigraph serve-read-only",
+                             load(port, path, "text/csv", args.clients, args.seconds)))
+        finally:
+            process.terminate()
+            process.wait()
+    return report(info, rows, args)
+
+
+def report(info: dict[str, Any], rows: list[tuple[str, str, dict[str, float] | None]],
+           args: argparse.Namespace) -> str:
+    out = ["# Serve benchmark", "",
+           f"Saved BI queries over HTTP, {args.clients} concurrent clients on loopback, "
+           f"{args.seconds:g} s per query and server (after a 1 s warm-up); "
+           "`python -m benchmarks.serve_bench`.", "",
+           "| query | server | requests | req/s | p50 ms | p95 ms |",
+           "|---|---|---|---|---|---|"]
+    for name, server, numbers in rows:
+        if numbers is None:
+            out.append(f"| {name} | {server} | not run (no `oxigraph` on PATH) | | | |")
+        else:
+            out.append(f"| {name} | {server} | {numbers['requests']:.0f} | {numbers['rps']:.1f} "
+                       f"| {numbers['p50_ms']:.1f} | {numbers['p95_ms']:.1f} |")
+    out += ["",
+            f"- store: {info['sessions']:,} sessions, {info['facts']:,} facts, "
+            f"{info['documents']} documents, {info['quads']:,} quads; generated as TriG in "
+            f"{info['generate_s']} s, bulk loaded in {info['load_s']} s",
+            f"- tgsparql serve: {args.workers} worker processes, read-only handles",
+            f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, Python "
+            f"{platform.python_version()}, pyoxigraph {ox.__version__}"]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--work", type=Path, default=Path("benchmarks/cache"),
+                        help="cache of built stores")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/serve.md"))
+    args = parser.parse_args(argv)
+    text = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

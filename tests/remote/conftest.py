@@ -1,0 +1,165 @@
+"""Real SPARQL servers for the remote-store tests, started on 127.0.0.1 and stopped afterwards.
+
+Oxigraph server 0.5 (the `oxigraph` binary of the `oxigraph` package, in the test extra) serves
+the `rdf12` dialect. Oxigraph server 0.4 serves `rdfstar`; its package pins a pyoxigraph of its
+own, so it is installed in a virtual environment of its own under the test cache
+(TGSPARQL_TEST_CACHE, default ~/.cache/tgsparql-tests), made on first use. Each server is shared
+by the session; each test starts from an empty store.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.remote.faulty_proxy import FaultyProxy
+from tgsparql.remote import RemoteStore
+from tgsparql.templates import Dialect
+
+STARTUP_SECONDS = 20
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running SPARQL server: where to send queries, updates and Graph Store requests."""
+
+    host: str
+    port: int
+    query_path: str
+    update_path: str
+    store_path: str | None
+    dialect: Dialect = "rdf12"
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def store(self, base: str | None = None, **options: object) -> RemoteStore:
+        """A RemoteStore on this server, or on `base` (a proxy in front of it)."""
+        root = base or self.base
+        return RemoteStore(
+            root + self.query_path,
+            update_endpoint=root + self.update_path,
+            graph_store=root + self.store_path if self.store_path else None,
+            **{"dialect": self.dialect, **options},  # type: ignore[arg-type]
+        )
+
+
+def _oxigraph_binary() -> Path | None:
+    beside = Path(sys.executable).parent / "oxigraph"
+    if beside.is_file():
+        return beside
+    found = shutil.which("oxigraph")
+    return Path(found) if found else None
+
+
+def _wait_until_up(process: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            error = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"the server exited with {process.returncode}: {error.strip()}")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/")
+            connection.getresponse().read()
+            connection.close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the server did not answer on port {port} within {STARTUP_SECONDS} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _serve_oxigraph(binary: Path, location: Path, dialect: Dialect) -> Iterator[Server]:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(binary), "serve", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_until_up(process, port)
+        yield Server("127.0.0.1", port, "/query", "/update", "/store", dialect)
+    finally:
+        _stop(process)
+
+
+def _oxigraph_04() -> Path:
+    """The 0.4 server binary, installed on first use into a cached environment of its own."""
+    cache = Path(os.environ.get("TGSPARQL_TEST_CACHE") or Path.home() / ".cache" / "tgsparql-tests")
+    env = cache / "oxigraph-0.4"
+    binary = env / "bin" / "oxigraph"
+    if not binary.is_file():
+        steps = [[sys.executable, "-m", "venv", "--clear", str(env)],
+                 [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                  "oxigraph>=0.4,<0.5"]]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                lines = (done.stderr or done.stdout).strip().splitlines()
+                pytest.skip(f"cannot install Oxigraph server 0.4 in {env}: "
+                            + (lines[-1] if lines else f"exit status {done.returncode}"))
+    return binary
+
+
+@pytest.fixture(scope="session")
+def oxigraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    binary = _oxigraph_binary()
+    if binary is None:
+        pytest.skip("the oxigraph server binary is not installed (pip install oxigraph)")
+    yield from _serve_oxigraph(binary, tmp_path_factory.mktemp("oxigraph"), "rdf12")
+
+
+@pytest.fixture(scope="session")
+def oxigraph04(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from _serve_oxigraph(_oxigraph_04(), tmp_path_factory.mktemp("oxigraph04"), "rdfstar")
+
+
+@pytest.fixture(scope="session")
+def proxy_server(oxigraph: Server) -> Iterator[FaultyProxy]:
+    proxy = FaultyProxy((oxigraph.host, oxigraph.port))
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def proxy(proxy_server: FaultyProxy, oxigraph: Server) -> Iterator[FaultyProxy]:
+    """The proxy with no fault and no requests counted, in front of an empty server."""
+    oxigraph.store().update("DROP ALL")
+    proxy_server.inject(None)
+    yield proxy_server
+    proxy_server.inject(None)
+
+
+@pytest.fixture
+def remote(proxy: FaultyProxy, oxigraph: Server) -> Iterator[RemoteStore]:
+    """A RemoteStore through the proxy, quick to give up: 2 retries, 10 ms first pause."""
+    with oxigraph.store(proxy.url, retries=2, backoff=0.01, read_timeout=10) as store:
+        yield store

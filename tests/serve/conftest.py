@@ -1,0 +1,120 @@
+"""A served demo store: two answered sessions and one failed one, on a free loopback port."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from contextlib import contextmanager
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import pytest
+
+from tgsparql import vocab
+from tgsparql.llm.offline import OfflineBackend
+from tgsparql.loader import load_files
+from tgsparql.pipeline import GraphRag
+from tgsparql.provenance import SessionIds
+from tgsparql.serve import ServerConfig, TgsparqlServer
+from tgsparql.store import open_store
+from tgsparql.templates import Templates
+
+QUESTIONS = ("Who did Marie Curie marry?", "Where was Marie Curie born?")
+FAILED_QUESTION = "What did <b>Pierre</b> & \"Marie\" discover?"
+FAILED_ERROR = "the LLM timed out after 30 s"
+
+
+@dataclass
+class Served:
+    url: str
+    store: Path
+    sessions: list[str]
+    failed: str
+
+    def get(self, path: str, headers: Mapping[str, str] | None = None) -> Response:
+        return fetch(self.url + path, headers=headers)
+
+    def post(self, path: str, body: bytes, content_type: str,
+             headers: Mapping[str, str] | None = None) -> Response:
+        return fetch(self.url + path, body, {"Content-Type": content_type, **(headers or {})})
+
+
+@dataclass
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+def fetch(url: str, body: bytes | None = None,
+          headers: Mapping[str, str] | None = None, method: str | None = None) -> Response:
+    request = urllib.request.Request(url, data=body, headers=dict(headers or {}), method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return Response(reply.status, dict(reply.headers), reply.read())
+    except urllib.error.HTTPError as error:
+        return Response(error.code, dict(error.headers), error.read())
+
+
+def build_store(path: Path) -> tuple[list[str], str]:
+    """The demo KG with two answered sessions and one that failed after its session record."""
+    store = open_store(path)
+    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as demo:
+        assert not load_files(store, [demo]).failed
+    rag = GraphRag(store, OfflineBackend())
+    sessions = [list(rag.query(q))[0].explain_id or "" for q in QUESTIONS]
+    templates, ids = Templates(), SessionIds.new()
+    started = dt.datetime(2024, 5, 1, 9, 30, tzinfo=dt.timezone.utc)
+    graph = vocab.explainability_graph()
+    store.update(templates.render("record_session", graph=graph, session=ids.session,
+                                  question=FAILED_QUESTION, started=started))
+    store.update(templates.render("record_failure", graph=graph, session=ids.session,
+                                  error=FAILED_ERROR, ended=started + dt.timedelta(seconds=30)))
+    store.close()
+    return sessions, ids.session.value
+
+
+@contextmanager
+def running(config: ServerConfig) -> Iterator[TgsparqlServer]:
+    server = TgsparqlServer(config)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture(scope="package")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], str]:
+    path = tmp_path_factory.mktemp("served") / "store"
+    sessions, failed = build_store(path)
+    return path, sessions, failed
+
+
+@pytest.fixture(scope="package")
+def served(built: tuple[Path, list[str], str]) -> Iterator[Served]:
+    """The demo store served with generous limits, no token."""
+    path, sessions, failed = built
+    with running(ServerConfig(store=path, port=0, timeout=20, max_results=10_000)) as server:
+        yield Served(server.url, path, sessions, failed)
+
+
+@pytest.fixture(scope="package")
+def strict(built: tuple[Path, list[str], str]) -> Iterator[Served]:
+    """The same store behind a token, a 1 s timeout, 5 results at most and a 4 KiB request cap."""
+    path, sessions, failed = built
+    config = ServerConfig(store=path, port=0, timeout=1.0, max_results=5, token="s3cret",
+                          max_request=4096, workers=1)
+    with running(config) as server:
+        yield Served(server.url, path, sessions, failed)

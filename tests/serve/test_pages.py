@@ -1,0 +1,138 @@
+"""Trace pages, `explain --format html|dot|mermaid`, a writer beside the server, Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import urllib.parse
+from pathlib import Path
+
+from click.testing import CliRunner
+import pytest
+
+from tgsparql.cli import main
+
+from .conftest import QUESTIONS, Served, running
+from tgsparql.serve import ServerConfig
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "tests" / "artifacts"
+
+
+def uuid_of(session: str) -> str:
+    return session.rsplit(":", 1)[1]
+
+
+def test_sessions_newest_first_and_searchable(served: Served) -> None:
+    page = served.get("/sessions").text
+    order = [page.index(uuid_of(s)) for s in served.sessions[::-1] + [served.failed]]
+    assert order == sorted(order)
+    assert "What did &lt;b&gt;Pierre&lt;/b&gt; &amp; &#34;Marie&#34; discover?" in page
+    found = served.get("/sessions?" + urllib.parse.urlencode({"q": "BORN"})).text
+    assert QUESTIONS[1] in found and QUESTIONS[0] not in found
+    none = served.get("/sessions?" + urllib.parse.urlencode({"q": '") } #'})).text
+    assert "0 sessions" in none
+    assert served.get("/sessions?limit=0").status == 400
+
+
+def test_session_page_shows_question_edges_reasons_sources_answer_and_svg(served: Served) -> None:
+    reply = served.get(f"/sessions/{uuid_of(served.sessions[0])}")
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/html")
+    page = reply.text
+    assert f'<h1 id="question">{QUESTIONS[0]}</h1>' in page
+    assert '<span id="retrieved-count">35</span> edges retrieved' in page
+    assert "Marie Curie — married — Pierre Curie" in page
+    assert "why: offline selector: this edge matches" in page
+    assert "Marie Curie: From Warsaw to Paris" in page and ", page 1, chunk 1" in page
+    assert "<mark>In Paris she met the physicist Pierre Curie, and the two married in 1895.</mark>" \
+        in page
+    assert re.search(r'<div class="answer" id="answer">[^<]*Pierre Curie', page)
+    assert "<svg" in page and page.count('class="node node-document"') == 3
+    assert "<script" not in page
+
+
+def test_failed_session_page_and_unknown_session(served: Served) -> None:
+    page = served.get(f"/sessions/{uuid_of(served.failed)}").text
+    assert "the LLM timed out after 30 s" in page and "&lt;b&gt;Pierre" in page
+    missing = served.get("/sessions/00000000-0000-4000-8000-000000000000")
+    assert missing.status == 404 and "no session" in missing.text
+    assert served.get("/sessions/not-a-uuid").status == 404
+
+
+@pytest.mark.parametrize(("fmt", "expected"), [
+    ("html", "<svg"), ("dot", "digraph trace {"), ("mermaid", "flowchart LR")])
+def test_explain_writes_the_picture(served: Served, tmp_path: Path, fmt: str,
+                                    expected: str) -> None:
+    copy = tmp_path / "store"
+    shutil.copytree(served.store, copy, ignore=shutil.ignore_patterns("LOCK"))
+    out = tmp_path / f"trace.{fmt}"
+    result = CliRunner().invoke(main, ["explain", "--store", str(copy), served.sessions[0],
+                                       "--format", fmt, "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    assert expected in text and "Pierre Curie" in text
+    if fmt == "dot":
+        assert text.count(" -> ") >= 3 + 3  # question → 3 edges, each edge → a chunk
+    if fmt == "mermaid":
+        assert text.count(" --> ") >= 6
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from tgsparql.llm.offline import OfflineBackend
+    from tgsparql.pipeline import GraphRag
+    from tgsparql.store import open_store
+    store = open_store(sys.argv[1])  # holds the store's exclusive lock until it exits
+    rag = GraphRag(store, OfflineBackend())
+    for n in range(int(sys.argv[2])):
+        list(rag.query(f"Where was Marie Curie born? (writer {n})"))
+        print(n, flush=True)
+        time.sleep(0.3)
+    sys.stdin.readline()
+""")
+
+
+def test_serves_while_another_process_records_sessions(served: Served, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(served.store, store, ignore=shutil.ignore_patterns("LOCK"))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store), "4"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        with running(ServerConfig(store=store, port=0, timeout=20)) as server:
+            seen = []
+            for n in range(4):
+                assert writer.stdout is not None
+                assert writer.stdout.readline().split()[0] == str(n)
+                page = Served(server.url, store, [], "").get("/sessions?q=writer").text
+                seen.append(page.count("(writer "))
+            assert seen == [1, 2, 3, 4]  # every committed session, at once, lock still held
+            assert writer.poll() is None
+    finally:
+        writer.communicate("\n", timeout=30)
+    assert writer.returncode == 0
+
+
+def test_chromium_renders_the_session_page(served: Served) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    url = f"{served.url}/sessions/{uuid_of(served.sessions[0])}"
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--hide-scrollbars", "--window-size=1280,1600"]
+    dom = subprocess.run(flags + ["--dump-dom", url], capture_output=True, text=True,
+                         timeout=50)
+    assert dom.returncode == 0, dom.stderr[-500:]
+    assert f'<h1 id="question">{QUESTIONS[0]}</h1>' in dom.stdout
+    assert "Marie Curie — married — Pierre Curie" in dom.stdout
+    assert "Pierre Curie, Physicist of Paris" in dom.stdout and "<mark>" in dom.stdout
+    assert re.search(r"<svg[^>]*id=\"trace-picture\"", dom.stdout)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "session_page.png"
+    shot.unlink(missing_ok=True)
+    done = subprocess.run(flags + [f"--screenshot={shot}", url], capture_output=True,
+                          text=True, timeout=50)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

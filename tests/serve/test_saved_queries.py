@@ -1,0 +1,129 @@
+"""Saved BI queries over HTTP: CSV a spreadsheet or pandas reads as is, typed parameters."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import urllib.parse
+
+import pyoxigraph as ox
+import pytest
+
+from tgsparql.serve.saved import saved_queries
+from tgsparql.templates import Templates
+
+from .conftest import FAILED_ERROR, FAILED_QUESTION, Served
+
+NAMES = ["documents_never_cited", "edges_per_session", "failed_sessions", "most_cited_documents",
+         "most_selected_facts", "sessions_per_day", "tokens_by_model"]
+EVIL = ['") } DELETE WHERE { ?s ?p ?o } #', "x'} }>\n<urn:a> ; DROP ALL", "\\\"\u2028}"]
+
+
+def rows(served: Served, name: str, query: str = "") -> list[dict[str, str]]:
+    reply = served.get(f"/queries/{name}.csv" + (f"?{query}" if query else ""))
+    assert reply.status == 200, reply.text
+    assert reply.headers["Content-Type"].startswith("text/csv")
+    return list(csv.DictReader(io.StringIO(reply.text)))
+
+
+def test_every_saved_query_has_metadata_and_a_template() -> None:
+    assert sorted(saved_queries()) == NAMES
+    for name in NAMES:
+        assert f"bi/{name}" in Templates().names()
+
+
+def test_index_lists_descriptions_and_example_urls(served: Served) -> None:
+    page = served.get("/queries").text
+    for query in saved_queries().values():
+        assert query.description.replace('"', "&#34;") in page
+        assert f'href="{query.example_url()}"' in page.replace("&amp;", "&")
+
+
+def test_csv_is_plain_values_read_by_the_csv_module(served: Served) -> None:
+    edges = rows(served, "edges_per_session")
+    assert len(edges) == 3 and edges[-1]["session"] == served.failed  # newest first
+    answered = [row for row in edges if row["status"] == "complete"]
+    assert {int(row["retrieved"]) for row in answered} == {35}
+    assert all(int(row["selected"]) >= 1 for row in answered)
+    assert all(not row["session"].startswith("<") for row in edges)
+    facts = rows(served, "most_selected_facts", "limit=3")
+    assert len(facts) == 3 and facts[0]["subject"].startswith("https://example.org/demo/")
+    assert int(facts[0]["selections"]) >= int(facts[-1]["selections"])
+    assert facts[0]["subjectLabel"] and not facts[0]["subjectLabel"].startswith('"')
+    cited = rows(served, "most_cited_documents")
+    assert {row["title"] for row in cited} >= {"Marie Curie: From Warsaw to Paris"}
+    never = rows(served, "documents_never_cited")
+    assert [row["title"] for row in never] == ["The Radium Institute in Paris"]
+    assert int(never[0]["facts"]) > 0
+    days = rows(served, "sessions_per_day")
+    assert sum(int(row["sessions"]) for row in days) == 3
+    assert days[0] == {"day": "2024-05-01", "sessions": "1", "complete": "0", "failed": "1",
+                       "open": "0"}
+    assert rows(served, "sessions_per_day", "since=2024-05-02&until=2024-12-31") == []
+    assert rows(served, "tokens_by_model") == []  # the offline backend records no usage
+
+
+def test_failed_sessions_with_their_errors(served: Served) -> None:
+    (row,) = rows(served, "failed_sessions")
+    assert (row["question"], row["error"], row["stage"]) == (FAILED_QUESTION, FAILED_ERROR,
+                                                             "session")
+    assert rows(served, "failed_sessions", "error_contains=TIMED+OUT") == [row]
+    assert rows(served, "failed_sessions", "error_contains=quota") == []
+
+
+def test_pandas_reads_the_csv_url(served: Served) -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_csv(served.url + "/queries/edges_per_session.csv")
+    assert list(frame.columns) == ["session", "started", "status", "question", "retrieved",
+                                   "selected", "ratio"]
+    assert str(frame["selected"].dtype) in ("int64", "float64")
+    assert frame["retrieved"].max() == 35
+
+
+def test_json_and_tsv(served: Served) -> None:
+    data = json.loads(served.get("/queries/most_cited_documents.json").text)
+    assert data["head"]["vars"] == ["document", "title", "citations", "sessions"]
+    tsv = served.get("/queries/most_cited_documents.tsv")
+    assert tsv.headers["Content-Type"].startswith("text/tab-separated-values")
+    solutions = ox.parse_query_results(tsv.body, format=ox.QueryResultsFormat.TSV)
+    assert len(list(solutions)) == len(data["results"]["bindings"])
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("limit=ten", "parameter limit='ten' is not an integer"),
+    ("limit=0", "is not an integer from 1 to"),
+    ("limit=5&limit=6", "given more than once"),
+    ("colour=red", "unknown parameter 'colour'"),
+    ("collection=a%3E%20%7D", "is not a collection name"),
+])
+def test_bad_parameters_are_400(served: Served, query: str, message: str) -> None:
+    reply = served.get(f"/queries/edges_per_session.csv?{query}")
+    assert reply.status == 400 and message in reply.text
+
+
+def test_bad_date_and_unknown_query(served: Served) -> None:
+    reply = served.get("/queries/sessions_per_day.csv?since=2024-13-01")
+    assert reply.status == 400 and "a date YYYY-MM-DD" in reply.text
+    assert served.get("/queries/drop_all.csv").status == 404
+    assert served.get("/queries/edges_per_session.xlsx").status == 404
+
+
+@pytest.mark.parametrize("evil", EVIL)
+def test_injection_through_a_text_parameter_stays_one_literal(served: Served, evil: str) -> None:
+    query = urllib.parse.urlencode({"error_contains": evil})
+    assert rows(served, "failed_sessions", query) == []
+    text = Templates().render("bi/failed_sessions", **saved_queries()["failed_sessions"].bind(
+        {"error_contains": [evil]}))
+    plain = Templates().render("bi/failed_sessions", **saved_queries()["failed_sessions"].bind(
+        {"error_contains": ["PLACEHOLDER"]}))
+    assert text.replace(str(ox.Literal(evil)), '"PLACEHOLDER"') == plain
+    assert len(rows(served, "failed_sessions")) == 1  # nothing was deleted
+
+
+@pytest.mark.parametrize("evil", EVIL)
+def test_injection_through_typed_parameters_is_refused(served: Served, evil: str) -> None:
+    for name, parameter in [("edges_per_session", "collection"), ("edges_per_session", "limit"),
+                            ("sessions_per_day", "since")]:
+        reply = served.get(f"/queries/{name}.csv?" + urllib.parse.urlencode({parameter: evil}))
+        assert reply.status == 400, (name, parameter)

@@ -1,0 +1,394 @@
+"""`tgsparql validate` for CI, and `tgsparql query --validate`: verdicts, formats, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+from click.testing import CliRunner
+
+from tgsparql.cli import main
+from tgsparql.store import open_store
+
+SH = "http://www.w3.org/ns/shacl#"
+TGS = "https://trustgraph.ai/shapes/"
+QUESTION = "Who did Marie Curie marry?"
+SESSION_RE = re.compile(r"urn:trustgraph:session:[0-9a-f-]{36}")
+PREFIXES = "PREFIX tg: <https://trustgraph.ai/ns/>\nPREFIX ent: <https://example.org/demo/entity/>\n"
+UNSOURCED_FACT = "INSERT DATA { ent:Marie_Curie <https://example.org/demo/rel/likes> ent:Paris }"
+ZERO_SHA = "0" * 64
+TAMPERED_CHUNK = f"""
+    DELETE {{ GRAPH <urn:graph:library> {{ <urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2> tg:contentSha256 ?h }} }}
+    INSERT {{ GRAPH <urn:graph:library> {{ <urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2> tg:contentSha256 "{ZERO_SHA}" }} }}
+    WHERE {{ GRAPH <urn:graph:library> {{ <urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2> tg:contentSha256 ?h }} }}"""
+LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE")
+
+
+@dataclass(frozen=True)
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def one_error_line(self) -> str:
+        """The single stderr line of a run that could not validate."""
+        lines = self.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), self.stderr
+        return lines[0]
+
+
+def cli(*args: object) -> Run:
+    result = CliRunner().invoke(main, [str(arg) for arg in args])
+    unexpected = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not unexpected, f"the CLI raised {result.exception!r}"
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
+def validate(store: Path, *args: object) -> Run:
+    return cli("validate", "--store", store, *args)
+
+
+def corrupt(store: Path, update: str, session: str = "") -> None:
+    opened = open_store(store)
+    try:
+        opened.update(PREFIXES + update.replace("SESSION", session))
+    finally:
+        opened.close()
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_llm_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in LLM_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def store(tmp_path: Path, demo_path: Path) -> Path:
+    """An on-disk store with the demo loaded."""
+    path = tmp_path / "store"
+    assert cli("load", "--store", path, demo_path).exit_code == 0
+    return path
+
+
+def ask(store: Path, question: str = QUESTION) -> str:
+    """Record a session with the CLI; its IRI."""
+    run = cli("query", question, "--store", store)
+    assert run.exit_code == 0, run.stderr
+    match = SESSION_RE.search(run.stderr)
+    assert match is not None, run.stderr
+    return match.group(0)
+
+
+@pytest.fixture
+def session(store: Path) -> str:
+    return ask(store)
+
+
+def junit(run: Run) -> dict[str, ET.Element]:
+    suite = ET.fromstring(run.stdout)
+    assert suite.tag == "testsuite"
+    return {case.get("name", ""): case for case in suite.iter("testcase")}
+
+
+# --- exit codes -------------------------------------------------------------------------------
+
+
+def test_a_conforming_store_exits_0_and_says_so(store, session) -> None:
+    run = validate(store)
+    assert run.exit_code == 0, run.stdout
+    assert re.fullmatch(r"Conforms: \d+ shapes checked, no results\.\n", run.stdout)
+    assert run.stderr == ""
+
+
+def test_violations_exit_1_and_each_is_listed(store, session) -> None:
+    corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
+    corrupt(store, TAMPERED_CHUNK)
+    run = validate(store)
+    assert run.exit_code == 1
+    lines = run.stdout.splitlines()
+    assert lines[0] == "Does not conform: 2 violations."
+    assert len(lines) == 3
+    assert any(session in line and "tg:status" in line for line in lines[1:])
+    assert any("urn:chunk:6e9a0e2c" in line and "does not match its tg:contentSha256" in line
+               for line in lines[1:])
+
+
+def test_warnings_alone_exit_0(store, session) -> None:
+    corrupt(store, UNSOURCED_FACT)
+    run = validate(store)
+    assert run.exit_code == 0
+    assert run.stdout.splitlines()[0] == "Does not conform: 1 warning."
+    assert "has no extraction provenance" in run.stdout
+
+
+def test_a_shapes_file_with_a_syntax_error_exits_2_naming_file_and_line(store, tmp_path) -> None:
+    bad = write(tmp_path / "bad.ttl", "@prefix sh: <http://www.w3.org/ns/shacl#> .\n\n<a> sh:path .\n")
+    run = validate(store, "--shapes", bad)
+    assert run.exit_code == 2
+    line = run.one_error_line
+    assert str(bad) in line and "line 3" in line, line
+    assert run.stdout == ""
+
+
+def test_a_missing_shapes_file_exits_2(store, tmp_path) -> None:
+    run = validate(store, "--shapes", tmp_path / "none.ttl")
+    assert run.exit_code == 2
+    assert "none.ttl" in run.one_error_line
+
+
+def test_a_shapes_feature_the_validator_does_not_support_exits_2_naming_it(store, tmp_path) -> None:
+    shapes = write(tmp_path / "af.ttl", """
+        @prefix sh: <http://www.w3.org/ns/shacl#> .
+        <https://example.org/Shape> a sh:NodeShape ;
+            sh:target [ a sh:SPARQLTarget ; sh:select "SELECT ?this WHERE { ?this ?p ?o }" ] .
+    """)
+    run = validate(store, "--shapes", shapes)
+    assert run.exit_code == 2
+    line = run.one_error_line
+    assert "https://example.org/Shape" in line and "target" in line, line
+
+
+def test_a_store_that_cannot_be_opened_exits_2(tmp_path) -> None:
+    blocker = write(tmp_path / "file", "")
+    run = cli("validate", "--store", blocker / "store")
+    assert run.exit_code == 2
+    assert "store" in run.one_error_line
+
+
+def test_a_store_that_does_not_exist_exits_2_and_is_not_created(tmp_path) -> None:
+    run = validate(tmp_path / "typo")
+    assert run.exit_code == 2
+    assert run.one_error_line == f"error: no store at {tmp_path / 'typo'}"
+    assert not (tmp_path / "typo").exists()
+
+
+def test_no_store_exits_2() -> None:
+    run = cli("validate")
+    assert run.exit_code == 2
+    assert "--store" in run.one_error_line
+
+
+def test_an_unknown_session_exits_2(store, session) -> None:
+    other = "urn:trustgraph:session:00000000-0000-4000-8000-000000000000"
+    run = validate(store, "--session", other)
+    assert run.exit_code == 2
+    assert run.one_error_line == f"error: no session {other} in the data graph"
+
+
+def test_a_malformed_session_exits_2(store) -> None:
+    run = validate(store, "--session", "not-a-session")
+    assert run.exit_code == 2
+    assert "not a session IRI: 'not-a-session'" in run.one_error_line
+
+
+def test_a_graph_that_is_not_an_iri_exits_2(store) -> None:
+    run = validate(store, "--graph", "no graph")
+    assert run.exit_code == 2
+    assert run.one_error_line == (
+        "error: --graph 'no graph' is neither an IRI nor the word 'default'"
+    )
+
+
+# --- formats and --output ---------------------------------------------------------------------
+
+
+def test_turtle_is_a_standard_validation_report(store, session) -> None:
+    corrupt(store, TAMPERED_CHUNK)
+    corrupt(store, UNSOURCED_FACT)
+    run = validate(store, "--format", "turtle")
+    assert run.exit_code == 1
+    graph = ox.Store()
+    graph.load(run.stdout, format=ox.RdfFormat.TURTLE)
+    [report] = [q.subject for q in graph.quads_for_pattern(
+        None, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+        ox.NamedNode(SH + "ValidationReport"))]
+    conforms = [q.object for q in graph.quads_for_pattern(report, ox.NamedNode(SH + "conforms"), None)]
+    assert conforms == [ox.Literal(False)]
+    results = [q.object for q in graph.quads_for_pattern(report, ox.NamedNode(SH + "result"), None)]
+    severities = sorted(
+        q.object.value.removeprefix(SH)
+        for r in results for q in graph.quads_for_pattern(r, ox.NamedNode(SH + "resultSeverity"), None)
+    )
+    assert severities == ["Violation", "Warning"]
+
+
+def test_json_has_the_verdict_and_every_result(store, session) -> None:
+    corrupt(store, TAMPERED_CHUNK)
+    run = validate(store, "--format", "json")
+    assert run.exit_code == 1
+    data = json.loads(run.stdout)
+    assert data["conforms"] is False
+    [result] = data["results"]
+    assert result["focusNode"] == {"type": "iri", "value": "urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2"}
+    assert result["sourceShape"]["value"] == TGS + "LibraryDocument"
+    assert result["sourceConstraint"]["value"] == TGS + "ContentMatchesItsSha256"
+    assert result["severity"] == "Violation"
+
+
+def test_json_of_a_conforming_store(store, session) -> None:
+    data = json.loads(validate(store, "--format", "json").stdout)
+    assert data["conforms"] is True and data["results"] == []
+
+
+def test_junit_has_one_test_case_per_shape_failing_only_where_violated(store, session) -> None:
+    corrupt(store, TAMPERED_CHUNK)
+    corrupt(store, UNSOURCED_FACT)
+    run = validate(store, "--format", "junit")
+    assert run.exit_code == 1
+    cases = junit(run)
+    assert {TGS + name for name in ("Session", "Retrieval", "Selection", "EdgeSelection", "Answer",
+                                    "LibraryDocument", "Document", "Page", "Chunk", "Subgraph",
+                                    "ExtractionActivity", "Agent", "FactProvenance")} <= set(cases)
+    failing = {name for name, case in cases.items() if case.find("failure") is not None}
+    assert failing == {TGS + "LibraryDocument"}
+    assert "has no extraction provenance" in (cases[TGS + "FactProvenance"].findtext("system-out") or "")
+    suite = ET.fromstring(run.stdout)
+    assert suite.get("tests") == str(len(cases)) and suite.get("failures") == "1"
+
+
+def test_junit_of_a_conforming_store_has_no_failure(store, session) -> None:
+    cases = junit(validate(store, "--format", "junit"))
+    assert len(cases) > 20
+    assert all(case.find("failure") is None for case in cases.values())
+
+
+def test_output_writes_the_report_to_the_file_and_a_verdict_to_stderr(store, session, tmp_path) -> None:
+    corrupt(store, TAMPERED_CHUNK)
+    target = tmp_path / "report.xml"
+    run = validate(store, "--format", "junit", "--output", target)
+    assert run.exit_code == 1
+    assert run.stdout == ""
+    assert re.fullmatch(
+        rf"does not conform: 1 violations and 0 warnings from \d+ shapes; report written to "
+        rf"{re.escape(str(target))}\n", run.stderr)
+    assert ET.parse(target).getroot().get("failures") == "1"
+
+
+def test_output_to_a_place_that_cannot_be_written_exits_2(store, tmp_path) -> None:
+    run = validate(store, "--output", tmp_path / "missing" / "report.txt")
+    assert run.exit_code == 2
+    assert "cannot write" in run.one_error_line
+
+
+# --- --session and --graph --------------------------------------------------------------------
+
+
+def test_session_restricts_the_focus_to_that_session(store, session) -> None:
+    other = ask(store, "Where was Marie Curie born?")
+    corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
+    corrupt(store, TAMPERED_CHUNK)
+    assert validate(store, "--session", other).exit_code == 0
+    run = validate(store, "--session", session, "--format", "json")
+    assert run.exit_code == 1
+    [result] = json.loads(run.stdout)["results"]
+    assert result["focusNode"]["value"] == session
+    assert result["sourceShape"]["value"] == TGS + "Session-status"
+
+
+def test_session_accepts_the_bare_uuid(store, session) -> None:
+    corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
+    assert validate(store, "--session", session.rsplit(":", 1)[1]).exit_code == 1
+
+
+def test_session_covers_every_entity_of_the_session(store, session) -> None:
+    """A corrupt edge selection, answer document and retrieval are all in the session's focus."""
+    uuid = session.rsplit(":", 1)[1]
+    corrupt(store, f"""
+        DELETE WHERE {{ GRAPH ?g {{ <urn:trustgraph:prov:edge:{uuid}:0> tg:reasoning ?r }} }} ;
+        DELETE WHERE {{ GRAPH ?g {{ <urn:trustgraph:answer:{uuid}> tg:mimeType ?m }} }} ;
+        INSERT DATA {{ GRAPH <urn:graph:explainability> {{
+            <urn:trustgraph:prov:retrieval:{uuid}> tg:entity "Marie" }} }}""")
+    run = validate(store, "--session", session, "--format", "json")
+    focus = {r["focusNode"]["value"] for r in json.loads(run.stdout)["results"]}
+    assert focus == {f"urn:trustgraph:prov:edge:{uuid}:0", f"urn:trustgraph:answer:{uuid}",
+                     f"urn:trustgraph:prov:retrieval:{uuid}"}
+
+
+def test_graph_restricts_the_data_graph(store, session) -> None:
+    corrupt(store, TAMPERED_CHUNK)
+    assert validate(store, "--graph", "default").exit_code == 0
+    run = validate(store, "--graph", "urn:graph:library", "--format", "json")
+    assert run.exit_code == 1
+    assert [r["focusNode"]["value"] for r in json.loads(run.stdout)["results"]] == [
+        "urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2"
+    ]
+
+
+def test_the_word_default_names_the_default_graph(store, session) -> None:
+    corrupt(store, UNSOURCED_FACT)
+    run = validate(store, "--graph", "default", "--format", "json")
+    assert run.exit_code == 0
+    [result] = json.loads(run.stdout)["results"]
+    assert result["sourceConstraint"]["value"] == TGS + "FactHasProvenance"
+
+
+def test_every_graph_named_gives_the_union(store, session) -> None:
+    corrupt(store, TAMPERED_CHUNK)
+    corrupt(store, UNSOURCED_FACT)
+    every = ["--graph", "default", "--graph", "urn:graph:source", "--graph", "urn:graph:library",
+             "--graph", "urn:graph:explainability"]
+    named = validate(store, *every, "--format", "json")
+    union = validate(store, "--format", "json")
+    assert named.exit_code == union.exit_code == 1
+    assert json.loads(named.stdout)["results"] == json.loads(union.stdout)["results"]
+
+
+# --- query --validate -------------------------------------------------------------------------
+
+
+def test_query_validate_prints_the_verdict_and_exits_0(store) -> None:
+    run = cli("query", QUESTION, "--store", store, "--validate")
+    assert run.exit_code == 0, run.stderr
+    assert "Pierre Curie" in run.stdout
+    assert re.search(r"^validate: conforms: \d+ shapes checked, 0 warnings$", run.stderr, re.M)
+
+
+def test_query_validate_in_jsonl_ends_with_the_verdict_object(store) -> None:
+    run = cli("query", QUESTION, "--store", store, "--validate", "--format", "jsonl")
+    assert run.exit_code == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    verdict = lines[-1]["validation"]
+    assert set(lines[-1]) == {"validation"}
+    assert verdict["session"] == lines[0]["explain_id"]
+    assert verdict["conforms"] is True and verdict["results"] == []
+    assert lines[-2]["end_of_session"] is True
+
+
+@pytest.fixture
+def broken_librarian(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A librarian that records a wrong SHA-256 for every text it stores."""
+    monkeypatch.setattr("tgsparql.librarian.sha256_hex", lambda text: ZERO_SHA)
+
+
+def test_query_validate_exits_1_when_the_new_session_does_not_conform(store, broken_librarian) -> None:
+    run = cli("query", QUESTION, "--store", store, "--validate", "--format", "jsonl")
+    assert run.exit_code == 1
+    verdict = json.loads(run.stdout.splitlines()[-1])["validation"]
+    assert verdict["conforms"] is False
+    [result] = verdict["results"]
+    assert result["focusNode"]["value"] == verdict["session"].replace("session", "answer")
+    assert result["sourceConstraint"]["value"] == TGS + "ContentMatchesItsSha256"
+
+
+def test_query_validate_in_text_lists_what_is_wrong(store, broken_librarian) -> None:
+    run = cli("query", QUESTION, "--store", store, "--validate")
+    assert run.exit_code == 1
+    assert re.search(r"^validate: does not conform: 1 violations and 0 warnings", run.stderr, re.M)
+    assert "does not match its tg:contentSha256" in run.stderr
+
+
+def test_query_validate_checks_only_the_new_session(store, session) -> None:
+    corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
+    corrupt(store, TAMPERED_CHUNK)
+    assert cli("query", QUESTION, "--store", store, "--validate").exit_code == 0

@@ -1,0 +1,439 @@
+"""`tgsparql serve`: a read-only SPARQL endpoint, saved BI queries and trace pages over a store.
+
+Design. The HTTP side is the standard library's `ThreadingHTTPServer`: it only parses requests,
+checks the token and sizes, and relays; every query runs in a small pool of worker processes.
+Processes rather than threads because a running pyoxigraph query cannot be cancelled from
+Python: a query past `--timeout` is stopped by killing its worker (a fresh one takes its place),
+which no in-process server, WSGI or ASGI, could do. With the work in the workers, a third-party
+web framework would add a dependency without removing any of this code. Wrapping
+`oxigraph serve-read-only` instead was measured (`benchmarks/results/serve.md`): the same engine,
+10–20 % more requests per second, but it reads the store as it was when it started and never
+sees a session recorded after that, so it cannot serve a store that is still being written.
+
+Sharing the store with a writer. pyoxigraph's on-disk store takes an exclusive lock, so a
+second `ox.Store(path)` fails while `tgsparql query` records sessions. `ox.Store.read_only`
+takes no lock and, on opening, replays the writer's write-ahead log, so it sees every committed
+write up to that moment, and nothing after. Each worker therefore keeps one read-only handle
+and reopens it when the store's WAL, MANIFEST or CURRENT files have changed since (a directory
+scan, well under a millisecond; a reopen costs tens of milliseconds and happens only after a
+write). A request sees every session committed before it started. Should a compaction remove a
+file the old handle still needed, the query is retried once on a fresh handle.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import multiprocessing
+import os
+import queue
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.explain import SessionNotFound, SessionSummary
+from tgsparql.serve import pages
+from tgsparql.serve.saved import saved_queries
+from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, execute, \
+    read_request, serialize
+from tgsparql.store import EmbeddedStore, StoreError
+from tgsparql.templates import Templates
+
+SAVED_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json"}
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    store: Path
+    host: str = "127.0.0.1"
+    port: int = 7879
+    token: str | None = None
+    timeout: float = 30.0
+    max_results: int = 100_000
+    max_request: int = 256 * 1024
+    """Bytes of query string or request body at most (413 beyond)."""
+    workers: int = 2
+    collection: str = vocab.DEFAULT_COLLECTION
+    log: bool = False
+
+
+class ReadOnlyStore(EmbeddedStore):
+    """The store as the Store protocol, read-only, on a handle refreshed after each write."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: ox.Store | None = None
+        self._signature: tuple[Any, ...] = ()
+
+    @property
+    def _store(self) -> ox.Store:
+        signature = _signature(self.path)
+        if self._handle is None or signature != self._signature:
+            try:
+                self._handle = ox.Store.read_only(str(self.path))
+                self._signature = signature
+            except OSError as error:
+                if self._handle is None:
+                    raise StoreError(f"cannot open the store at {self.path}: {error}") from None
+        return self._handle
+
+    def refresh(self) -> None:
+        """Drop the handle, so the next read reopens the store."""
+        self._handle = None
+
+    def update(self, update: str) -> None:
+        raise StoreError(READ_ONLY)
+
+    def bulk_load(self, *_: Any, **__: Any) -> None:
+        raise StoreError(READ_ONLY)
+
+    def close(self) -> None:
+        self._handle = None
+
+
+def _signature(path: Path) -> tuple[Any, ...]:
+    """What changes when a writer commits: the WAL files, the MANIFEST and CURRENT."""
+    try:
+        entries = [
+            (entry.name, (stat := entry.stat()).st_size, stat.st_mtime_ns)
+            for entry in os.scandir(path)
+            if entry.name.endswith(".log") or entry.name.startswith("MANIFEST-")
+            or entry.name == "CURRENT"
+        ]
+    except OSError:
+        return ()
+    return tuple(sorted(entries))
+
+
+class Worker:
+    """One query process and its end of the pipe."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child, config), daemon=True)
+        self.process.start()
+        child.close()
+
+    def ready(self, timeout: float = 60.0) -> bool:
+        try:
+            return self.conn.poll(timeout) and self.conn.recv() == "ready"
+        except (EOFError, OSError):
+            return False
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+class WorkerPool:
+    """Runs each job in an idle worker; a job past the timeout kills its worker (503)."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self._idle: queue.Queue[Worker] = queue.Queue()
+        self._all: set[Worker] = set()
+        self._lock = threading.Lock()
+        starting = [self._spawn() for _ in range(config.workers)]
+        for worker in starting:
+            if not worker.ready():
+                raise StoreError("a query worker did not start")
+            self._idle.put(worker)
+
+    def run(self, job: tuple[Any, ...]) -> Answer:
+        timeout = self.config.timeout
+        try:
+            worker = self._idle.get(timeout=timeout)
+        except queue.Empty:
+            raise ProtocolError(503, f"every query worker stayed busy for {timeout:g} s "
+                                     "(--timeout); try again later") from None
+        try:
+            worker.conn.send(job)
+            if worker.conn.poll(timeout):
+                status, content_type, body = worker.conn.recv()
+                self._idle.put(worker)
+                return Answer(status, content_type, body)
+        except (EOFError, OSError):
+            self._replace(worker)
+            raise ProtocolError(500, "the query worker failed; it has been restarted") from None
+        self._replace(worker)
+        raise ProtocolError(503, f"the query ran longer than the {timeout:g} s timeout "
+                                 "(--timeout) and was stopped")
+
+    def close(self) -> None:
+        with self._lock:
+            for worker in self._all:
+                worker.stop()
+            self._all.clear()
+
+    def _spawn(self) -> Worker:
+        worker = Worker(self.config)
+        with self._lock:
+            self._all.add(worker)
+        return worker
+
+    def _replace(self, worker: Worker) -> None:
+        """Kill the worker now; its successor joins the pool once it has started."""
+        with self._lock:
+            self._all.discard(worker)
+        worker.stop()
+
+        def start() -> None:
+            fresh = self._spawn()
+            if fresh.ready():
+                self._idle.put(fresh)
+
+        threading.Thread(target=start, daemon=True).start()
+
+
+def _worker_main(conn: Connection, config: ServerConfig) -> None:
+    """A worker's life: open the store read-only, then answer jobs until the pipe closes."""
+    store = ReadOnlyStore(config.store)
+    templates = Templates(store.dialect)
+    conn.send("ready")
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        try:
+            answer = _run_job(store, templates, config, job)
+        except ProtocolError as error:
+            answer = _error(error.status, error.message, html=job[0] in ("sessions", "session"))
+        except Exception as error:  # a failing request must not take the worker with it
+            answer = _error(500, f"{type(error).__name__}: {error}",
+                            html=job[0] in ("sessions", "session"))
+        conn.send((answer.status, answer.content_type, answer.body))
+
+
+def _run_job(
+    store: ReadOnlyStore, templates: Templates, config: ServerConfig, job: tuple[Any, ...]
+) -> Answer:
+    kind, *args = job
+    for attempt in (1, 2):
+        try:
+            if kind == "sparql":
+                return execute(store.oxigraph, args[0], config.max_results)
+            if kind == "saved":
+                name, params, extension = args
+                saved = saved_queries()[name]
+                text = templates.render(saved.template, **saved.bind(params))
+                result = store.oxigraph.query(text)
+                return serialize(result, SAVED_FORMATS[extension], config.max_results)
+            if kind == "sessions":
+                return _sessions_page(store, templates, config, *args)
+            return _session_page(store, templates, config, *args)
+        except (OSError, StoreError):
+            if attempt == 2:
+                raise
+            store.refresh()  # a file the old handle needed may have been compacted away
+    raise AssertionError("unreachable")
+
+
+def _sessions_page(
+    store: ReadOnlyStore, templates: Templates, config: ServerConfig, text: str, limit: int
+) -> Answer:
+    rows = store.select(templates.render(
+        "serve/find_sessions", graph=vocab.explainability_graph(config.collection),
+        question=text, limit=limit,
+    ))
+    found = [
+        SessionSummary(
+            session=row["session"].value, question=row["question"].value,
+            started=row["started"].value, ended=_value(row.get("ended")),
+            status=_value(row.get("status")), error=_value(row.get("error")),
+        )
+        for row in rows
+    ]
+    return Answer(200, HTML, pages.render_sessions(found, text, limit).encode("utf-8"))
+
+
+def _session_page(
+    store: ReadOnlyStore, templates: Templates, config: ServerConfig, uuid: str
+) -> Answer:
+    try:
+        view = pages.session_view(store, templates, config.collection, uuid)
+    except (SessionNotFound, ValueError):
+        raise ProtocolError(404, f"no session {uuid} in collection {config.collection!r}") \
+            from None
+    return Answer(200, HTML, pages.render_session(view).encode("utf-8"))
+
+
+def _value(term: Any) -> str | None:
+    return term.value if term is not None else None
+
+
+def _error(status: int, message: str, *, html: bool = False) -> Answer:
+    if html:
+        return Answer(status, HTML, pages.render_error(status, message).encode("utf-8"))
+    return Answer(status, TEXT, (message + "\n").encode("utf-8"))
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes: /sparql, /queries, /queries/NAME.EXT, /sessions, /sessions/UUID."""
+
+    server: TgsparqlServer
+    server_version = "tgsparql"
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # a client that stops sending is dropped
+    disable_nagle_algorithm = True  # headers and body leave at once, no 40 ms delayed-ACK wait
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._refuse_method()
+
+    do_DELETE = do_PATCH = do_PUT
+
+    def _refuse_method(self) -> None:
+        self._send(_error(405, f"{self.command} is not allowed: this endpoint is read-only and "
+                               "answers GET and POST"), {"Allow": "GET, POST"})
+
+    def _handle(self, method: str) -> None:
+        config = self.server.config
+        url = urlsplit(self.path)
+        try:
+            self._authorize(config)
+            if len(url.query) > config.max_request:
+                raise ProtocolError(413, f"the query string is larger than {config.max_request} "
+                                         "bytes")
+            body = self._body(config) if method == "POST" else b""
+            answer = self._route(method, url.path, url.query, body)
+        except ProtocolError as error:
+            html = url.path.startswith("/sessions") and error.status != 401
+            extra = {"WWW-Authenticate": 'Bearer realm="tgsparql"'} if error.status == 401 else {}
+            if error.status == 413:
+                self.close_connection = True
+            self._send(_error(error.status, error.message, html=html), extra)
+            return
+        self._send(answer)
+
+    def _authorize(self, config: ServerConfig) -> None:
+        if config.token is None:
+            return
+        given = self.headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode("utf-8"), config.token.encode("utf-8")
+        ):
+            raise ProtocolError(401, "a bearer token is required: send "
+                                     "'Authorization: Bearer TOKEN'" if not given
+                                else "the bearer token is wrong")
+
+    def _body(self, config: ServerConfig) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is None:
+            raise ProtocolError(411, "a POST needs a Content-Length")
+        try:
+            size = int(length)
+        except ValueError:
+            raise ProtocolError(400, "Content-Length is not a number") from None
+        if size > config.max_request:
+            raise ProtocolError(413, f"the request body is larger than {config.max_request} "
+                                     "bytes")
+        return self.rfile.read(size)
+
+    def _route(self, method: str, path: str, query: str, body: bytes) -> Answer:
+        pool = self.server.pool
+        if path == "/sparql":
+            request = read_request(method, query, self.headers.get("Content-Type", ""), body,
+                                   self.headers.get("Accept", ""))
+            return pool.run(("sparql", request))
+        if method != "GET":
+            raise ProtocolError(405, f"{path} answers GET only")
+        if path in ("/", ""):
+            return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
+        if path == "/queries":
+            listed = [q.to_json() for q in saved_queries().values()]
+            return Answer(200, HTML, pages.render_queries(listed).encode("utf-8"))
+        if path.startswith("/queries/"):
+            name, _, extension = path[len("/queries/"):].rpartition(".")
+            if name not in saved_queries() or extension not in SAVED_FORMATS:
+                raise ProtocolError(404, f"no saved query {path[len('/queries/'):]!r}; see "
+                                         "/queries (NAME.csv, NAME.tsv or NAME.json)")
+            params = parse_qs(query, keep_blank_values=True)
+            return pool.run(("saved", name, params, extension))
+        if path == "/sessions":
+            params = parse_qs(query, keep_blank_values=True)
+            unknown = sorted(set(params) - {"q", "limit"})
+            if unknown:
+                raise ProtocolError(400, f"unknown parameter {unknown[0]!r}; /sessions takes q "
+                                         "and limit")
+            text = params.get("q", [""])[-1]
+            limit = params.get("limit", ["100"])[-1]
+            if not limit.isdigit() or not 1 <= int(limit) <= 10_000:
+                raise ProtocolError(400, "limit must be an integer from 1 to 10000")
+            return pool.run(("sessions", text, int(limit)))
+        if path.startswith("/sessions/"):
+            return pool.run(("session", path[len("/sessions/"):]))
+        raise ProtocolError(404, f"nothing at {path}; see /sessions, /queries or /sparql")
+
+    def _send(self, answer: Answer, extra: Mapping[str, str] | None = None) -> None:
+        self.send_response(answer.status)
+        self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in {**answer.headers, **(extra or {})}.items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.config.log:
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+class TgsparqlServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.pool = WorkerPool(config)
+        try:
+            super().__init__((config.host, config.port), Handler)
+        except OSError:
+            self.pool.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.pool.close()
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def describe(server: TgsparqlServer) -> str:
+    """The startup line: where it listens and what it serves."""
+    config = server.config
+    return json.dumps({
+        "url": server.url, "store": str(config.store), "token": config.token is not None,
+        "timeout_s": config.timeout, "max_results": config.max_results,
+        "workers": config.workers,
+    })
+

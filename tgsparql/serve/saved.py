@@ -1,0 +1,137 @@
+"""Saved BI queries: `queries/bi/NAME.rq` with `NAME.json` (title, description, parameters).
+
+A URL's query string becomes template parameters only after each value is checked against its
+declared type; the template then renders it through the escaping filters. Unknown parameters
+and values of the wrong type are refused, so no request can change a saved query's shape.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any
+from urllib.parse import urlencode
+
+import pyoxigraph as ox
+
+from tgsparql import vocab
+from tgsparql.serve.sparql import ProtocolError
+
+XSD_DATE = ox.NamedNode(vocab.XSD + "date")
+TYPES = ("integer", "string", "date", "collection")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: str
+    default: Any
+    description: str
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def parse(self, text: str) -> Any:
+        """The template value of one query-string value, or a 400 naming the parameter."""
+        if self.type == "integer":
+            try:
+                value = int(text, 10)
+            except ValueError:
+                raise self._bad(text, "an integer") from None
+            if (self.minimum is not None and value < self.minimum) or (
+                self.maximum is not None and value > self.maximum
+            ):
+                raise self._bad(text, f"an integer from {self.minimum} to {self.maximum}")
+            return value
+        if self.type == "date":
+            try:
+                day = dt.date.fromisoformat(text)
+            except ValueError:
+                raise self._bad(text, "a date YYYY-MM-DD") from None
+            return ox.Literal(day.isoformat(), datatype=XSD_DATE)
+        if self.type == "collection":
+            try:
+                return vocab.explainability_graph(text)
+            except vocab.CollectionError:
+                raise self._bad(text, "a collection name (letters, digits, _ . -)") from None
+        if "\x00" in text or any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+            raise self._bad(text, "text")
+        return text
+
+    def _bad(self, text: str, expected: str) -> ProtocolError:
+        return ProtocolError(400, f"parameter {self.name}={text!r:.80} is not {expected}")
+
+
+@dataclass(frozen=True)
+class SavedQuery:
+    name: str
+    title: str
+    description: str
+    parameters: tuple[Parameter, ...]
+
+    @property
+    def template(self) -> str:
+        return f"bi/{self.name}"
+
+    def bind(self, query: Mapping[str, list[str]]) -> dict[str, Any]:
+        """Template parameters from a parsed query string: every value checked, defaults filled."""
+        known = {p.name: p for p in self.parameters}
+        unknown = sorted(set(query) - set(known))
+        if unknown:
+            raise ProtocolError(
+                400, f"unknown parameter {unknown[0]!r} for {self.name}; it takes "
+                     + (", ".join(known) or "no parameters")
+            )
+        bound: dict[str, Any] = {}
+        for parameter in self.parameters:
+            values = query.get(parameter.name)
+            if values is not None and len(values) != 1:
+                raise ProtocolError(400, f"parameter {parameter.name} given more than once")
+            text = values[0] if values is not None else str(parameter.default)
+            bound[_template_name(parameter.name)] = parameter.parse(text)
+        return bound
+
+    def example_url(self, extension: str = "csv") -> str:
+        defaults = {p.name: p.default for p in self.parameters}
+        suffix = f"?{urlencode(defaults)}" if defaults else ""
+        return f"/queries/{self.name}.{extension}{suffix}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "parameters": [
+                {k: v for k, v in p.__dict__.items() if v is not None} for p in self.parameters
+            ],
+            "example": self.example_url(),
+        }
+
+
+def _template_name(parameter: str) -> str:
+    """`collection` is rendered as the explainability graph IRI the templates call `graph`."""
+    return "graph" if parameter == "collection" else parameter
+
+
+@cache
+def saved_queries() -> dict[str, SavedQuery]:
+    """Every saved BI query, by name, from the package's `queries/bi/`."""
+    out = {}
+    folder = files("tgsparql.queries").joinpath("bi")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".json"):
+            continue
+        meta = json.loads(entry.read_text(encoding="utf-8"))
+        name = entry.name[: -len(".json")]
+        parameters = []
+        for p in meta.get("parameters", []):
+            if p["type"] not in TYPES:
+                raise ValueError(f"{entry.name}: parameter {p['name']} has unknown type "
+                                 f"{p['type']!r}")
+            parameters.append(Parameter(p["name"], p["type"], p["default"], p["description"],
+                                        p.get("minimum"), p.get("maximum")))
+        out[name] = SavedQuery(name, meta["title"], meta["description"], tuple(parameters))
+    return out
