@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any, Final
 
 import pyoxigraph as ox
@@ -31,6 +32,10 @@ XSD_DATE: Final = ox.NamedNode(vocab.XSD + "date")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?[0-9]*\.[0-9]+")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# Names recur across the facts and chunks of a document, and minting normalises each one
+# (NFKC, case folding, a regex), so each distinct name is minted once.
+_entity_iri = lru_cache(maxsize=65_536)(entity_iri)
+_relation_iri = lru_cache(maxsize=4_096)(relation_iri)
 
 
 @dataclass(frozen=True)
@@ -93,9 +98,9 @@ def to_fact(obj: dict[str, Any]) -> Fact | None:
     evidence = obj.get("evidence")
     if not isinstance(evidence, str) or not evidence.strip() or len(evidence) > MAX_EVIDENCE_CHARS:
         evidence = None
-    target = value if value is not None else entity_iri(object_name or "")
+    target = value if value is not None else _entity_iri(object_name or "")
     try:
-        triple = ox.Triple(entity_iri(subject), relation_iri(predicate), target)
+        triple = ox.Triple(_entity_iri(subject), _relation_iri(predicate), target)
     except ValueError:
         return None
     return Fact(triple, subject, predicate, object_name, evidence)

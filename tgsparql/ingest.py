@@ -191,7 +191,7 @@ def ingest_document(
 
     page_iris = {page.number: ids.page(page.number) for page in pages}
     chunk_rows: list[_Chunk] = []
-    subgraphs: dict[ox.NamedNode, _Subgraph] = {}
+    subgraphs: dict[tuple[ox.NamedNode, tuple[int, int] | None], _Subgraph] = {}
     facts: dict[ox.Triple, None] = {}
     labels: dict[_Label, None] = {}
     model: str | None = None
@@ -218,8 +218,10 @@ def ingest_document(
             span = _span(fact, chunk)
             report.evidence_found += span is not None
             key = None if span is None else (span.offset, span.length)
-            iri = ids.subgraph(chunk.start, chunk.end, key)
-            subgraph = subgraphs.setdefault(iri, _Subgraph(iri, chunk_iri, span))
+            subgraph = subgraphs.get((chunk_iri, key))
+            if subgraph is None:  # mint each subgraph's IRI once, not once per fact
+                iri = ids.subgraph(chunk.start, chunk.end, key)
+                subgraph = subgraphs[chunk_iri, key] = _Subgraph(iri, chunk_iri, span)
             subgraph.triples.append(fact.triple)
             facts[fact.triple] = None
             for label in _labels(fact):
