@@ -272,6 +272,20 @@ def test_the_final_message_carries_the_sources_of_the_selected_edges(demo_store)
     assert all(m.sources == [] for m in messages[:-1])
 
 
+def test_sources_come_with_the_answer_when_recording_is_off(demo_store) -> None:
+    pick = [("Marie Curie", "born in", "Warsaw"), ("Marie Curie", "discovered", "polonium")]
+    recorded = list(GraphRag(demo_store, ScriptedBackend(pick=pick)).query(QUESTION))[-1]
+    before = len(demo_store.oxigraph)
+    unrecorded = list(
+        GraphRag(demo_store, ScriptedBackend(pick=pick), record=False).query(QUESTION)
+    )[-1]
+    assert len(demo_store.oxigraph) == before
+    assert [s.edge_selection for s in unrecorded.sources] == [None, None]
+    assert [(s.edge, s.chunk, s.text) for s in unrecorded.sources] == [
+        (s.edge, s.chunk, s.text) for s in recorded.sources
+    ]
+
+
 def test_the_answer_is_written_from_the_selected_edges_only(demo_store) -> None:
     backend = ScriptedBackend(pick=[("Marie Curie", "born in", "Warsaw")])
     list(GraphRag(demo_store, backend).query(QUESTION))

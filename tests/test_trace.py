@@ -204,8 +204,10 @@ def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path)
     values = [line for line in lines if "VALUES" in line and not line.startswith("#")]
     assert len(values) == 1
     params = re.findall(r"\{\{ ([a-z_.]+)\|(?:iri|term) \}\}", values[0])
+    loops = re.findall(r"\{% for ([a-z_]+) in [a-z_]+ %\}", values[0])
+    assert len(loops) <= 1  # a list parameter: one row per item
     assert params
-    assert re.fullmatch(r"VALUES (\?[a-zA-Z]+|\(\?s \?p \?o\)) \{ .* \}", values[0].strip())
+    assert re.fullmatch(r"VALUES (\?[a-zA-Z]+|\(\?s \?p \?o( \?edge)?\)) \{ .* \}", values[0].strip())
     roots = {param.split(".")[0] for param in params}
     assert len(roots) == 1
     (root,) = roots
@@ -228,7 +230,7 @@ def test_each_saved_query_runs_as_pasted_once_its_parameter_is_filled(
     """A person replaces the VALUES line and the graph names; the result is the rendered one's."""
     ids = SessionIds.from_session_iri(sessions[1])
     params = {"session": ids.session, "edge_selection": ids.edge_selection(0),
-              "document": ox.NamedNode(DOC + "pierre-curie"), "fact": MARRIED}
+              "document": ox.NamedNode(DOC + "pierre-curie"), "facts": [MARRIED]}
     filled = {"{{ graph|iri }}": "<urn:graph:explainability>",
               "{{ graphs.source|iri }}": "<urn:graph:source>",
               "{{ graphs.library|iri }}": "<urn:graph:library>",
@@ -237,7 +239,9 @@ def test_each_saved_query_runs_as_pasted_once_its_parameter_is_filled(
               "{{ document|iri }}": f"<{DOC}pierre-curie>",
               "{{ fact.subject|term }}": str(MARRIED.subject),
               "{{ fact.predicate|term }}": str(MARRIED.predicate),
-              "{{ fact.object|term }}": str(MARRIED.object)}
+              "{{ fact.object|term }}": str(MARRIED.object),
+              "{{ fact|triple }}": f"<<( {MARRIED.subject} {MARRIED.predicate} {MARRIED.object} )>>",
+              "{% for fact in facts %}": "", "{% endfor %}": ""}
     text = path.read_text(encoding="utf-8")
     for placeholder, term in filled.items():
         text = text.replace(placeholder, term)

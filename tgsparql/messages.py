@@ -19,7 +19,8 @@ class Error:
 class Source:
     """Where one selected edge came from: the chunk, page and document that state it."""
 
-    edge_selection: str
+    edge_selection: str | None
+    """The recorded edge selection; None when the session was not recorded."""
     edge: ox.Triple
     document: str
     title: str | None = None

@@ -19,7 +19,7 @@ from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import Store
 from tgsparql.templates import Templates, TemplateError, check_text
-from tgsparql.trace import session_sources
+from tgsparql.trace import facts_sources
 
 MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")
@@ -201,12 +201,18 @@ class _Session:
         return triples
 
     def _sources(self, edges: Sequence[SelectedEdge]) -> list[Source]:
-        if not self.rag.record or not edges:
-            return []
-        by_selection = {self.ids.edge_selection(i): edge.triple for i, edge in enumerate(edges)}
-        return session_sources(
-            self.rag.store, self.rag.templates, self.rag.collection, self.ids, by_selection
-        )
+        """Where each selected edge came from, from one query over the provenance graph.
+
+        Sources belong to the answer, not to its record, so they come from the edges
+        themselves and are there with recording off too (then without edge-selection IRIs).
+        """
+        found = facts_sources(self.rag.store, self.rag.templates, [e.triple for e in edges])
+        recorded = self.rag.record
+        return [
+            source.as_source(self.ids.edge_selection(i).value if recorded else None, edge.triple)
+            for i, edge in enumerate(edges)
+            for source in found.get(edge.triple, [])
+        ]
 
     def _explain(self, iri: ox.NamedNode, triples: Sequence[ox.Triple]) -> GraphRagResponse:
         recorded = self.rag.record

@@ -49,7 +49,7 @@ class ChunkSource:
     evidence_offset: int | None = None
     evidence_length: int | None = None
 
-    def as_source(self, edge_selection: str, edge: ox.Triple) -> Source:
+    def as_source(self, edge_selection: str | None, edge: ox.Triple) -> Source:
         """The answer-side view (SPEC §6 sources): the evidence span, else the chunk text."""
         return Source(
             edge_selection=edge_selection,
@@ -263,8 +263,23 @@ def edge_sources(
 
 def fact_sources(store: Store, templates: Templates, fact: ox.Triple) -> list[ChunkSource]:
     """fact → every chunk that states it (`fact_sources.rq`), by document then chunk."""
-    rows = store.select(templates.render("trace/fact_sources", fact=fact))
-    return _sorted_sources(s for s in map(_chunk_source, rows) if s is not None)
+    return facts_sources(store, templates, [fact]).get(fact, [])
+
+
+def facts_sources(
+    store: Store, templates: Templates, facts: Sequence[ox.Triple]
+) -> dict[ox.Triple, list[ChunkSource]]:
+    """Each fact → every chunk that states it, from one query; facts without a source are absent."""
+    if not facts:
+        return {}
+    rows = store.select(templates.render("trace/fact_sources", facts=list(dict.fromkeys(facts))))
+    found: dict[ox.Triple, set[ChunkSource]] = {}
+    for row in rows:
+        source = _chunk_source(row)
+        if source is not None:
+            fact = ox.Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
+            found.setdefault(fact, set()).add(source)
+    return {fact: _sorted_sources(sources) for fact, sources in found.items()}
 
 
 def document_sessions(
