@@ -57,8 +57,9 @@ DEFAULT_FACTS = 1_000_000
 DEFAULT_QUESTIONS = 200
 DEFAULT_SEED = 20240601
 WARMUP_QUESTIONS = 5
-BUILD_FORMAT = 1
-"""Bumped whenever the generator changes, so an old cached store is not reused."""
+BUILD_FORMAT = 2
+"""Bumped whenever the generator or the label index changes, so an old cached store is not
+reused (2: the label index holds label words for name grounding)."""
 
 KG = "http://example.org/kg/"
 ENTITY = KG + "entity/"
