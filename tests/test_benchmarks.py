@@ -141,6 +141,67 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
     assert "- store: 200 sessions, 5,000 facts, 100 documents" in text
 
 
+def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_engine(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "validation.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.validation_bench",
+            "--size",
+            "tiny",
+            "--runs",
+            "1",
+            "--engines",
+            "tgsparql,shacl,pyrudof",
+            "--work",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    assert "- record: 200 sessions, 2 seeded violations of each of 11 kinds (22 expected results)" in text
+    rows = table_rows(text)
+    for engine in ("tgsparql", "shacl", "pyrudof"):
+        assert engine in rows
+    # Both dialects list every engine with 22 results, identical to ours and as seeded.
+    engine_rows = [line for line in text.splitlines() if line.startswith("| ") and "|---" not in line]
+    measured = [line for line in engine_rows if not line.startswith("| engine")]
+    assert len(measured) == 6
+    for line in measured:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[2:5] == ["22", "yes", "yes"], line
+    assert "tgsparql / fastest:" in text
+
+
+TRACE_TIMING_ROWS = [
+    "session → sources (session_sources)",
+    "session → sources, same session again",
+    "edge selection → sources (edge_sources)",
+    "fact → sources (fact_sources)",
+    "document → sessions (document_sessions)",
+]
+TRACE_COUNT_ROWS = [
+    "sources per session",
+    "selected edges traced per session",
+    "sources per fact",
+    "sessions per document",
+    "edge selections per document",
+]
+TG = "https://trustgraph.ai/ns/"
+TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+SOURCE = ox.NamedNode("urn:graph:source")
+SPAN = {ox.NamedNode(TG + name) for name in ("sourceText", "sourceCharOffset", "sourceCharLength")}
+
+
 def run_module(module: str, *args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", module, *map(str, args)],
@@ -229,3 +290,59 @@ def test_tiny_ingest_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
     assert "- corpus: 3 plain-text documents of 3 pages, 360 sentences (one fact each)" in text
     assert "scripted backend, no LLM time" in text
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
+    out, plot = tmp_path / "soak.md", tmp_path / "soak.png"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.soak_bench", "--sessions", "30", "--window", "10",
+         "--validate-every", "20", "--writers", "1,2", "--throughput-sessions", "6",
+         "--batch", "3", "--work", str(tmp_path / "work"), "--out", str(out),
+         "--plot", str(plot)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    windows = [line.split("|")[1:8] for line in text.splitlines()
+               if re.match(r"\| \d+ \|", line)]
+    assert [int(w[0]) for w in windows] == [10, 20, 30]
+    assert all(float(w[1]) > 0 and float(w[2]) >= float(w[1]) for w in windows)
+    assert [w[4].strip() for w in windows] == ["", "10", "10"]  # validated at 20 and at the end
+    assert "- validation: 20 sessions validated in 2 runs, 0 violations" in text
+    assert "| embedded on disk, threads |" in text and "| embedded on disk, processes |" in text
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_tiny_remote_benchmark_counts_the_same_requests_on_every_store(tmp_path: Path) -> None:
+    from benchmarks.remote_bench import stage_of
+    from tests.remote.conftest import oxigraph_binary, virtuoso_binaries
+
+    out = tmp_path / "remote.md"
+    done = run_module("benchmarks.remote_bench", "--facts", FACTS, "--questions", QUESTIONS,
+                      "--out", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    header = next(line for line in text.splitlines() if line.startswith("| measure"))
+    stores = [cell.strip() for cell in header.strip("|").split("|")][1:]
+    installed = {"Oxigraph 0.5 server": oxigraph_binary() is not None,
+                 "Virtuoso 7": virtuoso_binaries() is not None}
+    assert stores == ["embedded"] + [name for name, found in installed.items() if found]
+    rows = table_rows(text)
+    for name in ("requests: grounding", "requests: retrieval (schema probe, hops, labels)",
+                 "requests: recording (session … answer, librarian)",
+                 "requests: sources of the answer", "requests per session, all",
+                 "trace of a session, requests"):
+        assert len(set(rows[name])) == 1, (name, rows[name])  # alike on every store
+    assert rows["requests: other"] == ["0 (0–0)"] * len(stores)
+    assert rows["HTTP requests per session (RemoteStore.requests)"] == (
+        ["–"] + rows["requests per session, all"][1:])
+    assert rows["retrieved edges that are not KG facts"] == ["0"] * len(stores)
+    assert rows["failed sessions"] == ["0"] * len(stores)
+    equal = dict(zip(stores, rows["answers and selected edges equal to embedded"]))
+    everything = f"{QUESTIONS} / {QUESTIONS}"  # Virtuoso may pick other edges: not compared
+    assert equal["embedded"] == equal.get("Oxigraph 0.5 server", everything) == everything
+    assert f"- KG: {FACTS:,} facts" in text and f"- questions: {QUESTIONS} measured" in text
+    assert [stage_of(t, update=False) for t in (
+        "# Grounding: x", "# Retrieval, one hop", "# Labels: y", "# Trace: z", "SELECT")] == [
+        "grounding", "retrieval", "retrieval", "sources", "other"]
+    assert stage_of("PREFIX tg: <urn:x>\nINSERT DATA {}", update=True) == "recording"

@@ -564,6 +564,10 @@ EVERY_PARAM: dict[str, Any] = {
                {"graph": GRAPH, "triples": [LIT_TRIPLE]}],
     "probe": ox.NamedNode("urn:tgsparql:doctor:probe"),
     "value": "probe",
+    "sessions": [IDS],
+    "cutoff": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc),
+    "named": [GRAPH],
+    "include_default": True,
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

@@ -67,6 +67,10 @@ _REMOTE_OPTIONS = [
     click.option("--dialect", type=click.Choice(DIALECTS), envvar="TGSPARQL_DIALECT",
                  help="How the endpoint writes edge references (default rdf12; "
                  "`tgsparql doctor` recommends one). Env: TGSPARQL_DIALECT."),
+    click.option("--kg-graph", metavar="IRI", envvar="TGSPARQL_KG_GRAPH",
+                 help="Named graph that holds the KG on a server whose default graph is the "
+                 "union of all graphs (Virtuoso): writes to the default graph go there and reads "
+                 "of it name it as default-graph-uri. Env: TGSPARQL_KG_GRAPH."),
     click.option("--user", envvar="TGSPARQL_USER", help="Basic auth user. Env: TGSPARQL_USER."),
     click.option("--password", envvar="TGSPARQL_PASSWORD",
                  help="Basic auth password. Env: TGSPARQL_PASSWORD (preferred: keeps it out "
@@ -80,8 +84,8 @@ _REMOTE_OPTIONS = [
                  show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
                  help="Seconds to wait for the endpoint to send more of a response."),
 ]
-_REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "user", "password",
-                "token", "connect_timeout", "read_timeout")
+_REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "kg_graph", "user",
+                "password", "token", "connect_timeout", "read_timeout")
 
 
 def remote_options(function: F) -> F:
@@ -284,6 +288,40 @@ def load(store_path: StoreTarget, files_: tuple[Path, ...]) -> None:
 
 @main.command()
 @store_option
+@click.option("--graph", "graphs", multiple=True, metavar="IRI",
+              help="Export only this graph; repeatable; 'default' names the default graph. "
+              "Default: every graph.")
+@click.option("--format", "format_", type=click.Choice(["nquads", "trig"]), required=True,
+              help="N-Quads or TriG, RDF 1.2: triple terms and graph names kept.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write to FILE instead of standard output.")
+def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
+           output: Path | None) -> None:
+    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically."""
+    from tgsparql.export import export as export_store
+    from tgsparql.validate_session import GraphNameError, data_graph
+
+    try:
+        chosen = data_graph(graphs) if graphs else None
+    except GraphNameError as error:
+        raise click.BadParameter(str(error), param_hint="--graph") from None
+    with opened(store_path) as store:
+        try:
+            if output is None:
+                export_store(store, sys.stdout.buffer, format_, chosen)  # type: ignore[arg-type]
+                sys.stdout.buffer.flush()
+            else:
+                with output.open("wb") as file:
+                    export_store(store, file, format_, chosen)  # type: ignore[arg-type]
+        except OSError as error:
+            raise Failure(f"cannot write {output or 'standard output'}: "
+                          f"{error.strerror or error}") from None
+        except StoreError as error:
+            raise Failure(str(error)) from None
+
+
+@main.command()
+@store_option
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(path_type=Path))
 @click.option("--chunk-size", type=click.IntRange(1), default=2000, show_default=True,
@@ -397,14 +435,18 @@ def query(store_path: StoreTarget, question: str, collection: str, llm: str | No
             sys.exit(1)
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @store_option
 @collection_option
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
 @click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-def sessions(store_path: StoreTarget, collection: str, limit: int, format_: str) -> None:
-    """List recorded sessions, newest first."""
+@click.pass_context
+def sessions(ctx: click.Context, store_path: StoreTarget, collection: str, limit: int,
+             format_: str) -> None:
+    """List recorded sessions, newest first; `sessions delete` removes old ones."""
+    if ctx.invoked_subcommand is not None:
+        return
     with opened(store_path) as store:
         try:
             found = list_sessions(store, Templates(store.dialect), collection, limit)
@@ -422,6 +464,44 @@ def sessions(store_path: StoreTarget, collection: str, limit: int, format_: str)
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+
+
+@sessions.command("delete")
+@store_option
+@collection_option
+@click.option("--older-than", metavar="DURATION",
+              help="Delete sessions started longer ago than this: 30d, 12h, 90m, 2w, 1d12h.")
+@click.option("--session", "session_iris", multiple=True, metavar="IRI",
+              help="Delete this session (its IRI or UUID); repeatable.")
+@click.option("--dry-run", is_flag=True, help="List what would be deleted; change nothing.")
+def sessions_delete(store_path: StoreTarget, collection: str, older_than: str | None,
+                    session_iris: tuple[str, ...], dry_run: bool) -> None:
+    """Delete sessions with every triple they own (session, retrieval, selection, edge
+    selections, answer, failure fields) and their answer documents; nothing else."""
+    from tgsparql.retention import RetentionError, delete_sessions, parse_duration, select_sessions
+
+    if (older_than is None) == (not session_iris):
+        raise click.UsageError("give either --older-than DURATION or --session IRI")
+    try:
+        duration = parse_duration(older_than) if older_than is not None else None
+    except RetentionError as error:
+        raise click.BadParameter(str(error), param_hint="--older-than") from None
+    with opened(store_path) as store:
+        templates = Templates(store.dialect)
+        try:
+            chosen = select_sessions(store, templates, collection, older_than=duration,
+                                     sessions=session_iris)
+            removed = 0 if dry_run else delete_sessions(store, templates, collection, chosen)
+        except (RetentionError, StoreError, vocab.CollectionError) as error:
+            raise Failure(str(error)) from None
+    for item in chosen:
+        click.echo(f"{'would delete' if dry_run else 'deleted'} {item.ids.session.value} "
+                   f"({item.quads} quads)")
+    if dry_run:
+        quads = sum(item.quads for item in chosen)
+        click.echo(f"dry run: {len(chosen)} sessions ({quads} quads) would be deleted", err=True)
+    else:
+        click.echo(f"deleted {len(chosen)} sessions ({removed} quads)", err=True)
 
 
 @main.command()
@@ -547,7 +627,8 @@ class CannotValidate(Failure):
 @click.option("--shapes", "shape_files", multiple=True, metavar="PATH",
               type=click.Path(dir_okay=False, path_type=Path),
               help="SHACL shapes file (Turtle, TriG, N-Triples, ...); repeatable. "
-              "Default: the bundled shapes of the explainability and extraction records.")
+              "Default: the bundled shapes of the explainability and extraction records, "
+              "in the store's dialect.")
 @click.option("--graph", "graphs", multiple=True, metavar="IRI",
               help="Validate only this graph; repeatable; 'default' names the default graph "
               "(the KG). Default: the union of all graphs.")
@@ -575,12 +656,12 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
         raise CannotValidate(f"no store at {store_path}")
     try:
         graph = data_graph(graphs)
-        shapes = Shapes.from_files(shape_files) if shape_files else Shapes.bundled()
+        shapes = Shapes.from_files(shape_files) if shape_files else None
         store = open_target(store_path)
     except (GraphNameError, ShapesError, StoreError) as error:
         raise CannotValidate(str(error)) from None
     try:
-        validator = Validator(shapes, dialect=store.dialect)
+        validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
         focus = session_nodes(store, Templates(store.dialect), session, graph) if session else None
         report = validator.validate(store, default_graph=graph, focus=focus)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:

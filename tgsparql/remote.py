@@ -7,22 +7,31 @@ result with pyoxigraph (SPARQL JSON, N-Triples), never rdflib, so triple terms s
 Server notes, for the parameters a read may send:
 - Oxigraph: `union-default-graph` (the union of every graph), `default-graph-uri` (repeatable),
   a Graph Store Protocol endpoint at `/store` that takes N-Quads POSTed to it.
-- Virtuoso, Fuseki, GraphDB: `default-graph-uri`; no standard parameter asks for the union
-  (Virtuoso's default graph already is the union of all graphs; pass `union_parameter=None`
-  and a union read fails with a clear error rather than reading the wrong graph).
-No protocol parameter names a store's own default graph next to named graphs, so a graph list
-that mixes `ox.DefaultGraph()` with named graphs is refused.
+- Fuseki, GraphDB: `default-graph-uri`; no standard parameter asks for the union (pass
+  `union_parameter=None` and a union read fails with a clear error rather than reading the
+  wrong graph).
+- Virtuoso: its default graph is the union of all graphs, and an INSERT DATA without GRAPH has
+  no target. Give `kg_graph`, a named graph that stands for tgsparql's default graph (the KG):
+  reads of the default graph send it as `default-graph-uri`, each `GRAPH <iri>` the query names
+  as `named-graph-uri` (Virtuoso leaves a named graph out of a dataset that has a default graph
+  but does not list it, while `GRAPH ?g` still ranges over every graph), updates send it as
+  `using-graph-uri` (Virtuoso's target for triples outside GRAPH), bulk loads put the default
+  graph's triples into it, and a union read sends no dataset at all. Its `ResultSetMaxRows`
+  (10000 by default) must exceed the largest result tgsparql reads, or results are cut short.
+Without `kg_graph` no protocol parameter names a store's own default graph next to named
+graphs, so a graph list that mixes `ox.DefaultGraph()` with named graphs is refused.
 """
 
 from __future__ import annotations
 
 import base64
 import http.client
+import json
 import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import BinaryIO
@@ -33,12 +42,14 @@ from SPARQLWrapper import ASK, CONSTRUCT, INSERT, JSON, POST, SELECT, SPARQLWrap
 
 from tgsparql.store import DataGraph, Solution, StoreError
 from tgsparql.templates import DIALECTS, Dialect, TemplateError, Templates
+from tgsparql.vocab import XSD_INTEGER
 
 SPARQL_JSON = "application/sparql-results+json"
 N_TRIPLES = "application/n-triples"
 TURTLE = "text/turtle"
 RDF_REIFIES = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies")
 N_QUADS = "application/n-quads"
+VIRTUOSO_ASK = "__ASK_RETVAL"
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_BACKOFF = 8.0
 
@@ -88,6 +99,7 @@ class RemoteStore:
         retries: int = 3,
         backoff: float = 0.5,
         union_parameter: str | None = "union-default-graph",
+        kg_graph: str | None = None,
         batch_size: int = 2000,
     ) -> None:
         for name, url in (("endpoint", endpoint), ("update endpoint", update_endpoint),
@@ -102,6 +114,10 @@ class RemoteStore:
             raise StoreError("basic auth needs both a user and a password")
         if connect_timeout <= 0 or read_timeout <= 0 or retries < 0 or batch_size < 1:
             raise StoreError("timeouts and the batch size must be positive, retries not negative")
+        try:
+            self.kg_graph = ox.NamedNode(kg_graph) if kg_graph is not None else None
+        except ValueError as error:
+            raise StoreError(f"the KG graph must be an IRI, not {kg_graph!r}: {error}") from None
         self.endpoint = endpoint
         self.update_endpoint = update_endpoint or endpoint
         self.graph_store = graph_store
@@ -115,6 +131,8 @@ class RemoteStore:
         self.batch_size = batch_size
         self._templates = Templates(dialect)
         self._closed = False
+        self.requests = 0
+        """HTTP exchanges attempted so far (each retry counts), for benchmarks and tests."""
 
     @classmethod
     def from_environment(
@@ -129,6 +147,7 @@ class RemoteStore:
             "user": "TGSPARQL_USER",
             "password": "TGSPARQL_PASSWORD",
             "token": "TGSPARQL_TOKEN",
+            "kg_graph": "TGSPARQL_KG_GRAPH",
         }
         settings: dict[str, object] = {
             key: environ[var] for key, var in names.items() if environ.get(var)
@@ -159,9 +178,17 @@ class RemoteStore:
             raise self._error(self.endpoint, f"malformed SPARQL JSON results: {_line(error)}")
 
     def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
-        body = self._read(query, ASK, SPARQL_JSON, default_graph)
+        return self._boolean(self._read(query, ASK, SPARQL_JSON, default_graph))
+
+    def _boolean(self, body: bytes) -> bool:
+        """The boolean of an ASK; Virtuoso 7 answers one in JSON as solutions of one variable
+        `__ASK_RETVAL`, a row (holding 1) for true and none for false, which is read as such."""
         try:
             result = ox.parse_query_results(body, ox.QueryResultsFormat.JSON)
+            if isinstance(result, ox.QuerySolutions) and [
+                    v.value for v in result.variables] == [VIRTUOSO_ASK]:
+                return any(row[VIRTUOSO_ASK] != ox.Literal("0", datatype=XSD_INTEGER)
+                           for row in result)
         except (SyntaxError, ValueError) as error:
             raise self._error(self.endpoint, f"malformed SPARQL JSON results: {_line(error)}")
         if not isinstance(result, ox.QueryBoolean):
@@ -169,10 +196,47 @@ class RemoteStore:
         return bool(result)
 
     def construct(self, query: str) -> list[ox.Triple]:
+        return self._triples(query, None, ())
+
+    def query(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        named_graphs: Sequence[ox.NamedNode] = (),
+    ) -> ox.QuerySolutions | ox.QueryBoolean | list[ox.Triple]:
+        """A query of any form, as pyoxigraph would answer it, for relaying it unread
+        (`tgsparql serve --endpoint`). `named_graphs`, when given, are the dataset's named
+        graphs (named-graph-uri)."""
+        try:
+            form = ox.Store().query(query)  # an empty store: only the query's form is learnt
+        except SyntaxError as error:
+            raise self._error(self.endpoint, f"not a SPARQL query: {_line(error)}") from None
+        if isinstance(form, ox.QueryTriples):
+            return self._triples(query, default_graph, named_graphs)
+        asking = isinstance(form, ox.QueryBoolean)
+        body = self._read(query, ASK if asking else SELECT, SPARQL_JSON, default_graph,
+                          named_graphs)
+        if asking:
+            document = {"head": {}, "boolean": self._boolean(body)}
+            return ox.parse_query_results(json.dumps(document).encode(), ox.QueryResultsFormat.JSON)
+        try:  # read to the end once, so a malformed body fails here and not in the reader
+            result = ox.parse_query_results(body, ox.QueryResultsFormat.JSON)
+            if not isinstance(result, ox.QuerySolutions):
+                raise SyntaxError("a boolean where solutions were expected")
+            for _ in result:
+                pass
+        except (SyntaxError, ValueError) as error:
+            raise self._error(self.endpoint, f"malformed SPARQL JSON results: {_line(error)}")
+        return ox.parse_query_results(body, ox.QueryResultsFormat.JSON)  # type: ignore[return-value]
+
+    def _triples(self, query: str, default_graph: DataGraph,
+                 named_graphs: Sequence[ox.NamedNode]) -> list[ox.Triple]:
         """The triples, as N-Triples; from an RDF-star store as Turtle, whose quoted triples
         pyoxigraph reads as RDF 1.2 reifiers, folded back into the triples they quote."""
         star = self.dialect == "rdfstar"
-        body = self._read(query, CONSTRUCT, TURTLE if star else N_TRIPLES, None)
+        body = self._read(query, CONSTRUCT, TURTLE if star else N_TRIPLES, default_graph,
+                          named_graphs)
         try:
             quads = ox.parse(body, ox.RdfFormat.TURTLE if star else ox.RdfFormat.N_TRIPLES)
             triples = [quad.triple for quad in quads]
@@ -183,6 +247,8 @@ class RemoteStore:
 
     def update(self, update: str) -> None:
         wrapper = self._wrapper(self.update_endpoint, update, INSERT, "*/*")
+        if self.kg_graph is not None:
+            wrapper.addParameter("using-graph-uri", self.kg_graph.value)
         self._send(self.update_endpoint, wrapper, retry=is_insert_data(update), updating=True)
 
     def bulk_load(
@@ -198,8 +264,9 @@ class RemoteStore:
 
         Blank nodes are refused: each batch is its own request, and would split them apart."""
         self._check_open()
+        target = graph if graph is not None else self.kg_graph
         try:
-            for batch in _batches(ox.parse(source, format), graph, self.batch_size):
+            for batch in _batches(ox.parse(source, format), target, self.batch_size):
                 _refuse_blank_nodes(batch)
                 if self.graph_store is not None and self.dialect == "rdf12":
                     self._post_quads(batch)
@@ -224,13 +291,20 @@ class RemoteStore:
 
     # -- requests -----------------------------------------------------------------------------
 
-    def _read(self, query: str, kind: str, accept: str, default_graph: DataGraph) -> bytes:
+    def _read(self, query: str, kind: str, accept: str, default_graph: DataGraph,
+              named_graphs: Sequence[ox.NamedNode] = ()) -> bytes:
         wrapper = self._wrapper(self.endpoint, query, kind, accept)
-        for name, value in self._dataset_parameters(default_graph):
+        parameters = self._dataset_parameters(query, default_graph)
+        if named_graphs:
+            parameters = [p for p in parameters if p[0] != "named-graph-uri"]
+            parameters += [("named-graph-uri", graph.value) for graph in named_graphs]
+        for name, value in parameters:
             wrapper.addParameter(name, value)
         return self._send(self.endpoint, wrapper, retry=True, updating=False)
 
-    def _dataset_parameters(self, default_graph: DataGraph) -> list[tuple[str, str]]:
+    def _dataset_parameters(self, query: str, default_graph: DataGraph) -> list[tuple[str, str]]:
+        if self.kg_graph is not None:
+            return self._kg_dataset(query, default_graph)
         if default_graph is None:
             return []
         if default_graph == "union":
@@ -244,6 +318,19 @@ class RemoteStore:
             raise self._error(self.endpoint, "the SPARQL protocol cannot name the default graph "
                               "beside named graphs in default-graph-uri")
         return [("default-graph-uri", g.value) for g in named]
+
+    def _kg_dataset(self, query: str, default_graph: DataGraph) -> list[tuple[str, str]]:
+        """The dataset on a server whose own default graph is the union (see the module note)."""
+        if default_graph == "union":
+            return []
+        assert self.kg_graph is not None
+        kg = self.kg_graph.value
+        graphs = [kg] if default_graph is None else [
+            kg if isinstance(g, ox.DefaultGraph) else g.value for g in default_graph]
+        defaults = list(dict.fromkeys(graphs))
+        named = [g for g in graphs_named_in(query) if g not in defaults]
+        return ([("default-graph-uri", g) for g in defaults]
+                + [("named-graph-uri", g) for g in named])
 
     def _wrapper(self, url: str, text: str, kind: str, accept: str) -> SPARQLWrapper:
         self._check_open()
@@ -303,6 +390,7 @@ class RemoteStore:
 
     def _exchange(self, method: str, url: str, headers: Mapping[str, str],
                   body: bytes | None, *, updating: bool) -> bytes:
+        self.requests += 1
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(parts.hostname or "", parts.port, timeout=self.connect_timeout)
@@ -365,6 +453,8 @@ _LEXICAL = re.compile(
     r"'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"|<[^<>\s]*>|#[^\n]*",
     re.DOTALL,
 )
+_GRAPH_NAMES = re.compile(r"(?<![\w?$:])GRAPH\s*<([^<>\s]*)>|" + _LEXICAL.pattern,
+                          re.DOTALL | re.IGNORECASE)
 _KEYWORDS = re.compile(
     r"\b(INSERT|DELETE|DATA|WHERE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH|USING)\b",
     re.IGNORECASE,
@@ -378,6 +468,13 @@ def is_insert_data(update: str) -> bool:
     Strings, IRIs and comments are set aside first, so their text cannot pass for keywords."""
     keywords = [word.upper() for word in _KEYWORDS.findall(_LEXICAL.sub(" ", update))]
     return keywords == ["INSERT", "DATA"]
+
+
+def graphs_named_in(query: str) -> list[str]:
+    """The IRIs of the query's `GRAPH <iri>` patterns, in order, once each; strings and
+    comments are skipped, so their text cannot pass for a pattern."""
+    found = (match.group(1) for match in _GRAPH_NAMES.finditer(query))
+    return list(dict.fromkeys(iri for iri in found if iri is not None))
 
 
 def _batches(quads: Iterable[ox.Quad], graph: ox.NamedNode | None,

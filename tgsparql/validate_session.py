@@ -76,10 +76,11 @@ def session_nodes(
 def validate_session(
     store: Store, session: str, shapes: Shapes | None = None, graph: DataGraph = "union"
 ) -> ValidationReport:
-    """Validate one recorded session (bundled shapes unless others are given)."""
+    """Validate one recorded session (the bundled shapes of the store's dialect unless others
+    are given)."""
     templates = Templates(store.dialect)
     nodes = session_nodes(store, templates, session, graph)
-    validator = Validator(shapes or Shapes.bundled(), dialect=store.dialect)
+    validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
     return validator.validate(store, default_graph=graph, focus=nodes)
 
 

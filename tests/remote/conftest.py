@@ -3,8 +3,11 @@
 Oxigraph server 0.5 (the `oxigraph` binary of the `oxigraph` package, in the test extra) serves
 the `rdf12` dialect. Oxigraph server 0.4 serves `rdfstar`; its package pins a pyoxigraph of its
 own, so it is installed in a virtual environment of its own under the test cache
-(TGSPARQL_TEST_CACHE, default ~/.cache/tgsparql-tests), made on first use. Each server is shared
-by the session; each test starts from an empty store.
+(TGSPARQL_TEST_CACHE, default ~/.cache/tgsparql-tests), made on first use. Virtuoso 7 (Debian's
+`virtuoso-opensource`) serves `reification`: a private instance with a generated virtuoso.ini and
+a database directory of its own, SPARQL update granted to its SPARQL user through isql; its
+default graph is the union of all graphs, so the KG lives in the named graph VIRTUOSO_KG. Each
+server is shared by the session; each test starts from an empty store.
 """
 
 from __future__ import annotations
@@ -27,6 +30,39 @@ from tgsparql.remote import RemoteStore
 from tgsparql.templates import Dialect
 
 STARTUP_SECONDS = 20
+VIRTUOSO_KG = "urn:tgsparql:kg"
+VIRTUOSO_CLEAR = ('DELETE { GRAPH ?g { ?s ?p ?o } } WHERE { GRAPH ?g { ?s ?p ?o } '
+                  'FILTER(STRSTARTS(STR(?g), "urn:")) }')
+VIRTUOSO_MISSING = ("Virtuoso 7 is not installed: no virtuoso-t and isql-vt on PATH "
+                    "(apt-get install virtuoso-opensource)")
+"""Virtuoso ignores DROP ALL; this empties every graph of the tests (all are `urn:` IRIs) and
+leaves Virtuoso's own graphs alone."""
+VIRTUOSO_INI = """\
+[Database]
+DatabaseFile = {db}/virtuoso.db
+ErrorLogFile = {db}/virtuoso.log
+LockFile = {db}/virtuoso.lck
+TransactionFile = {db}/virtuoso.trx
+xa_persistent_file = {db}/virtuoso.pxa
+[TempDatabase]
+DatabaseFile = {db}/virtuoso-temp.db
+TransactionFile = {db}/virtuoso-temp.trx
+[Parameters]
+ServerPort = 127.0.0.1:{sql_port}
+DisableUnixSocket = 1
+CheckpointInterval = 0
+NumberOfBuffers = 20000
+MaxDirtyBuffers = 15000
+DirsAllowed = .
+[HTTPServer]
+ServerPort = 127.0.0.1:{http_port}
+ServerRoot = {db}
+ServerThreads = 10
+Charset = UTF-8
+[SPARQL]
+ResultSetMaxRows = 1000000
+MaxQueryExecutionTime = 300
+"""
 
 
 def free_port() -> int:
@@ -45,6 +81,8 @@ class Server:
     update_path: str
     store_path: str | None
     dialect: Dialect = "rdf12"
+    kg_graph: str | None = None
+    clear_update: str = "DROP ALL"
 
     @property
     def base(self) -> str:
@@ -57,11 +95,15 @@ class Server:
             root + self.query_path,
             update_endpoint=root + self.update_path,
             graph_store=root + self.store_path if self.store_path else None,
-            **{"dialect": self.dialect, **options},  # type: ignore[arg-type]
+            **{"dialect": self.dialect, "kg_graph": self.kg_graph, **options},  # type: ignore
         )
 
+    def clear(self) -> None:
+        """Empty the store, so the next test starts afresh."""
+        self.store().update(self.clear_update)
 
-def _oxigraph_binary() -> Path | None:
+
+def oxigraph_binary() -> Path | None:
     beside = Path(sys.executable).parent / "oxigraph"
     if beside.is_file():
         return beside
@@ -95,7 +137,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _serve_oxigraph(binary: Path, location: Path, dialect: Dialect) -> Iterator[Server]:
+def serve_oxigraph(binary: Path, location: Path, dialect: Dialect) -> Iterator[Server]:
     port = free_port()
     process = subprocess.Popen(
         [str(binary), "serve", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
@@ -129,15 +171,67 @@ def _oxigraph_04() -> Path:
 
 @pytest.fixture(scope="session")
 def oxigraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    binary = _oxigraph_binary()
+    binary = oxigraph_binary()
     if binary is None:
         pytest.skip("the oxigraph server binary is not installed (pip install oxigraph)")
-    yield from _serve_oxigraph(binary, tmp_path_factory.mktemp("oxigraph"), "rdf12")
+    yield from serve_oxigraph(binary, tmp_path_factory.mktemp("oxigraph"), "rdf12")
 
 
 @pytest.fixture(scope="session")
 def oxigraph04(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from _serve_oxigraph(_oxigraph_04(), tmp_path_factory.mktemp("oxigraph04"), "rdfstar")
+    yield from serve_oxigraph(_oxigraph_04(), tmp_path_factory.mktemp("oxigraph04"), "rdfstar")
+
+
+def virtuoso_binaries() -> tuple[str, str] | None:
+    """The server and its isql client: Debian names them virtuoso-t and isql-vt."""
+    server = shutil.which("virtuoso-t")
+    isql = shutil.which("isql-vt") or shutil.which("isql-v")
+    return (server, isql) if server and isql else None
+
+
+def _grant_update(isql: str, sql_port: int, process: subprocess.Popen[bytes]) -> None:
+    """SPARQL update for the endpoint's SPARQL user, once the SQL port takes connections."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        done = subprocess.run(
+            [isql, f"127.0.0.1:{sql_port}", "dba", "dba", 'exec=GRANT SPARQL_UPDATE TO "SPARQL";'],
+            capture_output=True, text=True, timeout=STARTUP_SECONDS)
+        if done.returncode == 0 and "Error" not in done.stdout + done.stderr:
+            return
+        if process.poll() is not None or time.monotonic() > deadline:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise RuntimeError("cannot grant SPARQL_UPDATE through isql: "
+                               + (lines[-1] if lines else f"exit status {done.returncode}"))
+        time.sleep(0.2)
+
+
+def serve_virtuoso(server: str, isql: str, db: Path) -> Iterator[Server]:
+    """A private Virtuoso on free loopback ports, its database in `db`, update granted."""
+    sql_port, http_port = free_port(), free_port()
+    ini = db / "virtuoso.ini"
+    ini.write_text(VIRTUOSO_INI.format(db=db, sql_port=sql_port, http_port=http_port))
+    with (db / "server.out").open("wb") as out:
+        process = subprocess.Popen([server, "+foreground", "+configfile", str(ini)], cwd=db,
+                                   stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        try:
+            _wait_until_up(process, http_port)
+        except RuntimeError as error:
+            log = (db / "server.out").read_text(errors="replace").strip().splitlines()
+            raise RuntimeError(f"Virtuoso: {error}; its log ends: {log[-1:]}") from None
+        _grant_update(isql, sql_port, process)
+        yield Server("127.0.0.1", http_port, "/sparql", "/sparql", None, "reification",
+                     VIRTUOSO_KG, VIRTUOSO_CLEAR)
+    finally:
+        _stop(process)
+
+
+@pytest.fixture(scope="session")
+def virtuoso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    binaries = virtuoso_binaries()
+    if binaries is None:
+        pytest.skip(VIRTUOSO_MISSING)
+    yield from serve_virtuoso(*binaries, tmp_path_factory.mktemp("virtuoso"))
 
 
 @pytest.fixture(scope="session")

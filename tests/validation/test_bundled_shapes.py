@@ -1,11 +1,18 @@
 """The bundled shapes: real records conform, and each targeted corruption of a real record gives
-exactly the results it should — focus, shape, constraint, value — with a message naming it."""
+exactly the results it should — focus, shape, constraint, value — with a message naming it.
+
+Every record and corruption is checked in the `rdf12` dialect (triple terms) and in the
+`reification` dialect (rdf:Statement IRIs, SPARQL 1.1): the same results, a statement IRI as the
+value where rdf12 has the triple term."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
@@ -13,11 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tgsparql import vocab
+from tgsparql.grounding import update_label_index
 from tgsparql.llm.offline import OfflineBackend
+from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import SessionIds
-from tgsparql.store import EmbeddedStore
-from tgsparql.templates import Templates
+from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.templates import Dialect, Templates, statement_iri
 from tgsparql.validate_session import session_nodes
 from tgsparql.validation import Shapes, ValidationReport, ValidationResult, Validator
 
@@ -102,9 +111,76 @@ def same(actual: set[Found], expected: set[Found]) -> bool:
     return exact <= actual and sorted(map(key, actual - exact)) == sorted(loose)
 
 
-@pytest.fixture(scope="module")
-def validator() -> Validator:
-    return Validator(Shapes.bundled())
+_TRIPLE_TERM = re.compile(r"<<\( (.+?) \)>>")
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+
+
+def n_triple(text: str) -> ox.Triple:
+    [quad] = ox.parse(text + " .", format=ox.RdfFormat.N_TRIPLES)
+    return quad.triple
+
+
+def in_dialect(text: str, dialect: Dialect) -> tuple[str, list[ox.Triple]]:
+    """SPARQL text with its `<<( s p o )>>` triple terms as `dialect` references them, and the
+    triples referenced (whose rdf:Statement a reification record describes)."""
+    if dialect == "rdf12":
+        return text, []
+    triples = [n_triple(m.group(1)) for m in _TRIPLE_TERM.finditer(text)]
+    return _TRIPLE_TERM.sub(lambda m: str(statement_iri(n_triple(m.group(1)))), text), triples
+
+
+def value_in(value: object, dialect: Dialect) -> object:
+    """An expected result value as `dialect` writes it: a triple (N-Triples text) becomes the
+    statement IRI of the reification dialect."""
+    if dialect == "reification" and isinstance(value, str) and value.startswith("<"):
+        return statement_iri(n_triple(value)).value
+    return value
+
+
+class _Group:
+    """One graph's triples, as the bulk_insert template takes them."""
+
+    def __init__(self, graph: ox.NamedNode | None, triples: list[ox.Triple]) -> None:
+        self.graph, self.triples = graph, triples
+
+
+def load_demo(store: EmbeddedStore, path: Path) -> None:
+    """The demo sample, its edge references written in the store's dialect (an embedded store
+    bulk-loads triple terms as they are, so a reification store gets them by INSERT DATA)."""
+    if store.dialect == "rdf12":
+        assert not load_files(store, [path]).failed
+        return
+    groups: dict[ox.NamedNode | None, list[ox.Triple]] = {}
+    for quad in ox.parse(path=str(path)):
+        graph = quad.graph_name if isinstance(quad.graph_name, ox.NamedNode) else None
+        groups.setdefault(graph, []).append(quad.triple)
+    templates = Templates(store.dialect)
+    store.update(templates.render("bulk_insert", groups=[_Group(g, t) for g, t in groups.items()]))
+    update_label_index(store, templates)
+
+
+@pytest.fixture(params=["rdf12", "reification"])
+def dialect(request: pytest.FixtureRequest) -> Dialect:
+    return request.param
+
+
+@pytest.fixture
+def demo_store(dialect: Dialect, demo_path: Path) -> EmbeddedStore:
+    """The demo sample in an embedded store that records in `dialect`."""
+    store = open_store()
+    store.dialect = dialect  # type: ignore[misc]
+    load_demo(store, demo_path)
+    return store
+
+
+@cache
+def bundled_validator(dialect: Dialect) -> Validator:
+    return Validator(Shapes.bundled(dialect), dialect)
+
+
+@pytest.fixture
+def validator(dialect: Dialect) -> Validator:
+    return bundled_validator(dialect)
 
 
 @dataclass
@@ -116,8 +192,16 @@ class Recorded:
         return text.replace("UUID", self.ids.uuid)
 
     def corrupt(self, update: str) -> None:
-        """Apply literal SPARQL UPDATE text, UUID standing for the session's UUID."""
-        self.store.update(PREFIXES + self.iri(update))
+        """Apply literal SPARQL UPDATE text, UUID standing for the session's UUID; in the
+        reification dialect its triple terms become statements, described as a recorder would."""
+        text, triples = in_dialect(update, self.store.dialect)
+        for triple in triples:
+            text += f""" ;
+                INSERT DATA {{ GRAPH <{vocab.explainability_graph().value}> {{
+                    <{statement_iri(triple).value}> a <{RDF}Statement> ;
+                        <{RDF}subject> {triple.subject} ; <{RDF}predicate> {triple.predicate} ;
+                        <{RDF}object> {triple.object} }} }}"""
+        self.store.update(PREFIXES + self.iri(text))
 
 
 def record(rag: GraphRag, question: str = QUESTION) -> Recorded:
@@ -167,6 +251,19 @@ def test_a_recorded_session_and_the_demo_extraction_conform(recorded, validator)
     assert report.conforms
 
 
+def test_a_reification_record_references_edges_by_statement_iris_only(recorded) -> None:
+    """The premise of the reification cases: no triple term anywhere, a statement per edge."""
+    quads = list(recorded.store.oxigraph.quads_for_pattern(None, None, None, None))
+    terms = [q for q in quads if isinstance(q.object, ox.Triple)]
+    statements = {q.object for q in quads if q.predicate.value in (
+        vocab.TG + "edge", vocab.TG + "retrievedEdge", vocab.TG + "contains")}
+    if recorded.store.dialect == "rdf12":
+        assert terms and all(isinstance(s, ox.Triple) for s in statements)
+        return
+    assert terms == [] and len(statements) > 10
+    assert all(s.value.startswith("urn:trustgraph:stmt:") for s in statements)  # type: ignore[union-attr]
+
+
 def test_the_demo_extraction_alone_conforms(extraction, validator) -> None:
     assert validator.validate(extraction.store).results == []
 
@@ -208,7 +305,7 @@ def test_every_session_the_pipeline_records_has_no_violation(rag, validator, que
     if session is None:  # refused before anything was recorded
         assert messages[-1].error is not None
         return
-    nodes = session_nodes(rag.store, Templates("rdf12"), session)
+    nodes = session_nodes(rag.store, Templates(rag.store.dialect), session)
     assert validator.validate(rag.store, focus=nodes).violations == []
 
 
@@ -405,11 +502,14 @@ SESSION_CASES = {
 
 
 @pytest.mark.parametrize("case", SESSION_CASES.values(), ids=SESSION_CASES.keys())
-def test_a_corrupted_session_gives_exactly_its_results(recorded, validator, case: Case) -> None:
+def test_a_corrupted_session_gives_exactly_its_results(
+    recorded, validator, dialect, case: Case
+) -> None:
     recorded.corrupt(case.update)
     expected = {
         Found(e.severity, recorded.iri(e.focus), e.shape, e.what,
-              e.value if e.value is ANY or e.value is None else recorded.iri(str(e.value)))
+              e.value if e.value is ANY or e.value is None
+              else recorded.iri(str(value_in(e.value, dialect))))
         for e in case.expected
     }
     assert_results(validator.validate(recorded.store), expected, *map(recorded.iri, case.mentions))
@@ -417,8 +517,9 @@ def test_a_corrupted_session_gives_exactly_its_results(recorded, validator, case
 
 def test_the_fact_not_retrieved_is_a_fact_of_the_kg_and_was_not_retrieved(recorded) -> None:
     """The premise of the case above, checked on the real record."""
-    asked = recorded.iri(f"""ASK {{ {UNRETRIEVED_FACT} FILTER NOT EXISTS {{
-        GRAPH ?g {{ <{RETRIEVAL}> tg:retrievedEdge <<( {UNRETRIEVED_FACT} )>> }} }} }}""")
+    asked, _ = in_dialect(recorded.iri(f"""ASK {{ {UNRETRIEVED_FACT} FILTER NOT EXISTS {{
+        GRAPH ?g {{ <{RETRIEVAL}> tg:retrievedEdge <<( {UNRETRIEVED_FACT} )>> }} }} }}"""),
+        recorded.store.dialect)
     assert recorded.store.ask(PREFIXES + asked)
 
 
@@ -451,20 +552,22 @@ def test_a_failed_session_without_an_error_is_reported(failed, validator) -> Non
 
 
 def test_an_unknown_edge_is_the_only_result_when_retrieved_edges_are_not_recorded(
-    demo_store, validator
+    demo_store, validator, dialect
 ) -> None:
     session = record(GraphRag(demo_store, OfflineBackend(), record_retrieved_edges=False))
     session.corrupt(SESSION_CASES["a selected edge is neither a fact nor retrieved"].update)
     assert_results(
         validator.validate(demo_store),
-        {violation(session.iri(EDGE0), "EdgeSelection", "SelectedEdgeIsAFact", FAKE_EDGE)},
+        {violation(session.iri(EDGE0), "EdgeSelection", "SelectedEdgeIsAFact",
+                   value_in(FAKE_EDGE, dialect))},
     )
 
 
 def test_a_malformed_session_iri_is_reported_with_every_entity_that_no_longer_shares_it(
     recorded, validator
 ) -> None:
-    entities = set(map(plain, session_nodes(recorded.store, Templates("rdf12"), recorded.ids.session.value)))
+    entities = set(map(plain, session_nodes(recorded.store, Templates(recorded.store.dialect),
+                                            recorded.ids.session.value)))
     entities.discard(recorded.ids.session.value)
     bad = "urn:trustgraph:session:not-a-uuid"
     recorded.corrupt(rename(SESSION, bad))
@@ -569,38 +672,94 @@ EXTRACTION_CASES = {
 
 @pytest.mark.parametrize("case", EXTRACTION_CASES.values(), ids=EXTRACTION_CASES.keys())
 def test_corrupted_extraction_provenance_gives_exactly_its_results(
-    extraction, validator, case: Case
+    extraction, validator, dialect, case: Case
 ) -> None:
     extraction.corrupt(case.update)
-    assert_results(validator.validate(extraction.store), set(case.expected), *case.mentions)
+    expected = {Found(e.severity, e.focus, e.shape, e.what, value_in(e.value, dialect))
+                for e in case.expected}
+    assert_results(validator.validate(extraction.store), expected, *case.mentions)
 
 
 # --- the shapes are standard SHACL that other engines read ------------------------------------
 
 
-def bundled_files() -> Iterator[str]:
+EDGE_FILES = {"rdf12": "edges-triple-terms.ttl", "rdfstar": "edges-triple-terms.ttl",
+              "reification": "edges-reification.ttl"}
+EDGE_CONSTRAINTS = {
+    "RetrievedEdgeIsAFact", "SelectedEdgeIsATriple", "SelectedEdgeIsAFact",
+    "SelectedEdgeWasRetrieved", "ContainedTripleIsAFact", "FactHasProvenance",
+}
+SPARQL_12 = re.compile(r"\b(isTRIPLE|SUBJECT|PREDICATE|OBJECT|TRIPLE)\s*\(", re.IGNORECASE)
+
+
+def bundled_files(dialect: str) -> Iterator[str]:
     yield str(REPO / "shapes" / "explainability.ttl")
     yield str(REPO / "shapes" / "extraction.ttl")
+    yield str(REPO / "shapes" / EDGE_FILES[dialect])
 
 
 def junit_cases(report: ValidationReport) -> set[str]:
     return {case.get("name", "") for case in ET.fromstring(report.to_junit()).iter("testcase")}
 
 
-def test_the_bundled_shapes_are_the_two_shape_files(recorded) -> None:
+def test_the_bundled_shapes_are_the_common_files_and_the_dialect_file(recorded, dialect) -> None:
     recorded.corrupt(SESSION_CASES["the status is unknown"].update)
-    bundled = Validator(Shapes.bundled()).validate(recorded.store)
-    files = Validator(Shapes.from_files(list(bundled_files()))).validate(recorded.store)
-    assert bundled.results == files.results
-    assert junit_cases(bundled) == junit_cases(files)
+    bundled = Validator(Shapes.bundled(dialect), dialect).validate(recorded.store)
+    files = Validator(Shapes.from_files(list(bundled_files(dialect))), dialect)
+    assert bundled.results == files.validate(recorded.store).results
+    assert junit_cases(bundled) == junit_cases(files.validate(recorded.store))
     assert {TGS + "Session", TGS + "Chunk", TGS + "FactProvenance"} <= junit_cases(bundled)
 
 
-def test_every_shape_and_constraint_is_named_and_says_what_is_wrong() -> None:
+def test_the_rdfstar_shapes_are_the_rdf12_shapes() -> None:
+    """Quoted triples are read with the same functions as triple terms."""
+    def queries(dialect: Dialect) -> list[str]:
+        return sorted(q.text for q in Validator(Shapes.bundled(dialect), "rdfstar").queries)
+
+    assert queries("rdfstar") == queries("rdf12") != queries("reification")
+
+
+def sparql_constraints(*paths: str) -> dict[str, tuple[str, str, str]]:
+    """Each sh:sparql constraint by local name: the shape using it, its message, its query."""
+    graph = ox.Store()
+    for path in paths:
+        graph.load(path=path, format=ox.RdfFormat.TURTLE)
+    rows = graph.query("""PREFIX sh: <http://www.w3.org/ns/shacl#>
+        SELECT ?shape ?c ?message ?select WHERE {
+            ?shape sh:sparql ?c . ?c sh:message ?message ; sh:select ?select }""")
+    return {row["c"].value.removeprefix(TGS): (row["shape"].value.removeprefix(TGS),
+                                               row["message"].value, row["select"].value)
+            for row in rows}
+
+
+def test_the_dialect_files_hold_the_edge_constraints_alike_and_the_common_files_none() -> None:
+    """Same constraints on the same shapes with the same messages, so reports compare; every
+    SPARQL 1.2 function is in the triple-term file."""
+    common = sparql_constraints(*list(bundled_files("rdf12"))[:2])
+    terms = sparql_constraints(str(REPO / "shapes" / EDGE_FILES["rdf12"]))
+    statements = sparql_constraints(str(REPO / "shapes" / EDGE_FILES["reification"]))
+    assert set(terms) == set(statements) == EDGE_CONSTRAINTS and not EDGE_CONSTRAINTS & set(common)
+    assert {k: v[:2] for k, v in terms.items()} == {k: v[:2] for k, v in statements.items()}
+    assert all(SPARQL_12.search(select) for _, _, select in terms.values())
+    assert not any(SPARQL_12.search(select) for *_, select in [*common.values(), *statements.values()])
+
+
+@pytest.mark.parametrize("dialect", ["reification"])
+def test_every_query_the_reification_validator_runs_is_sparql_11(validator) -> None:
+    """rdflib's parser knows SPARQL 1.1 only (no triple terms, no SPARQL 1.2 functions): it is
+    used here as a grammar, on query text alone."""
+    rdflib_sparql = pytest.importorskip("rdflib.plugins.sparql")
+    assert len(validator.queries) > 100
+    for query in validator.queries:
+        rdflib_sparql.prepareQuery(query.text)
+
+
+@pytest.mark.parametrize("dialect", ["rdf12", "reification"])
+def test_every_shape_and_constraint_is_named_and_says_what_is_wrong(dialect) -> None:
     """Named, so reports and JUnit test cases say which rule failed; a message on every shape
     and constraint, except shapes that only group sh:sparql constraints under a severity."""
     graph = ox.Store()
-    for path in bundled_files():
+    for path in bundled_files(dialect):
         graph.load(path=path, format=ox.RdfFormat.TURTLE)
 
     def values(node: ox.NamedNode | ox.BlankNode, name: str) -> list[object]:
@@ -618,15 +777,16 @@ def test_every_shape_and_constraint_is_named_and_says_what_is_wrong() -> None:
         assert values(node, "message") or grouping, node
 
 
+@pytest.mark.parametrize("dialect", ["rdf12"])
 def test_pyshacl_reads_the_shapes_and_agrees_on_a_record_without_triple_terms(
-    failed, validator
+    failed, validator, dialect
 ) -> None:
     """pyshacl (rdflib) cannot run the constraints that read triple terms (SPARQL 1.2
     functions); on the rest its results equal ours."""
     rdflib = pytest.importorskip("rdflib")
     pyshacl = pytest.importorskip("pyshacl")
     shapes = rdflib.Graph()
-    for path in bundled_files():
+    for path in bundled_files(dialect):
         shapes.parse(path, format="turtle")
     sparql = rdflib.URIRef(SH + "sparql")
     select = rdflib.URIRef(SH + "select")
@@ -634,10 +794,7 @@ def test_pyshacl_reads_the_shapes_and_agrees_on_a_record_without_triple_terms(
         (shape, c) for shape, c in shapes.subject_objects(sparql)
         if any(f in str(shapes.value(c, select)) for f in ("isTRIPLE", "SUBJECT(", "TRIPLE("))
     }
-    assert {str(c).removeprefix(TGS) for _, c in needs_triple_terms} == {
-        "RetrievedEdgeIsAFact", "SelectedEdgeIsATriple", "SelectedEdgeIsAFact",
-        "SelectedEdgeWasRetrieved", "ContainedTripleIsAFact", "FactHasProvenance",
-    }
+    assert {str(c).removeprefix(TGS) for _, c in needs_triple_terms} == EDGE_CONSTRAINTS
     for shape, c in needs_triple_terms:
         shapes.remove((shape, sparql, c))
     conforms, _, text = pyshacl.validate(rdflib.Graph(), shacl_graph=shapes, meta_shacl=True)

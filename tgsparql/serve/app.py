@@ -18,6 +18,11 @@ and reopens it when the store's WAL, MANIFEST or CURRENT files have changed sinc
 scan, well under a millisecond; a reopen costs tens of milliseconds and happens only after a
 write). A request sees every session committed before it started. Should a compaction remove a
 file the old handle still needed, the query is retried once on a fresh handle.
+
+Serving a remote store (`--endpoint`). Each worker holds a RemoteStore instead and forwards every
+query to the endpoint; the results come back through pyoxigraph's parsers and are served with the
+same content negotiation, caps and timeout (the worker waiting on a slow endpoint is stopped like
+one running a slow query). A failing endpoint is answered 502 with its one-line reason.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -43,9 +48,10 @@ from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, execute, \
-    read_request, serialize
-from tgsparql.store import EmbeddedStore, StoreError
+from tgsparql.remote import RemoteStore, display_url
+from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, Result, \
+    execute, read_request, serialize
+from tgsparql.store import EmbeddedStore, Store, StoreError
 from tgsparql.templates import Templates
 
 SAVED_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json"}
@@ -55,7 +61,12 @@ TEXT = "text/plain; charset=utf-8"
 
 @dataclass(frozen=True)
 class ServerConfig:
-    store: Path
+    store: Path | None = None
+    """The on-disk store to serve, opened read-only; or None with `endpoint`."""
+    endpoint: str | None = None
+    """The SPARQL query endpoint of a remote store to serve instead."""
+    endpoint_options: Mapping[str, Any] = field(default_factory=dict)
+    """RemoteStore's keyword arguments (dialect, auth, timeouts, kg_graph)."""
     host: str = "127.0.0.1"
     port: int = 7879
     token: str | None = None
@@ -66,6 +77,10 @@ class ServerConfig:
     workers: int = 2
     collection: str = vocab.DEFAULT_COLLECTION
     log: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.store is None) == (self.endpoint is None):
+            raise StoreError("serve one store: an on-disk store or a SPARQL endpoint")
 
 
 class ReadOnlyStore(EmbeddedStore):
@@ -91,6 +106,21 @@ class ReadOnlyStore(EmbeddedStore):
     def refresh(self) -> None:
         """Drop the handle, so the next read reopens the store."""
         self._handle = None
+
+    def query(
+        self,
+        query: str,
+        *,
+        default_graph: Sequence[ox.NamedNode] | None = None,
+        named_graphs: Sequence[ox.NamedNode] = (),
+    ) -> Result:
+        """pyoxigraph's own result, for the protocol endpoint to serialize."""
+        options: dict[str, Any] = {}
+        if default_graph:
+            options["default_graph"] = list(default_graph)
+        if named_graphs:
+            options["named_graphs"] = list(named_graphs)
+        return self.oxigraph.query(query, **options)
 
     def update(self, update: str) -> None:
         raise StoreError(READ_ONLY)
@@ -198,9 +228,17 @@ class WorkerPool:
         threading.Thread(target=start, daemon=True).start()
 
 
+def open_served(config: ServerConfig) -> ReadOnlyStore | RemoteStore:
+    """The store a worker answers from: the on-disk store read-only, or the endpoint."""
+    if config.endpoint is not None:
+        return RemoteStore(config.endpoint, **config.endpoint_options)
+    assert config.store is not None
+    return ReadOnlyStore(config.store)
+
+
 def _worker_main(conn: Connection, config: ServerConfig) -> None:
     """A worker's life: open the store read-only, then answer jobs until the pipe closes."""
-    store = ReadOnlyStore(config.store)
+    store = open_served(config)
     templates = Templates(store.dialect)
     conn.send("ready")
     while True:
@@ -219,23 +257,25 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
 
 
 def _run_job(
-    store: ReadOnlyStore, templates: Templates, config: ServerConfig, job: tuple[Any, ...]
+    store: ReadOnlyStore | RemoteStore, templates: Templates, config: ServerConfig,
+    job: tuple[Any, ...],
 ) -> Answer:
     kind, *args = job
     for attempt in (1, 2):
         try:
             if kind == "sparql":
-                return execute(store.oxigraph, args[0], config.max_results)
+                return execute(store, args[0], config.max_results)
             if kind == "saved":
                 name, params, extension = args
                 saved = saved_queries()[name]
                 text = templates.render(saved.template, **saved.bind(params))
-                result = store.oxigraph.query(text)
-                return serialize(result, SAVED_FORMATS[extension], config.max_results)
+                return serialize(store.query(text), SAVED_FORMATS[extension], config.max_results)
             if kind == "sessions":
                 return _sessions_page(store, templates, config, *args)
             return _session_page(store, templates, config, *args)
-        except (OSError, StoreError):
+        except (OSError, StoreError) as error:
+            if isinstance(store, RemoteStore):  # it has retried what may be retried
+                raise ProtocolError(502, str(error)) from None
             if attempt == 2:
                 raise
             store.refresh()  # a file the old handle needed may have been compacted away
@@ -243,7 +283,7 @@ def _run_job(
 
 
 def _sessions_page(
-    store: ReadOnlyStore, templates: Templates, config: ServerConfig, text: str, limit: int
+    store: Store, templates: Templates, config: ServerConfig, text: str, limit: int
 ) -> Answer:
     rows = store.select(templates.render(
         "serve/find_sessions", graph=vocab.explainability_graph(config.collection),
@@ -261,7 +301,7 @@ def _sessions_page(
 
 
 def _session_page(
-    store: ReadOnlyStore, templates: Templates, config: ServerConfig, uuid: str
+    store: Store, templates: Templates, config: ServerConfig, uuid: str
 ) -> Answer:
     try:
         view = pages.session_view(store, templates, config.collection, uuid)
@@ -407,6 +447,9 @@ class TgsparqlServer(ThreadingHTTPServer):
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        if config.endpoint is not None:  # fail here, once, rather than in every worker
+            with open_served(config) as remote:
+                remote.ask(Templates(remote.dialect).render("serve/endpoint_reachable"))
         self.pool = WorkerPool(config)
         try:
             super().__init__((config.host, config.port), Handler)
@@ -431,8 +474,11 @@ def is_loopback(host: str) -> bool:
 def describe(server: TgsparqlServer) -> str:
     """The startup line: where it listens and what it serves."""
     config = server.config
+    served = {"store": str(config.store)} if config.endpoint is None else {
+        "endpoint": display_url(config.endpoint), "dialect": config.endpoint_options.get(
+            "dialect", "rdf12")}
     return json.dumps({
-        "url": server.url, "store": str(config.store), "token": config.token is not None,
+        "url": server.url, **served, "token": config.token is not None,
         "timeout_s": config.timeout, "max_results": config.max_results,
         "workers": config.workers,
     })

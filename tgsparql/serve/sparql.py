@@ -4,7 +4,8 @@ Updates are refused by construction. A request is read as a query only: `update=
 and `application/sparql-update` bodies are refused before anything is parsed, and the text of
 `query=` is parsed by pyoxigraph's query parser on an empty scratch store, so an update (which
 that parser does not accept) is answered 400 before the real store is touched. The real store
-is opened read-only and only ever given `query()`.
+is opened read-only and only ever given `query()`; a remote store (`serve --endpoint`) is only
+ever sent queries, whose results pyoxigraph reads back before they are served.
 """
 
 from __future__ import annotations
@@ -13,13 +14,26 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs
 
 import pyoxigraph as ox
 
 QueryForm = Literal["select", "ask", "graph"]
-Result = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
+Result = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples | list[ox.Triple]
+"""A query's result as pyoxigraph gives it; a remote store's graph results are a list."""
+
+
+class Queryable(Protocol):
+    """What the endpoint runs queries on: the read-only embedded store or a remote store."""
+
+    def query(
+        self,
+        query: str,
+        *,
+        default_graph: Sequence[ox.NamedNode] | None = None,
+        named_graphs: Sequence[ox.NamedNode] = (),
+    ) -> Result: ...
 
 RESULT_FORMATS: dict[str, ox.QueryResultsFormat] = {
     "json": ox.QueryResultsFormat.JSON,
@@ -164,19 +178,14 @@ def media_type(form: QueryForm, key: str) -> str:
     return table[key].media_type
 
 
-def execute(
-    store: ox.Store, request: QueryRequest, max_results: int
-) -> Answer:
+def execute(store: Queryable, request: QueryRequest, max_results: int) -> Answer:
     """Check, run and serialize one query; at most `max_results` solutions or triples."""
     form = check_query(request.query)
     key = negotiate(form, request.accept, request.format)
-    options: dict[str, Any] = {}
-    if request.default_graphs:
-        options["default_graph"] = [ox.NamedNode(iri) for iri in request.default_graphs]
-    if request.named_graphs:
-        options["named_graphs"] = [ox.NamedNode(iri) for iri in request.named_graphs]
+    defaults = [ox.NamedNode(iri) for iri in request.default_graphs]
     try:
-        result = store.query(request.query, **options)
+        result = store.query(request.query, default_graph=defaults or None,
+                             named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
     except SyntaxError as error:
         raise ProtocolError(400, f"not a SPARQL query: {error}") from None
     return serialize(result, key, max_results)
@@ -187,13 +196,13 @@ def serialize(result: Result, key: str, max_results: int) -> Answer:
     form = _form(result)
     if isinstance(result, ox.QueryBoolean):
         body = result.serialize(format=RESULT_FORMATS[key])
-    elif isinstance(result, ox.QueryTriples):
-        triples = _capped(result, max_results, "triples")
-        body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
-    else:
+    elif isinstance(result, ox.QuerySolutions):
         variables = [variable.value for variable in result.variables]
         rows = _capped(result, max_results, "results")
         body = _solutions(variables, rows).serialize(format=RESULT_FORMATS[key])
+    else:
+        triples = _capped(result, max_results, "triples")
+        body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
     return Answer(200, media_type(form, key), body)
 
 
@@ -248,9 +257,9 @@ def _capped(items: Any, max_results: int, what: str) -> list[Any]:
 def _form(result: Result) -> QueryForm:
     if isinstance(result, ox.QueryBoolean):
         return "ask"
-    if isinstance(result, ox.QueryTriples):
-        return "graph"
-    return "select"
+    if isinstance(result, ox.QuerySolutions):
+        return "select"
+    return "graph"
 
 
 def _media(value: ox.QueryResultsFormat | ox.RdfFormat) -> str:

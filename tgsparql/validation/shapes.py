@@ -16,7 +16,7 @@ from typing import Literal as TypingLiteral
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.templates import Term
+from tgsparql.templates import Dialect, Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.sparql import read_sparql_constraint
 
@@ -28,6 +28,13 @@ RDFS_CLASS = ox.NamedNode(vocab.RDFS + "Class")
 RDFS_SUBCLASS = ox.NamedNode(vocab.RDFS + "subClassOf")
 XSD_BOOLEAN = vocab.XSD_BOOLEAN
 VIOLATION = ox.NamedNode(SH + "Violation")
+EDGE_FILES: dict[str, str] = {
+    "rdf12": "edges-triple-terms.ttl",
+    "rdfstar": "edges-triple-terms.ttl",
+    "reification": "edges-reification.ttl",
+}
+"""The bundled file of each dialect's constraints on edge references (SPEC §3); the other
+bundled files hold what every dialect shares."""
 
 
 def sh(name: str) -> ox.NamedNode:
@@ -50,6 +57,19 @@ class Path:
     @property
     def iri(self) -> ox.NamedNode | None:
         return self.node if isinstance(self.node, ox.NamedNode) and self.kind == "predicate" else None
+
+    @property
+    def nullable(self) -> bool:
+        """Whether the path reaches a node from itself in zero steps. The store finds those
+        zero-length solutions only for nodes of the graph, while SHACL counts any focus node,
+        so the compiled query adds them."""
+        if self.kind in ("zeroOrMore", "zeroOrOne"):
+            return True
+        if self.kind == "sequence":
+            return all(item.nullable for item in self.items)
+        if self.kind in ("alternative", "inverse"):
+            return any(item.nullable for item in self.items)
+        return False
 
     def copy(self) -> tuple[ox.NamedNode | ox.BlankNode, list[ox.Triple]]:
         """The path as a fresh tree of blank nodes (a node shared in the shapes graph is copied
@@ -209,17 +229,21 @@ class Shapes:
         return cls(dataset, "shapes text")
 
     @classmethod
-    def bundled(cls) -> Shapes:
-        """The shapes shipped in the `tgsparql.shapes` package."""
+    def bundled(cls, dialect: Dialect = "rdf12") -> Shapes:
+        """The shapes shipped in the `tgsparql.shapes` package for a store of `dialect`: the
+        common files, and the one file whose constraints read edge references in that form."""
+        if dialect not in EDGE_FILES:
+            raise ShapesError(f"no bundled shapes for the dialect {dialect!r}")
         root = files("tgsparql.shapes")
         dataset: list[ox.Triple | ox.Quad] = []
         for entry in sorted(root.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(".ttl"):
+            per_dialect = entry.name in EDGE_FILES.values()
+            if entry.name.endswith(".ttl") and (not per_dialect or entry.name == EDGE_FILES[dialect]):
                 try:
                     dataset.extend(ox.parse(entry.read_bytes(), format=ox.RdfFormat.TURTLE))
                 except SyntaxError as error:
                     raise ShapesError(f"{entry.name}: {_syntax_message(error)}") from None
-        return cls(dataset, "bundled shapes")
+        return cls(dataset, f"bundled shapes ({dialect})")
 
     def paths(self) -> dict[Term, Path]:
         """Every blank-node path by its node, so a report can copy it into sh:resultPath."""

@@ -1,0 +1,533 @@
+"""Validation benchmark: tgsparql's validator against pyshacl, `shacl` and pyrudof on one record.
+
+Builds (once, cached under the work directory) an explainability graph of N recorded sessions
+with a known number of seeded violations of each kind, plus the KG facts they reference and the
+librarian texts, as TriG with the IRIs and record shape of `tgsparql.provenance` — once in the
+`rdf12` dialect (triple terms) and once in the `reification` dialect (rdf:Statement IRIs), for
+engines built on rdflib, which cannot represent triple terms. Both are bulk-loaded into on-disk
+pyoxigraph stores. Then each engine validates in its own subprocess, so its peak memory is its
+own:
+
+- tgsparql: `Validator.validate(store, default_graph="union")` on the on-disk store;
+- pyshacl: on an rdflib ConjunctiveGraph over the on-disk store through oxrdflib (reification);
+- `shacl` and pyrudof: in memory from an N-Triples dump of the union, dump time included.
+
+Run: python -m benchmarks.validation_bench [--size tiny|full] [--sessions N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyoxigraph as ox
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_WORK = HERE / "cache"
+DEFAULT_OUT = HERE / "results" / "validation.md"
+SHAPES = HERE / "validation_shapes.ttl"
+SIZES = {"tiny": 200, "full": 10_000}
+DEFAULT_SEED = 20240602
+BUILD_FORMAT = 1
+SLOW_S = 60.0
+"""An engine whose run takes longer than this is run once, not `--runs` times."""
+DIALECTS = ("rdf12", "reification")
+ENGINES_BY_DIALECT = {
+    "rdf12": ("tgsparql", "shacl", "pyrudof"),
+    "reification": ("tgsparql", "pyshacl", "shacl", "pyrudof"),
+}
+TG = "https://trustgraph.ai/ns/"
+PROV = "http://www.w3.org/ns/prov#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+DC = "http://purl.org/dc/elements/1.1/"
+SH = "http://www.w3.org/ns/shacl#"
+EXPLAINABILITY = "urn:graph:explainability"
+LIBRARY = "urn:graph:library"
+ENTITY = "https://trustgraph.ai/e/"
+RELATION = "https://trustgraph.ai/r/"
+
+SEEDED = {
+    "missing-query": "MinCount",
+    "string-start-time": "Datatype",
+    "failed-without-error": "Or",
+    "complete-without-answer": "SPARQL",
+    "wrong-edge-count": "SPARQL",
+    "negative-invalid-count": "MinInclusive",
+    "two-reasons": "MaxCount",
+    "edge-not-retrieved": "SPARQL",
+    "edge-not-a-fact": "SPARQL",
+    "answer-iri-pattern": "Pattern",
+    "sha256-mismatch": "SPARQL",
+}
+"""Each kind of seeded violation and the constraint component of the one result it causes."""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---- the record, written as TriG -------------------------------------------------------------
+
+
+def lit(text: str, datatype: str = XSD + "string") -> str:
+    return str(ox.Literal(text, datatype=ox.NamedNode(datatype)))
+
+
+class Writer:
+    """TriG lines of the record in one dialect; reification also describes every statement."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self.lines: list[str] = []
+        self.described: set[str] = set()
+
+    def edge(self, triple: ox.Triple) -> str:
+        if self.dialect == "rdf12":
+            return f"<<( {triple.subject} {triple.predicate} {triple.object} )>>"
+        digest = hashlib.sha256(f"{triple} .".encode()).hexdigest()
+        iri = f"<urn:trustgraph:stmt:{digest}>"
+        if iri not in self.described:
+            self.described.add(iri)
+            self.lines.append(
+                f"{iri} <{RDF}type> <{RDF}Statement> ; <{RDF}subject> {triple.subject} ; "
+                f"<{RDF}predicate> {triple.predicate} ; <{RDF}object> {triple.object} ."
+            )
+        return iri
+
+    def add(self, subject: str, pairs: Sequence[tuple[str, str]]) -> None:
+        body = " ; ".join(f"{p} {o}" for p, o in pairs)
+        self.lines.append(f"{subject} {body} .")
+
+
+@dataclass
+class Kg:
+    facts: list[ox.Triple]
+    fact_set: set[ox.Triple]
+    entities: list[ox.NamedNode]
+
+
+def make_kg(rng: random.Random, sessions: int) -> Kg:
+    entities = [ox.NamedNode(f"{ENTITY}entity-{i}") for i in range(max(100, sessions // 2))]
+    relations = [ox.NamedNode(f"{RELATION}relation-{i}") for i in range(20)]
+    facts: dict[ox.Triple, None] = {}
+    while len(facts) < sessions * 5:
+        subject = rng.choice(entities)
+        if rng.random() < 0.85:
+            obj: ox.Term = rng.choice(entities)
+        else:
+            obj = ox.Literal(str(rng.randrange(1800, 2030)), datatype=ox.NamedNode(XSD + "integer"))
+        facts[ox.Triple(subject, rng.choice(relations), obj)] = None
+    return Kg(list(facts), set(facts), entities)
+
+
+def session_uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def write_session(
+    out: Writer, library: list[str], rng: random.Random, kg: Kg, index: int, fault: str | None
+) -> None:
+    """One session as `Recorder` writes it (queries/record_*.rq), with at most one fault."""
+    u = session_uuid(rng)
+    session, retrieval = f"<urn:trustgraph:session:{u}>", f"<urn:trustgraph:prov:retrieval:{u}>"
+    selection, answer = f"<urn:trustgraph:prov:selection:{u}>", f"<urn:trustgraph:prov:answer:{u}>"
+    document = f"<urn:trustgraph:answer:{u}>"
+    if fault == "answer-iri-pattern":
+        document = f"<urn:trustgraph:document:{u}>"
+    started = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=index * 7)
+    start_text = started.strftime("%Y-%m-%dT%H:%M:%SZ")
+    end_text = (started + dt.timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    failed = index % 20 == 7 or fault == "failed-without-error"
+
+    pairs = [(f"<{RDF}type>", f"<{PROV}Activity>"), (f"<{RDFS}label>", lit("GraphRAG query session"))]
+    pairs.append(
+        (f"<{PROV}startedAtTime>", lit(start_text) if fault == "string-start-time" else lit(start_text, XSD + "dateTime"))
+    )
+    if fault != "missing-query":
+        pairs.append((f"<{TG}query>", lit(f"What is known about entity {index}?")))
+    pairs += [(f"<{PROV}endedAtTime>", lit(end_text, XSD + "dateTime"))]
+    if failed:
+        pairs.append((f"<{TG}status>", lit("failed")))
+        if fault != "failed-without-error":
+            pairs.append((f"<{TG}error>", lit("selection failed: the LLM did not answer")))
+    else:
+        pairs.append((f"<{TG}status>", lit("complete")))
+    out.add(session, pairs)
+
+    retrieved = rng.sample(kg.facts, rng.randint(20, 80))
+    selected = retrieved[:3]
+    if fault == "edge-not-retrieved":
+        outside = next(f for f in (rng.choice(kg.facts) for _ in iter(int, 1)) if f not in retrieved)
+        selected = [outside, *selected[1:]]
+    if fault == "edge-not-a-fact":
+        invented = next(
+            t
+            for t in (ox.Triple(rng.choice(kg.entities), ox.NamedNode(RELATION + "invented"), rng.choice(kg.entities)) for _ in iter(int, 1))
+            if t not in kg.fact_set
+        )
+        retrieved = [*retrieved, invented]
+        selected = [invented, *selected[1:]]
+    count = len(retrieved) + (1 if fault == "wrong-edge-count" else 0)
+    pairs = [
+        (f"<{RDF}type>", f"<{PROV}Entity>"),
+        (f"<{RDFS}label>", lit("Retrieved edges")),
+        (f"<{PROV}wasGeneratedBy>", session),
+        (f"<{TG}concept>", lit(f"entity {index}")),
+        (f"<{TG}entity>", str(retrieved[0].subject)),
+    ]
+    pairs += [(f"<{TG}retrievedEdge>", out.edge(t)) for t in retrieved]
+    pairs.append((f"<{TG}edgeCount>", lit(str(count), XSD + "integer")))
+    out.add(retrieval, pairs)
+    if failed:
+        return
+
+    edges = [f"<urn:trustgraph:prov:edge:{u}:{i}>" for i in range(len(selected))]
+    invalid = "-1" if fault == "negative-invalid-count" else "0"
+    pairs = [
+        (f"<{RDF}type>", f"<{PROV}Entity>"),
+        (f"<{RDFS}label>", lit("Selected edges")),
+        (f"<{PROV}wasDerivedFrom>", retrieval),
+    ]
+    pairs += [(f"<{TG}selectedEdge>", e) for e in edges]
+    pairs.append((f"<{TG}invalidIdCount>", lit(invalid, XSD + "integer")))
+    out.add(selection, pairs)
+    for i, (edge, triple) in enumerate(zip(edges, selected)):
+        pairs = [
+            (f"<{RDF}type>", f"<{TG}EdgeSelection>"),
+            (f"<{TG}edge>", out.edge(triple)),
+            (f"<{TG}reasoning>", lit(f"offline selector: edge {i} matches the question; score 0.9")),
+        ]
+        if fault == "two-reasons" and i == 0:
+            pairs.append((f"<{TG}reasoning>", lit("a second, contradicting reason")))
+        out.add(edge, pairs)
+
+    text = f"Answer {index}: " + "; ".join(str(t.object) for t in selected)
+    if fault != "complete-without-answer":
+        out.add(
+            answer,
+            [
+                (f"<{RDF}type>", f"<{PROV}Entity>"),
+                (f"<{RDFS}label>", lit("GraphRAG answer")),
+                (f"<{PROV}wasDerivedFrom>", selection),
+                (f"<{TG}document>", document),
+            ],
+        )
+    digest = hashlib.sha256((text + " (edited)" if fault == "sha256-mismatch" else text).encode()).hexdigest()
+    library.append(
+        f"{document} <{DC}title> {lit('GraphRAG answer ' + u)} ; <{TG}content> {lit(text)} ; "
+        f"<{TG}mimeType> {lit('text/plain')} ; <{TG}contentSha256> {lit(digest)} ."
+    )
+
+
+def faults(sessions: int, rng: random.Random) -> tuple[dict[int, str], int]:
+    """Which session carries which seeded violation: `per_kind` sessions for each kind."""
+    per_kind = max(2, sessions // 1000)
+    complete = [i for i in range(sessions) if i % 20 != 7]
+    chosen = rng.sample(complete, per_kind * len(SEEDED))
+    return {i: kind for i, kind in zip(chosen, [k for k in SEEDED for _ in range(per_kind)])}, per_kind
+
+
+def generate(sessions: int, seed: int) -> Iterator[tuple[str, str]]:
+    """(dialect, TriG text) for both dialects, from the same draws."""
+    kg = make_kg(random.Random(seed), sessions)
+    plan, _ = faults(sessions, random.Random(seed + 1))
+    kg_lines = [f"{t} ." for t in kg.facts] + [
+        f"{e} <{RDFS}label> {lit('entity ' + e.value.rsplit('-', 1)[1])} ." for e in kg.entities
+    ]
+    for dialect in DIALECTS:
+        rng = random.Random(seed + 2)
+        out, library = Writer(dialect), []
+        for index in range(sessions):
+            write_session(out, library, rng, kg, index, plan.get(index))
+        yield dialect, "\n".join(
+            [*kg_lines, f"<{EXPLAINABILITY}> {{", *out.lines, "}", f"<{LIBRARY}> {{", *library, "}", ""]
+        )
+
+
+@dataclass
+class Build:
+    directory: Path
+    sessions: int
+    per_kind: int
+    quads: dict[str, int]
+    build_s: float
+    reused: bool
+
+
+def build(sessions: int, seed: int, work: Path) -> Build:
+    directory = work / f"validation-{sessions}-seed{seed}-v{BUILD_FORMAT}"
+    info = directory / "build.json"
+    if info.exists():
+        log(f"using the cached stores in {directory}")
+        data = json.loads(info.read_text(encoding="utf-8"))
+        return Build(directory, sessions, data["per_kind"], data["quads"], data["build_s"], True)
+    start = time.perf_counter()
+    quads = {}
+    for dialect, text in generate(sessions, seed):
+        target = directory / dialect
+        target.mkdir(parents=True, exist_ok=True)
+        trig = target / "record.trig"
+        trig.write_text(text, encoding="utf-8")
+        store = ox.Store(str(target / "store"))
+        store.bulk_load(path=str(trig), format=ox.RdfFormat.TRIG)
+        store.optimize()
+        quads[dialect] = len(store)
+        del store
+        trig.unlink()
+        log(f"built the {dialect} store: {quads[dialect]:,} quads")
+    _, per_kind = faults(sessions, random.Random(seed + 1))
+    build_s = time.perf_counter() - start
+    info.write_text(json.dumps({"per_kind": per_kind, "quads": quads, "build_s": build_s}), encoding="utf-8")
+    return Build(directory, sessions, per_kind, quads, build_s, False)
+
+
+# ---- the engines, each in its own process ----------------------------------------------------
+
+
+def shapes_files(dialect: str) -> list[Path]:
+    return [SHAPES, HERE / f"validation_shapes_{dialect}.ttl"]
+
+
+def shapes_text(dialect: str) -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for path in shapes_files(dialect))
+
+
+def dump_union(store_dir: Path, target: Path) -> None:
+    """The union of all graphs as N-Triples: what an in-memory engine is given."""
+    store = ox.Store.read_only(str(store_dir))
+    triples = store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", use_default_graph_as_union=True)
+    triples.serialize(str(target), ox.RdfFormat.N_TRIPLES)
+
+
+def run_tgsparql(store_dir: Path, dialect: str, scratch: Path) -> str:
+    from tgsparql.store import EmbeddedStore
+    from tgsparql.validation import Shapes, Validator
+
+    store = EmbeddedStore(store_dir)
+    validator = Validator(Shapes.from_files(shapes_files(dialect)), dialect=dialect)
+    return validator.validate(store, default_graph="union").to_turtle()
+
+
+def run_pyshacl(store_dir: Path, dialect: str, scratch: Path) -> str:
+    import pyshacl
+    import rdflib
+    from oxrdflib import OxigraphStore
+
+    if dialect != "reification":
+        raise SystemExit("pyshacl (rdflib) cannot read triple terms")
+    data = rdflib.ConjunctiveGraph(store=OxigraphStore(store=ox.Store.read_only(str(store_dir))))
+    shapes = rdflib.Graph().parse(data=shapes_text(dialect), format="turtle")
+    _, report, _ = pyshacl.validate(data, shacl_graph=shapes, inference="none", inplace=True)
+    return report.serialize(format="turtle")
+
+
+def run_shacl(store_dir: Path, dialect: str, scratch: Path) -> str:
+    import shacl
+
+    dump = scratch / "union.nt"
+    dump_union(store_dir, dump)
+    shapes = shacl.Shapes.from_text(shapes_text(dialect), "turtle")
+    return shapes.validate_file(str(dump)).serialize("turtle")
+
+
+def run_pyrudof(store_dir: Path, dialect: str, scratch: Path) -> str:
+    import pyrudof
+
+    dump = scratch / "union.nt"
+    dump_union(store_dir, dump)
+    rudof = pyrudof.Rudof(pyrudof.RudofConfig())
+    rudof.read_data(str(dump), format=pyrudof.RDFFormat.NTriples, reader_mode=pyrudof.ReaderMode.Strict)
+    rudof.read_shacl(shapes_text(dialect), format=pyrudof.ShaclFormat.Turtle)
+    rudof.validate_shacl(mode=pyrudof.ShaclValidationMode.Native)
+    return rudof.serialize_shacl_validation_results(format=pyrudof.ResultShaclValidationFormat.Turtle)
+
+
+RUNNERS: dict[str, Callable[[Path, str, Path], str]] = {
+    "tgsparql": run_tgsparql,
+    "pyshacl": run_pyshacl,
+    "shacl": run_shacl,
+    "pyrudof": run_pyrudof,
+}
+
+
+def results_of(report: str) -> list[list[str | None]]:
+    """(focus, path, value, component, severity) of every top-level result, as N-Triples text."""
+    triples = list(ox.parse(report, ox.RdfFormat.TURTLE))
+    by_subject: dict[ox.Term, dict[str, ox.Term]] = {}
+    results = []
+    for t in triples:
+        by_subject.setdefault(t.subject, {})[t.predicate.value] = t.object
+        if t.predicate.value == SH + "result":
+            results.append(t.object)
+
+    def text(node: ox.Term, name: str) -> str | None:
+        value = by_subject[node].get(SH + name)
+        return None if value is None else str(value)
+
+    rows = [
+        [text(r, "focusNode"), text(r, "resultPath"), text(r, "value"), text(r, "sourceConstraintComponent"), text(r, "resultSeverity")]
+        for r in results
+    ]
+    return sorted(rows, key=lambda row: [cell or "" for cell in row])
+
+
+def engine_main(engine: str, store_dir: Path, dialect: str, scratch: Path) -> None:
+    """Run one engine once and print one JSON line: wall time, results, peak memory."""
+    start = time.perf_counter()
+    report = RUNNERS[engine](store_dir, dialect, scratch)
+    wall = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"wall_s": wall, "peak_mb": peak_kb / 1024, "results": results_of(report)}))
+
+
+@dataclass
+class Measured:
+    engine: str
+    dialect: str
+    walls: list[float]
+    peak_mb: float
+    results: list[list[str | None]] | None
+    error: str | None = None
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(self.walls)
+
+
+def measure(engine: str, dialect: str, build: Build, runs: int, timeout: float) -> Measured:
+    walls, peaks, results = [], [], None
+    scratch = build.directory / "scratch"
+    scratch.mkdir(exist_ok=True)
+    for _ in range(runs):
+        command = [
+            sys.executable, "-m", "benchmarks.validation_bench", "--engine", engine,
+            "--dialect", dialect, "--store", str(build.directory / dialect / "store"),
+            "--scratch", str(scratch),
+        ]
+        try:
+            done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Measured(engine, dialect, walls, max(peaks, default=0.0), results, f"no result within {timeout:.0f} s")
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
+            return Measured(engine, dialect, walls, max(peaks, default=0.0), results, last[:200])
+        line = json.loads(done.stdout.strip().splitlines()[-1])
+        walls.append(line["wall_s"])
+        peaks.append(line["peak_mb"])
+        results = line["results"]
+        log(f"{engine} on {dialect}: {line['wall_s']:.2f} s, {len(results)} results")
+        if line["wall_s"] > SLOW_S:
+            break
+    return Measured(engine, dialect, walls, max(peaks), results)
+
+
+# ---- the report ------------------------------------------------------------------------------
+
+
+def by_component(results: list[list[str | None]]) -> Counter[str]:
+    return Counter(str(r[3]).rsplit("#", 1)[-1].removesuffix(">").removesuffix("ConstraintComponent") for r in results)
+
+
+def expected_components(per_kind: int) -> Counter[str]:
+    return Counter({c: n * per_kind for c, n in Counter(SEEDED.values()).items()})
+
+
+def report(build: Build, measured: list[Measured], runs: int) -> str:
+    lines = [
+        "# Validation benchmark",
+        "",
+        f"- record: {build.sessions:,} sessions, {build.per_kind} seeded violations of each of "
+        f"{len(SEEDED)} kinds ({build.per_kind * len(SEEDED)} expected results); "
+        + ", ".join(f"{d} {n:,} quads" for d, n in build.quads.items())
+        + f", on-disk stores",
+        f"- build: {build.build_s:.1f} s" + (", reused from the cache for this run" if build.reused else ""),
+        f"- shapes: benchmarks/validation_shapes.ttl + validation_shapes_{{dialect}}.ttl",
+        f"- runs: median of {runs} per engine (1 for pyshacl and for any run over {SLOW_S:.0f} s), "
+        "each in its own process; "
+        f"peak memory = that process's ru_maxrss",
+        f"- machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        "",
+    ]
+    expected = expected_components(build.per_kind)
+    for dialect in DIALECTS:
+        rows = [m for m in measured if m.dialect == dialect]
+        ours = next((m for m in rows if m.engine == "tgsparql" and m.error is None), None)
+        fastest = min((m.wall for m in rows if m.error is None and m.walls), default=None)
+        lines += [
+            f"## {dialect}",
+            "",
+            "| engine | wall s | results | same results as tgsparql | as seeded | peak MB | × tgsparql time |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m in rows:
+            if m.error is not None and not m.walls:
+                lines.append(f"| {m.engine} | — | — | — | — | — | failed: {m.error} |")
+                continue
+            same = "yes" if ours and m.results == ours.results else "**no**"
+            seeded = "yes" if by_component(m.results or []) == expected else "**no**"
+            ratio = f"{m.wall / ours.wall:.1f}" if ours else "—"
+            lines.append(
+                f"| {m.engine} | {m.wall:.2f} | {len(m.results or [])} | {same} | {seeded} | {m.peak_mb:.0f} | {ratio} |"
+            )
+        if ours and fastest:
+            lines += ["", f"tgsparql / fastest: {ours.wall / fastest:.2f} (target ≤ 2)"]
+            pyshacl = next((m for m in rows if m.engine == "pyshacl" and m.walls), None)
+            if pyshacl:
+                lines.append(f"pyshacl / tgsparql: {pyshacl.wall / ours.wall:.1f} (target ≥ 20)")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--sessions", type=int, help="overrides --size")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per engine run")
+    parser.add_argument("--engines", default="tgsparql,pyshacl,shacl,pyrudof")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--dialect", help=argparse.SUPPRESS)
+    parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.engine:
+        engine_main(args.engine, args.store, args.dialect, args.scratch)
+        return 0
+    sessions = args.sessions or SIZES[args.size]
+    built = build(sessions, args.seed, args.work)
+    wanted = args.engines.split(",")
+    measured = [
+        measure(engine, dialect, built, 1 if engine == "pyshacl" else args.runs, args.timeout)
+        for dialect in DIALECTS
+        for engine in ENGINES_BY_DIALECT[dialect]
+        if engine in wanted
+    ]
+    text = report(built, measured, args.runs)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

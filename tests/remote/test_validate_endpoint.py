@@ -1,0 +1,107 @@
+"""`tgsparql validate --endpoint` and `query --validate` over Oxigraph server 0.5 (`rdf12`): the
+same report, result for result, as validating the same data in an embedded store."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.remote.conftest import Server
+from tgsparql.cli import main
+from tgsparql.store import open_store
+
+QUESTION = "Who did Marie Curie marry?"
+SESSION_RE = re.compile(r"urn:trustgraph:session:[0-9a-f-]{36}")
+CORRUPTIONS = """
+PREFIX tg: <https://trustgraph.ai/ns/>
+PREFIX ent: <https://example.org/demo/entity/>
+INSERT DATA { ent:Marie_Curie <https://example.org/demo/rel/likes> ent:Paris } ;
+DELETE { GRAPH ?g { ?edge tg:edge ?t } }
+INSERT { GRAPH ?g { ?edge tg:edge <<( ent:Paris <https://example.org/demo/rel/x> ent:Warsaw )>> } }
+WHERE { GRAPH ?g { ?edge tg:edge ?t } FILTER(STRENDS(STR(?edge), ":0")) } ;
+DELETE { GRAPH <urn:graph:library> { ?chunk tg:content ?c } }
+INSERT { GRAPH <urn:graph:library> { ?chunk tg:content "tampered" } }
+WHERE { GRAPH <urn:graph:library> { ?chunk tg:content ?c } FILTER(STRSTARTS(STR(?chunk), "urn:chunk:6e9a")) }
+"""
+UNSET = {"TGSPARQL_STORE": None, "TGSPARQL_ENDPOINT": None, "OPENAI_BASE_URL": None,
+         "OPENAI_API_KEY": None}
+
+
+def cli(*args: object) -> Result:
+    result = CliRunner().invoke(main, [str(arg) for arg in args], env=UNSET)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def endpoint(server: Server) -> list[str]:
+    return ["--endpoint", server.base + server.query_path,
+            "--update-endpoint", server.base + server.update_path,
+            "--graph-store", server.base + (server.store_path or "")]
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[Path]:
+    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def both(oxigraph: Server, tmp_path_factory: pytest.TempPathFactory,
+         demo: Path) -> tuple[Path, str]:
+    """The demo, a session and three corruptions in an on-disk store, and the same quads (by
+    export) on the server; the session's IRI."""
+    path = tmp_path_factory.mktemp("validate") / "store"
+    assert cli("load", "--store", path, demo).exit_code == 0
+    asked = cli("query", QUESTION, "--store", path)
+    session = SESSION_RE.search(asked.stderr)
+    assert asked.exit_code == 0 and session is not None, asked.stderr
+    store = open_store(path)
+    store.update(CORRUPTIONS)
+    store.close()
+    dump = path.parent / "dump.nq"
+    assert cli("export", "--store", path, "--format", "nquads", "--output", dump).exit_code == 0
+    oxigraph.clear()
+    loaded = cli("load", *endpoint(oxigraph), dump)
+    assert loaded.exit_code == 0, loaded.stderr
+    return path, session.group(0)
+
+
+@pytest.mark.parametrize("scope", ["store", "session"])
+def test_validation_over_the_endpoint_equals_the_embedded_report(
+    both: tuple[Path, str], oxigraph: Server, scope: str
+) -> None:
+    path, session = both
+    extra = ["--session", session] if scope == "session" else []
+    embedded = cli("validate", "--store", path, "--format", "json", *extra)
+    remote = cli("validate", *endpoint(oxigraph), "--format", "json", *extra)
+    assert embedded.exit_code == remote.exit_code == 1, remote.stderr
+    assert json.loads(remote.stdout) == json.loads(embedded.stdout)
+    found = {(r["sourceConstraint"] or {}).get("value", "").rsplit("/", 1)[-1]
+             for r in json.loads(remote.stdout)["results"]}
+    expected = {"SelectedEdgeIsAFact", "SelectedEdgeWasRetrieved"}
+    if scope == "store":
+        expected |= {"FactHasProvenance", "ChunkTextMatchesItsDocument",
+                     "ContentMatchesItsSha256", "EvidenceMatchesItsChunk"}
+    assert found == expected
+
+
+def test_the_junit_reports_are_equal_too(both: tuple[Path, str], oxigraph: Server) -> None:
+    path, _ = both
+    embedded = cli("validate", "--store", path, "--format", "junit")
+    remote = cli("validate", *endpoint(oxigraph), "--format", "junit")
+    assert remote.stdout == embedded.stdout and "<testsuite" in remote.stdout
+
+
+def test_query_validate_over_the_endpoint_checks_the_new_session(
+    both: tuple[Path, str], oxigraph: Server
+) -> None:
+    run = cli("query", "Where was Marie Curie born?", *endpoint(oxigraph), "--validate")
+    assert run.exit_code == 0, run.stderr
+    assert re.search(r"^validate: conforms: \d+ shapes checked, 0 warnings$", run.stderr,
+                     re.MULTILINE), run.stderr

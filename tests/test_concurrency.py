@@ -1,0 +1,152 @@
+"""Many sessions recorded at once — from threads sharing one store, and from processes taking
+turns on one on-disk store — lose nothing, all validate, and never share an IRI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from oxigraph_server import oxigraph_server
+from tgsparql.explain import list_sessions
+from tgsparql.llm.offline import OfflineBackend
+from tgsparql.loader import load_files
+from tgsparql.locking import LOCK_NAME, StoreBusy, exclusive_store
+from tgsparql.pipeline import GraphRag
+from tgsparql.store import Store, StoreError, open_store
+from tgsparql.templates import Templates
+from tgsparql.testing import assert_conforms
+
+WORKER = REPO / "tests" / "writer_process.py"
+QUESTIONS = [
+    "Where was the scientist who discovered polonium born?",
+    "Which prize did the daughter of Pierre Curie win?",
+    "Who married Marie Curie?",
+    "Where did Pierre Curie die?",
+]
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path, demo_path: Path) -> Path:
+    path = tmp_path / "kg"
+    with open_store(path) as store:
+        assert not load_files(store, [demo_path]).failed
+    return path
+
+
+def sessions_of(store: Store) -> list:
+    return list_sessions(store, Templates(), "explainability", 100_000)
+
+
+def check_all_recorded(store: Store, expected: list[str]) -> None:
+    """Every expected session is there, complete, once; the whole store conforms."""
+    found = sessions_of(store)
+    assert sorted(s.session for s in found) == sorted(expected)
+    assert len(set(expected)) == len(expected)
+    assert {s.status for s in found} == {"complete"}
+    assert_conforms(store)
+
+
+def test_threads_sharing_one_store_lose_nothing(demo_dir: Path) -> None:
+    threads, per_thread = 8, 6
+    with open_store(demo_dir) as store:
+        rag = GraphRag(store, OfflineBackend())
+        start = threading.Barrier(threads)
+
+        def work(n: int) -> list[str]:
+            start.wait()
+            mine = []
+            for i in range(per_thread):
+                answer, messages = rag.ask(QUESTIONS[(n + i) % len(QUESTIONS)])
+                assert messages[-1].error is None and answer
+                mine.append(messages[0].explain_id)
+            return mine
+
+        with ThreadPoolExecutor(threads) as pool:
+            recorded = [iri for batch in pool.map(work, range(threads)) for iri in batch]
+        assert len(recorded) == threads * per_thread
+        check_all_recorded(store, recorded)
+
+
+def test_threads_each_with_a_remote_store_on_one_endpoint_lose_nothing(demo_dir: Path) -> None:
+    from tgsparql.remote import RemoteStore
+
+    threads, per_thread = 4, 4
+    with oxigraph_server(demo_dir) as base:
+        def work(n: int) -> list[str]:
+            with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+                rag = GraphRag(store, OfflineBackend(), index_labels=False)
+                return [rag.ask(QUESTIONS[(n + i) % len(QUESTIONS)])[1][0].explain_id
+                        for i in range(per_thread)]
+
+        with ThreadPoolExecutor(threads) as pool:
+            recorded = [iri for batch in pool.map(work, range(threads)) for iri in batch]
+        with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+            check_all_recorded(store, recorded)
+
+
+def run_writers(path: Path, processes: int, count: int, batch: int) -> list[list[str]]:
+    workers = [
+        subprocess.Popen([sys.executable, str(WORKER), str(path), str(count), str(batch)],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
+    outputs = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=50)
+        assert worker.returncode == 0, err
+        outputs.append(out.splitlines())
+    return outputs
+
+
+def test_processes_taking_turns_on_one_disk_store_lose_nothing(demo_dir: Path) -> None:
+    outputs = run_writers(demo_dir, processes=4, count=6, batch=2)
+    done = [line.split()[1] for lines in outputs for line in lines if line.startswith("done ")]
+    assert len(done) == 4 * 6
+    with open_store(demo_dir) as store:
+        check_all_recorded(store, done)
+
+
+def test_a_second_writer_without_the_lock_gets_a_clear_error(demo_dir: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, pyoxigraph as ox; s = ox.Store(sys.argv[1]); "
+         "print('open', flush=True); sys.stdin.read()", str(demo_dir)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "open\n"
+        with pytest.raises(StoreError, match=r"another process has it open for writing \(one "
+                                             r"writer process at a time; .*exclusive_store\)"):
+            open_store(demo_dir)
+        began = time.monotonic()
+        with pytest.raises(StoreBusy, match="stayed busy for 0.3 s: a process that does not "
+                                            "use the writer lock has it open"):
+            with exclusive_store(demo_dir, timeout=0.3):
+                pass
+        assert time.monotonic() - began < 5
+    finally:
+        holder.communicate("", timeout=10)
+
+
+def test_a_waiting_writer_gets_the_store_once_the_holder_lets_go(demo_dir: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from tgsparql.locking import exclusive_store\n"
+         "with exclusive_store(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()",
+         str(demo_dir)],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        pid = (demo_dir / LOCK_NAME).read_text().strip()
+        with pytest.raises(StoreBusy, match=f"process {pid} has it open for writing"):
+            with exclusive_store(demo_dir, timeout=0.2):
+                pass
+        threading.Timer(0.3, lambda: holder.stdin.close()).start()
+        with exclusive_store(demo_dir, timeout=20) as store:
+            assert len(store.oxigraph) > 0
+    finally:
+        holder.wait(timeout=10)

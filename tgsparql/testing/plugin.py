@@ -1,0 +1,143 @@
+"""The tgsparql pytest plugin: stores, loaded stores, pipelines and a conformance assertion.
+
+Registered through the `pytest11` entry point, so installing tgsparql is enough. It imports
+nothing of tgsparql, pyoxigraph or hypothesis until a fixture is used: test suites that never
+ask for one pay nothing and need none of them.
+
+`--tgsparql-endpoint URL` runs the tests marked `tgsparql_remote` against that SPARQL endpoint
+instead of an embedded store. The endpoint is emptied (DROP ALL) before each such test: point
+it at a scratch store only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tgsparql.pipeline import GraphRag
+    from tgsparql.store import Store
+
+MARKER = "tgsparql_remote"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tgsparql")
+    group.addoption(
+        "--tgsparql-endpoint", metavar="URL", default=os.environ.get("TGSPARQL_TEST_ENDPOINT"),
+        help=f"SPARQL query endpoint for tests marked {MARKER} (emptied before each test). "
+        "Env: TGSPARQL_TEST_ENDPOINT.",
+    )
+    group.addoption(
+        "--tgsparql-update-endpoint", metavar="URL", default=None,
+        help="Its update endpoint; default: the query endpoint.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}: the tgsparql_store fixture is the --tgsparql-endpoint store when one is "
+        "given (else an embedded store)",
+    )
+
+
+@pytest.fixture
+def tgsparql_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    """A fresh, empty store: embedded in memory, or the remote endpoint for marked tests."""
+    endpoint = request.config.getoption("--tgsparql-endpoint")
+    if endpoint and request.node.get_closest_marker(MARKER) is not None:
+        store = _remote(endpoint, request.config.getoption("--tgsparql-update-endpoint"))
+    else:
+        from tgsparql.store import open_store
+
+        store = open_store()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def tgsparql_disk_store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh embedded store on disk, in the test's temporary directory."""
+    from tgsparql.store import open_store
+
+    store = open_store(tmp_path / "tgsparql-store")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def tgsparql_demo_file() -> Iterator[Path]:
+    """The bundled sample (the Curies: KG, extraction provenance, texts) as a TriG file."""
+    from importlib.resources import as_file, files
+
+    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as path:
+        yield path
+
+
+@pytest.fixture
+def tgsparql_loaded_store(tgsparql_store: Store) -> Callable[..., Store]:
+    """`tgsparql_loaded_store(*files, store=None)`: the store (default: `tgsparql_store`) with
+    the RDF files loaded as `tgsparql load` does; a file that does not load fails the test."""
+
+    def load(*paths: str | os.PathLike[str], store: Store | None = None) -> Store:
+        from tgsparql.loader import load_files
+
+        target = store if store is not None else tgsparql_store
+        report = load_files(target, list(paths))
+        if report.failed:
+            pytest.fail("tgsparql could not load: " + "; ".join(report.failed.values()),
+                        pytrace=False)
+        return target
+
+    return load
+
+
+@pytest.fixture
+def tgsparql_pipeline(tgsparql_store: Store) -> Callable[..., GraphRag]:
+    """`tgsparql_pipeline(backend="offline", *, store=None, **options)`: a GraphRag over the
+    store (default: `tgsparql_store`). `backend` is "offline", any Backend, or a mapping of
+    question → `tgsparql.testing.fakes.Script` for a ScriptedBackend."""
+
+    def build(backend: Any = "offline", *, store: Store | None = None, **options: Any) -> GraphRag:
+        from collections.abc import Mapping
+
+        from tgsparql.llm.offline import OfflineBackend
+        from tgsparql.pipeline import GraphRag
+        from tgsparql.testing.fakes import ScriptedBackend
+
+        if backend == "offline":
+            backend = OfflineBackend()
+        elif isinstance(backend, Mapping):
+            backend = ScriptedBackend(backend)
+        return GraphRag(store if store is not None else tgsparql_store, backend, **options)
+
+    return build
+
+
+@pytest.fixture
+def tgsparql_assert_conforms() -> Callable[..., Any]:
+    """`tgsparql.testing.assert_conforms`, for tests that prefer fixtures to imports."""
+    from tgsparql.testing.assertions import assert_conforms
+
+    return assert_conforms
+
+
+def _remote(endpoint: str, update_endpoint: str | None) -> Store:
+    try:
+        from tgsparql.remote import RemoteStore
+    except ImportError as error:
+        pytest.skip(f"--tgsparql-endpoint given, but tgsparql.remote cannot be used: {error}")
+    from tgsparql.templates import Templates
+
+    store = RemoteStore(endpoint, update_endpoint=update_endpoint)
+    store.update(Templates(store.dialect).render("testing_clear"))
+    return store
