@@ -1,4 +1,4 @@
-"""Shared fixtures: fresh stores, the demo sample, and a pipeline over it."""
+"""Shared fixtures: fresh stores, the demo sample, a pipeline over it, and an Oxigraph server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import Server, oxigraph_binary, serve_oxigraph
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
@@ -44,3 +45,12 @@ def demo_store(store: EmbeddedStore, demo_path: Path) -> EmbeddedStore:
 @pytest.fixture
 def rag(demo_store: EmbeddedStore) -> GraphRag:
     return GraphRag(demo_store, OfflineBackend())
+
+
+@pytest.fixture(scope="session")
+def oxigraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Oxigraph server 0.5 (`rdf12`), one for the whole run; tests empty it as they need."""
+    binary = oxigraph_binary()
+    if binary is None:
+        pytest.skip("the oxigraph server binary is not installed (pip install oxigraph)")
+    yield from serve_oxigraph(binary, tmp_path_factory.mktemp("oxigraph"), "rdf12")

@@ -76,7 +76,7 @@ _REMOTE_OPTIONS = [
                  help="Basic auth password. Env: TGSPARQL_PASSWORD (preferred: keeps it out "
                  "of ps)."),
     click.option("--token", envvar="TGSPARQL_TOKEN",
-                 help="Bearer token. Env: TGSPARQL_TOKEN (preferred)."),
+                 help="Bearer token for the endpoint. Env: TGSPARQL_TOKEN (preferred)."),
     click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
                  show_default=True, envvar="TGSPARQL_CONNECT_TIMEOUT",
                  help="Seconds to wait for a connection to the endpoint."),
@@ -123,16 +123,7 @@ def store_option(function: F) -> F:
 
     @functools.wraps(function)
     def chosen(*args: Any, store_path: Path | None, remote: Remote | None, **kwargs: Any) -> Any:
-        target: StoreTarget = remote if remote is not None else store_path
-        if remote is not None and store_path is not None:
-            source = click.get_current_context().get_parameter_source
-            from_env = ParameterSource.ENVIRONMENT
-            store_env, remote_env = source("store_path") == from_env, source("endpoint") == from_env
-            if store_env == remote_env:
-                raise click.UsageError("--store and --endpoint are mutually exclusive (so are "
-                                       "TGSPARQL_STORE and TGSPARQL_ENDPOINT)")
-            target = remote if store_env else store_path
-        return function(*args, store_path=target, **kwargs)
+        return function(*args, store_path=chosen_target(store_path, remote), **kwargs)
 
     chosen = click.option(
         "--store",
@@ -143,6 +134,20 @@ def store_option(function: F) -> F:
         "Env: TGSPARQL_STORE.",
     )(chosen)
     return remote_options(chosen)
+
+
+def chosen_target(store_path: Path | None, remote: Remote | None) -> StoreTarget:
+    """The one of --store and --endpoint that was given; the command line wins over the
+    environment, and both on the same footing are a usage error."""
+    if remote is None or store_path is None:
+        return remote if remote is not None else store_path
+    source = click.get_current_context().get_parameter_source
+    from_env = ParameterSource.ENVIRONMENT
+    store_env, remote_env = source("store_path") == from_env, source("endpoint") == from_env
+    if store_env == remote_env:
+        raise click.UsageError("--store and --endpoint are mutually exclusive (so are "
+                               "TGSPARQL_STORE and TGSPARQL_ENDPOINT)")
+    return remote if store_env else store_path
 
 
 def collection_option(function: F) -> F:
@@ -549,18 +554,20 @@ def explain(store_path: StoreTarget, session: str, collection: str, format_: str
 
 
 @main.command()
-@click.option("--store", "store_path", required=True, envvar="TGSPARQL_STORE",
+@click.option("--store", "store_path", envvar="TGSPARQL_STORE",
               type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="On-disk store directory to serve, opened read-only (other processes may "
-              "keep recording sessions into it). Env: TGSPARQL_STORE.")
+              "keep recording sessions into it); or serve --endpoint URL. Env: TGSPARQL_STORE.")
+@remote_options
 @collection_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; loopback unless you mean to share it.")
 @click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True,
               help="Port; 0 picks a free one.")
-@click.option("--token", envvar="TGSPARQL_SERVE_TOKEN",
-              help="Require 'Authorization: Bearer TOKEN' on every request. "
-              "Env: TGSPARQL_SERVE_TOKEN (preferred: keeps it out of ps).")
+@click.option("--serve-token", envvar="TGSPARQL_SERVE_TOKEN",
+              help="Require 'Authorization: Bearer TOKEN' on every request to this server "
+              "(--token is the endpoint's). Env: TGSPARQL_SERVE_TOKEN (preferred: keeps it out "
+              "of ps).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
               show_default=True, help="Seconds a query may run before it is stopped (503).")
 @click.option("--max-results", type=click.IntRange(1), default=100_000, show_default=True,
@@ -568,23 +575,30 @@ def explain(store_path: StoreTarget, session: str, collection: str, format_: str
 @click.option("--workers", type=click.IntRange(1), default=2, show_default=True,
               help="Query processes: queries that may run at once.")
 @click.option("--log", is_flag=True, help="Log every request to stderr.")
-def serve(store_path: Path, collection: str, host: str, port: int, token: str | None,
-          timeout: float, max_results: int, workers: int, log: bool) -> None:
-    """Serve the store read-only: /sparql (SPARQL 1.1 Protocol), /queries (saved BI queries
-    as CSV, TSV, JSON), /sessions (trace pages)."""
+def serve(store_path: Path | None, remote: Remote | None, collection: str, host: str, port: int,
+          serve_token: str | None, timeout: float, max_results: int, workers: int,
+          log: bool) -> None:
+    """Serve the store (or the SPARQL endpoint) read-only: /sparql (SPARQL 1.1 Protocol),
+    /queries (saved BI queries as CSV, TSV, JSON), /sessions (trace pages)."""
     from tgsparql.serve.app import ServerConfig, TgsparqlServer, describe, is_loopback
 
+    target = chosen_target(store_path, remote)
+    if target is None:
+        raise click.UsageError("give --store PATH or --endpoint URL to serve")
+    served: dict[str, Any] = {"store": target}
+    if isinstance(target, Remote):
+        served = {"endpoint": target.endpoint, "endpoint_options": target.options}
     try:
         vocab.explainability_graph(collection)
         server = TgsparqlServer(ServerConfig(
-            store=store_path, host=host, port=port, token=token, timeout=timeout,
+            **served, host=host, port=port, token=serve_token, timeout=timeout,
             max_results=max_results, workers=workers, collection=collection, log=log,
         ))
     except (OSError, StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
-    if not is_loopback(host) and token is None:
-        click.echo(f"warning: serving on {host} without --token: anyone who can reach it can "
-                   "read every session", err=True)
+    if not is_loopback(host) and serve_token is None:
+        click.echo(f"warning: serving on {host} without --serve-token: anyone who can reach it "
+                   "can read every session", err=True)
     click.echo(describe(server), err=True)
     try:
         server.serve_forever()

@@ -219,7 +219,8 @@ class RemoteStore:
                           named_graphs)
         if asking:
             document = {"head": {}, "boolean": self._boolean(body)}
-            return ox.parse_query_results(json.dumps(document).encode(), ox.QueryResultsFormat.JSON)
+            return ox.parse_query_results(json.dumps(document).encode(),
+                                          ox.QueryResultsFormat.JSON)
         try:  # read to the end once, so a malformed body fails here and not in the reader
             result = ox.parse_query_results(body, ox.QueryResultsFormat.JSON)
             if not isinstance(result, ox.QuerySolutions):

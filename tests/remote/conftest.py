@@ -1,8 +1,8 @@
 """Real SPARQL servers for the remote-store tests, started on 127.0.0.1 and stopped afterwards.
 
-Oxigraph server 0.5 (the `oxigraph` binary of the `oxigraph` package, in the test extra) serves
-the `rdf12` dialect. Oxigraph server 0.4 serves `rdfstar`; its package pins a pyoxigraph of its
-own, so it is installed in a virtual environment of its own under the test cache
+Oxigraph server 0.5 (`rdf12`) is the root conftest's `oxigraph` fixture (tests/servers.py), shared
+with the tests of `tgsparql serve`. Oxigraph server 0.4 serves `rdfstar`; its package pins a
+pyoxigraph of its own, so it is installed in a virtual environment of its own under the test cache
 (TGSPARQL_TEST_CACHE, default ~/.cache/tgsparql-tests), made on first use. Virtuoso 7 (Debian's
 `virtuoso-opensource`) serves `reification`: a private instance with a generated virtuoso.ini and
 a database directory of its own, SPARQL update granted to its SPARQL user through isql; its
@@ -12,24 +12,23 @@ server is shared by the session; each test starts from an empty store.
 
 from __future__ import annotations
 
-import http.client
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.remote.faulty_proxy import FaultyProxy
+# Server, free_port and oxigraph_binary are imported from here by other tests too.
+from tests.servers import (
+    STARTUP_SECONDS, Server, free_port, oxigraph_binary, serve_oxigraph, stop, wait_until_up,
+)
 from tgsparql.remote import RemoteStore
-from tgsparql.templates import Dialect
 
-STARTUP_SECONDS = 20
 VIRTUOSO_KG = "urn:tgsparql:kg"
 VIRTUOSO_CLEAR = ('DELETE { GRAPH ?g { ?s ?p ?o } } WHERE { GRAPH ?g { ?s ?p ?o } '
                   'FILTER(STRSTARTS(STR(?g), "urn:")) }')
@@ -65,92 +64,6 @@ MaxQueryExecutionTime = 300
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@dataclass(frozen=True)
-class Server:
-    """A running SPARQL server: where to send queries, updates and Graph Store requests."""
-
-    host: str
-    port: int
-    query_path: str
-    update_path: str
-    store_path: str | None
-    dialect: Dialect = "rdf12"
-    kg_graph: str | None = None
-    clear_update: str = "DROP ALL"
-
-    @property
-    def base(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def store(self, base: str | None = None, **options: object) -> RemoteStore:
-        """A RemoteStore on this server, or on `base` (a proxy in front of it)."""
-        root = base or self.base
-        return RemoteStore(
-            root + self.query_path,
-            update_endpoint=root + self.update_path,
-            graph_store=root + self.store_path if self.store_path else None,
-            **{"dialect": self.dialect, "kg_graph": self.kg_graph, **options},  # type: ignore
-        )
-
-    def clear(self) -> None:
-        """Empty the store, so the next test starts afresh."""
-        self.store().update(self.clear_update)
-
-
-def oxigraph_binary() -> Path | None:
-    beside = Path(sys.executable).parent / "oxigraph"
-    if beside.is_file():
-        return beside
-    found = shutil.which("oxigraph")
-    return Path(found) if found else None
-
-
-def _wait_until_up(process: subprocess.Popen[bytes], port: int) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            error = process.stderr.read().decode() if process.stderr else ""
-            raise RuntimeError(f"the server exited with {process.returncode}: {error.strip()}")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/")
-            connection.getresponse().read()
-            connection.close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"the server did not answer on port {port} within {STARTUP_SECONDS} s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def serve_oxigraph(binary: Path, location: Path, dialect: Dialect) -> Iterator[Server]:
-    port = free_port()
-    process = subprocess.Popen(
-        [str(binary), "serve", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_until_up(process, port)
-        yield Server("127.0.0.1", port, "/query", "/update", "/store", dialect)
-    finally:
-        _stop(process)
-
-
 def _oxigraph_04() -> Path:
     """The 0.4 server binary, installed on first use into a cached environment of its own."""
     cache = Path(os.environ.get("TGSPARQL_TEST_CACHE") or Path.home() / ".cache" / "tgsparql-tests")
@@ -167,14 +80,6 @@ def _oxigraph_04() -> Path:
                 pytest.skip(f"cannot install Oxigraph server 0.4 in {env}: "
                             + (lines[-1] if lines else f"exit status {done.returncode}"))
     return binary
-
-
-@pytest.fixture(scope="session")
-def oxigraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    binary = oxigraph_binary()
-    if binary is None:
-        pytest.skip("the oxigraph server binary is not installed (pip install oxigraph)")
-    yield from serve_oxigraph(binary, tmp_path_factory.mktemp("oxigraph"), "rdf12")
 
 
 @pytest.fixture(scope="session")
@@ -215,7 +120,7 @@ def serve_virtuoso(server: str, isql: str, db: Path) -> Iterator[Server]:
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     try:
         try:
-            _wait_until_up(process, http_port)
+            wait_until_up(process, http_port)
         except RuntimeError as error:
             log = (db / "server.out").read_text(errors="replace").strip().splitlines()
             raise RuntimeError(f"Virtuoso: {error}; its log ends: {log[-1:]}") from None
@@ -223,7 +128,7 @@ def serve_virtuoso(server: str, isql: str, db: Path) -> Iterator[Server]:
         yield Server("127.0.0.1", http_port, "/sparql", "/sparql", None, "reification",
                      VIRTUOSO_KG, VIRTUOSO_CLEAR)
     finally:
-        _stop(process)
+        stop(process)
 
 
 @pytest.fixture(scope="session")

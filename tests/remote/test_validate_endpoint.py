@@ -27,7 +27,8 @@ INSERT { GRAPH ?g { ?edge tg:edge <<( ent:Paris <https://example.org/demo/rel/x>
 WHERE { GRAPH ?g { ?edge tg:edge ?t } FILTER(STRENDS(STR(?edge), ":0")) } ;
 DELETE { GRAPH <urn:graph:library> { ?chunk tg:content ?c } }
 INSERT { GRAPH <urn:graph:library> { ?chunk tg:content "tampered" } }
-WHERE { GRAPH <urn:graph:library> { ?chunk tg:content ?c } FILTER(STRSTARTS(STR(?chunk), "urn:chunk:6e9a")) }
+WHERE { GRAPH <urn:graph:library> { ?chunk tg:content ?c }
+        FILTER(STRSTARTS(STR(?chunk), "urn:chunk:6e9a")) }
 """
 UNSET = {"TGSPARQL_STORE": None, "TGSPARQL_ENDPOINT": None, "OPENAI_BASE_URL": None,
          "OPENAI_API_KEY": None}

@@ -28,7 +28,7 @@ RDFS_CLASS = ox.NamedNode(vocab.RDFS + "Class")
 RDFS_SUBCLASS = ox.NamedNode(vocab.RDFS + "subClassOf")
 XSD_BOOLEAN = vocab.XSD_BOOLEAN
 VIOLATION = ox.NamedNode(SH + "Violation")
-EDGE_FILES: dict[str, str] = {
+EDGE_FILES: dict[Dialect, str] = {
     "rdf12": "edges-triple-terms.ttl",
     "rdfstar": "edges-triple-terms.ttl",
     "reification": "edges-reification.ttl",
@@ -236,9 +236,9 @@ class Shapes:
             raise ShapesError(f"no bundled shapes for the dialect {dialect!r}")
         root = files("tgsparql.shapes")
         dataset: list[ox.Triple | ox.Quad] = []
+        other_dialects = set(EDGE_FILES.values()) - {EDGE_FILES[dialect]}
         for entry in sorted(root.iterdir(), key=lambda e: e.name):
-            per_dialect = entry.name in EDGE_FILES.values()
-            if entry.name.endswith(".ttl") and (not per_dialect or entry.name == EDGE_FILES[dialect]):
+            if entry.name.endswith(".ttl") and entry.name not in other_dialects:
                 try:
                     dataset.extend(ox.parse(entry.read_bytes(), format=ox.RdfFormat.TURTLE))
                 except SyntaxError as error:
