@@ -285,4 +285,4 @@ def test_the_command_serves_an_endpoint_behind_its_own_token(clean: FaultyProxy)
         assert clean.seen[-1].headers["Authorization"] == f"Bearer {UPSTREAM_TOKEN}"
     finally:
         process.send_signal(signal.SIGINT)  # as Ctrl-C: the server stops its workers and exits
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=30) == 0

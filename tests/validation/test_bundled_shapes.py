@@ -28,7 +28,7 @@ from tgsparql.provenance import SessionIds
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Dialect, Templates, statement_iri
 from tgsparql.validate_session import session_nodes
-from tgsparql.validation import Shapes, ValidationReport, ValidationResult, Validator
+from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 
 from conftest import REPO
 
@@ -718,6 +718,8 @@ def test_the_rdfstar_shapes_are_the_rdf12_shapes() -> None:
         return sorted(q.text for q in Validator(Shapes.bundled(dialect), "rdfstar").queries)
 
     assert queries("rdfstar") == queries("rdf12") != queries("reification")
+    with pytest.raises(ShapesError, match="no bundled shapes for the dialect 'owl'"):
+        Shapes.bundled("owl")  # type: ignore[arg-type]
 
 
 def sparql_constraints(*paths: str) -> dict[str, tuple[str, str, str]]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tgsparql.store import DataGraph, Store
+    from tgsparql.templates import Dialect
     from tgsparql.validation import Shapes, ValidationReport, ValidationResult
 
 MAX_LISTED = 50
@@ -40,7 +41,7 @@ def assert_conforms(
     from tgsparql.validate_session import session_nodes
     from tgsparql.validation import Validator
 
-    validator = Validator(_shapes(shapes), dialect=store.dialect)
+    validator = Validator(_shapes(shapes, store.dialect), dialect=store.dialect)
     nodes: Collection[Any] | None = focus
     if session is not None:
         nodes = session_nodes(store, Templates(store.dialect), session, default_graph)
@@ -74,11 +75,11 @@ def _term(term: object) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
-def _shapes(shapes: Any) -> Shapes:
+def _shapes(shapes: Any, dialect: Dialect) -> Shapes:
     from tgsparql.validation import Shapes
 
     if shapes is None:
-        return Shapes.bundled()
+        return Shapes.bundled(dialect)
     if isinstance(shapes, Shapes):
         return shapes
     if isinstance(shapes, (str, os.PathLike)):
