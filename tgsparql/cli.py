@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -600,12 +601,20 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
         click.echo(f"warning: serving on {host} without --serve-token: anyone who can reach it "
                    "can read every session", err=True)
     click.echo(describe(server), err=True)
+    # Stop on SIGTERM as on Ctrl-C, even where SIGINT was ignored by whoever started us.
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @main.command()

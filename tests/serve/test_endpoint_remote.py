@@ -284,5 +284,5 @@ def test_the_command_serves_an_endpoint_behind_its_own_token(clean: FaultyProxy)
         assert reply.status == 200 and json.loads(reply.body)["boolean"] is True
         assert clean.seen[-1].headers["Authorization"] == f"Bearer {UPSTREAM_TOKEN}"
     finally:
-        process.send_signal(signal.SIGINT)  # as Ctrl-C: the server stops its workers and exits
+        process.send_signal(signal.SIGTERM)  # as a service manager: workers stop, exit 0
         assert process.wait(timeout=30) == 0
