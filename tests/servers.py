@@ -14,8 +14,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tgsparql.remote import RemoteStore
 from tgsparql.templates import Dialect
@@ -107,3 +110,17 @@ def serve_oxigraph(binary: Path, location: Path, dialect: Dialect) -> Iterator[S
         yield Server("127.0.0.1", port, "/query", "/update", "/store", dialect)
     finally:
         stop(process)
+
+
+@contextmanager
+def oxigraph_server(location: Path) -> Iterator[str]:
+    """A private Oxigraph server on `location`; its base URL (queries at /query, updates at
+    /update). Skips the test without the binary."""
+    binary = oxigraph_binary()
+    if binary is None:
+        pytest.skip("the oxigraph server binary is not installed (pip install oxigraph)")
+    server = serve_oxigraph(binary, location, "rdf12")
+    try:
+        yield next(server).base
+    finally:
+        server.close()

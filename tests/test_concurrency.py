@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from oxigraph_server import oxigraph_server
+from tests.servers import oxigraph_server
 from tgsparql.explain import list_sessions
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files

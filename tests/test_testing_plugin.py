@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from oxigraph_server import oxigraph_server
+from tests.servers import oxigraph_server
 from tgsparql.provenance import Recorder, SessionIds, now
 from tgsparql.store import EmbeddedStore, Store
 from tgsparql.templates import Templates
