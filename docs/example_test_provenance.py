@@ -57,7 +57,7 @@ def test_a_scripted_llm_selects_exactly_the_edge_it_was_told(
 def test_a_session_left_open_does_not_conform(tgsparql_store):
     """What a crash leaves behind must not pass for a complete session."""
     recorder = Recorder(tgsparql_store, Templates(tgsparql_store.dialect))
-    recorder.session(SessionIds.new(), "Who discovered radium?", now())  # and nothing after
+    recorder.write(recorder.session(SessionIds.new(), "Who discovered radium?", now()))  # only that
     with pytest.raises(NonConformance, match="never left open"):
         assert_conforms(tgsparql_store)
 

@@ -25,7 +25,8 @@ from tgsparql.testing import assert_conforms
 from tgsparql.validate_session import session_nodes
 
 WORKER = REPO / "tests" / "writer_process.py"
-SEEDS = range(6)
+KILLS = 6  # at least this many, and on until one lands inside a session
+MAX_KILLS = 30
 
 
 def kill_at_random(path: Path, seed: int) -> tuple[list[str], list[str]]:
@@ -81,10 +82,12 @@ def test_writers_killed_at_random_points_leave_valid_stores_and_flag_the_interru
     tmp_path: Path, demo_path: Path
 ) -> None:
     interrupted = 0
-    for seed in SEEDS:
+    seed = 0
+    while seed < KILLS or (not interrupted and seed < MAX_KILLS):
         path = tmp_path / f"kg{seed}"
         with open_store(path) as store:
             load_files(store, [demo_path])
         _, done = kill_at_random(path, seed)
         interrupted += check_after_kill(path, done)
+        seed += 1
     assert interrupted >= 1  # the kills really landed inside sessions, not only between them

@@ -34,7 +34,7 @@ from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
 from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
 from tgsparql.store import Store, StoreError
-from tgsparql.templates import Sparql, TemplateError, Templates
+from tgsparql.templates import TemplateError, Templates
 
 MIME_TYPES: Final[dict[str, str]] = {
     ".txt": "text/plain",
@@ -248,16 +248,16 @@ def ingest_document(
         labels=list(labels),
     )
     try:
-        update = templates.render(
-            "_insert_data",
-            prologue=Sparql(templates.render_block("ingest_document", "prologue", **params)),
-            quads=Sparql(templates.render_block("ingest_document", "quads", **params)),
-        )
         librarian = StoreLibrarian(store, templates)
-        librarian.put(ids.document, source.text, title=source.title, mime_type=source.mime_type)
-        for chunk, row in zip(chunks, chunk_rows):
-            librarian.put(row.iri, chunk.text, title=source.title, mime_type=source.mime_type)
-        store.update(update)
+        texts = [(ids.document, source.text)]
+        texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, chunk_rows)]
+        # The texts first and the document's record last, in one update, so a document is
+        # never recorded without its texts; the whole file lands in one transaction.
+        store.update(templates.insert_update([
+            *(librarian.record(iri, text, title=source.title, mime_type=source.mime_type)
+              for iri, text in texts),
+            templates.insert_data("ingest_document", **params),
+        ]))
     except (StoreError, TemplateError) as error:
         raise IngestError(f"{path}: {error}") from None
     return report

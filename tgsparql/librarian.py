@@ -9,7 +9,7 @@ from typing import Protocol
 import pyoxigraph as ox
 
 from tgsparql.store import Store
-from tgsparql.templates import Templates
+from tgsparql.templates import InsertData, Templates
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,20 @@ class StoreLibrarian:
         self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = "text/plain"
     ) -> None:
         self.store.update(
-            self.templates.render(
-                "library_put",
-                document=iri,
-                content=content,
-                mime_type=mime_type,
-                sha256=sha256_hex(content),
-                title=title,
-            )
+            self.templates.insert_update([self.record(iri, content, title=title, mime_type=mime_type)])
+        )
+
+    def record(
+        self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = "text/plain"
+    ) -> InsertData:
+        """What `put` writes, for an update that also writes what refers to the text."""
+        return self.templates.insert_data(
+            "library_put",
+            document=iri,
+            content=content,
+            mime_type=mime_type,
+            sha256=sha256_hex(content),
+            title=title,
         )
 
     def get(self, iri: ox.NamedNode) -> Document | None:

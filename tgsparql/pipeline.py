@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pyoxigraph as ox
 
@@ -14,11 +14,11 @@ from tgsparql.labels import LabelGraph, get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
 from tgsparql.llm.base import Backend, SelectionRequest
 from tgsparql.messages import Error, GraphRagResponse, Source
-from tgsparql.provenance import Recorder, SessionIds, Usage, now
+from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
 from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import Store
-from tgsparql.templates import Templates, TemplateError, check_text
+from tgsparql.templates import InsertData, Templates, TemplateError, check_text
 from tgsparql.trace import facts_sources
 
 MAX_QUESTION_CHARS = 10_000
@@ -119,7 +119,9 @@ class _Session:
         self.question = question
         self.stream = stream
         self.ids = SessionIds.new()
+        self.session: Record | None = None
         self.started = False
+        """Whether the session's start is in the store."""
         self.finished = False
 
     def run(self) -> Iterator[GraphRagResponse]:
@@ -135,13 +137,20 @@ class _Session:
 
     def _stages(self) -> Iterator[GraphRagResponse]:
         rag, ids, question = self.rag, self.ids, self.question
-        yield self._explain(ids.session, _stage("session", self._record_session))
-
-        grounding, subgraph, labelgraph = _stage("retrieval", self._retrieve)
-        yield self._explain(
-            ids.retrieval,
-            _stage("retrieval", lambda: self._write(rag.recorder.retrieval, ids, grounding, subgraph)),
+        recorder = rag.recorder
+        self.session = _stage(
+            "session", lambda: self._build(lambda: recorder.session(ids, question, now()))
         )
+        grounding, subgraph, labelgraph = _stage("retrieval", self._retrieve)
+        retrieval = _stage(
+            "retrieval", lambda: self._build(lambda: recorder.retrieval(ids, grounding, subgraph))
+        )
+        # The session is written with its retrieval: one update, and no session in the store
+        # that never got past its start. A failure before this writes the session with it.
+        _stage("retrieval", lambda: self._write(self.session, retrieval))
+        self.started = self.rag.record
+        yield self._explain(ids.session, self.session)
+        yield self._explain(ids.retrieval, retrieval)
 
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         output = _stage(
@@ -151,15 +160,14 @@ class _Session:
             "selection", lambda: parse_selection(output.text if output else "", labelgraph.uri_map)
         )
         usage = output.usage if output else None
-        yield self._explain(
-            ids.selection,
-            _stage(
-                "selection",
-                lambda: self._write(
-                    rag.recorder.selection, ids, parsed.edges, len(parsed.invalid_ids), usage
-                ),
+        selection = _stage(
+            "selection",
+            lambda: self._build(
+                lambda: recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
             ),
         )
+        _stage("selection", lambda: self._write(selection))
+        yield self._explain(ids.selection, selection)
 
         by_id = labelgraph.by_id()
         facts = [by_id[edge.id] for edge in parsed.edges]
@@ -169,18 +177,10 @@ class _Session:
             text.append(chunk)
             yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
-        yield self._explain(
-            ids.answer, _stage("answer", lambda: self._record_answer(full, answer.usage))
-        )
+        recorded = _stage("answer", lambda: self._record_answer(full, answer.usage))
+        yield self._explain(ids.answer, recorded)
         sources = _stage("trace", lambda: self._sources(parsed.edges))
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
-
-    def _record_session(self) -> Sequence[ox.Triple]:
-        if not self.rag.record:
-            return []
-        triples = self.rag.recorder.session(self.ids, self.question, now())
-        self.started = True
-        return triples
 
     def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple], LabelGraph]:
         rag = self.rag
@@ -188,17 +188,31 @@ class _Session:
         subgraph = retrieve_subgraph(rag.store, rag.templates, grounding.seeds, rag.limits)
         return grounding, subgraph, get_labelgraph(rag.store, rag.templates, subgraph)
 
-    def _write(self, write: Callable[..., Sequence[ox.Triple]], *args: Any) -> Sequence[ox.Triple]:
-        return write(*args) if self.rag.record else []
+    def _build(self, build: Callable[[], Record]) -> Record | None:
+        """A stage's record, or None when recording is off (which then costs nothing)."""
+        return build() if self.rag.record else None
 
-    def _record_answer(self, text: str, usage: Usage | None) -> Sequence[ox.Triple]:
+    def _write(self, *parts: Record | InsertData | None) -> None:
+        written = [part for part in parts if part is not None]
+        if written:
+            self.rag.recorder.write(*written)
+
+    def _record_answer(self, text: str, usage: Usage | None) -> Record | None:
+        """The answer's text and its record, in one update when the librarian shares the store,
+        so an answer is never recorded without its text; else the text goes first."""
         rag, ids = self.rag, self.ids
         if not rag.record:
-            return []
-        rag.librarian.put(ids.answer_document, text, title=f"GraphRAG answer {ids.uuid}")
-        triples = rag.recorder.answer(ids, usage, now())
+            return None
+        title = f"GraphRAG answer {ids.uuid}"
+        librarian = rag.librarian
+        record = rag.recorder.answer(ids, usage, now())
+        if isinstance(librarian, StoreLibrarian) and librarian.store is rag.store:
+            self._write(librarian.record(ids.answer_document, text, title=title), record)
+        else:
+            librarian.put(ids.answer_document, text, title=title)
+            self._write(record)
         self.finished = True
-        return triples
+        return record
 
     def _sources(self, edges: Sequence[SelectedEdge]) -> list[Source]:
         """Where each selected edge came from, from one query over the provenance graph.
@@ -214,21 +228,22 @@ class _Session:
             for source in found.get(edge.triple, [])
         ]
 
-    def _explain(self, iri: ox.NamedNode, triples: Sequence[ox.Triple]) -> GraphRagResponse:
-        recorded = self.rag.record
+    def _explain(self, iri: ox.NamedNode, record: Record | None) -> GraphRagResponse:
         return GraphRagResponse(
-            explain_id=iri.value if recorded else None,
-            explain_collection=self.rag.collection if recorded else None,
+            explain_id=iri.value if record is not None else None,
+            explain_collection=self.rag.collection if record is not None else None,
             message_type="explain",
-            explain_triples=triples,
+            explain_triples=record.triples if record is not None else [],
         )
 
     def _fail(self, message: str) -> GraphRagResponse:
-        """Close the session as failed; if even that fails, say so on the stream."""
-        if self.started and not self.finished:
+        """Close the session as failed (writing its start too if that was not yet written);
+        if even that fails, say so on the stream."""
+        if self.session is not None and not self.finished:
             self.finished = True
             try:
-                self.rag.recorder.failure(self.ids, message, now())
+                failure = self.rag.recorder.failure(self.ids, message, now())
+                self._write(None if self.started else self.session, failure)
             except Exception as error:  # the store is what failed: report both
                 message = f"{message}; recording the failure also failed: {error}"
         return _error("graph-rag-error", message)

@@ -1,9 +1,9 @@
 """IRI minting for KG terms and extraction, and the query-time record of SPEC §2, in one place.
 
-Each write renders one INSERT DATA template of `queries/`. The same template's quads, read back
-as TriG (SPARQL's quad syntax is TriG's), are the `explain_triples` of the message that
-announces the write, so what a client is told is exactly what the store was given, with no
-extra round trip.
+Each stage's record is one INSERT DATA template of `queries/`, rendered into a `Record`; the
+Recorder writes one or more records in one update. The same template's quads, read back as TriG
+(SPARQL's quad syntax is TriG's), are the `explain_triples` of the message that announces the
+write, so what a client is told is exactly what the store was given, with no extra round trip.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tgsparql import vocab
 from tgsparql.grounding import Grounding, normalize_label
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
-from tgsparql.templates import Sparql, Templates
+from tgsparql.templates import InsertData, Templates
 
 SESSION_PREFIX = "urn:trustgraph:session:"
 ENTITY_PREFIX = "https://trustgraph.ai/e/"
@@ -186,12 +186,26 @@ class RecordedTriples(Sequence[ox.Triple]):
         return f"RecordedTriples({len(self)} triples)"
 
 
+@dataclass(frozen=True)
+class Record:
+    """One stage's record, rendered but not yet written: what INSERT DATA sends, and the
+    triples to announce for it (in triple-term form, whatever the store's dialect)."""
+
+    insert: InsertData
+    triples: RecordedTriples
+
+    @property
+    def trig(self) -> str:
+        return self.triples.trig
+
+
 def now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
 class Recorder:
-    """Writes the stages of sessions into the explainability graph of one collection."""
+    """Renders the stages of sessions for the explainability graph of one collection, and
+    writes them: each `write` is one update, so records that must land together do."""
 
     def __init__(
         self,
@@ -207,15 +221,15 @@ class Recorder:
         self.graph = vocab.explainability_graph(collection)
         self.record_retrieved_edges = record_retrieved_edges
 
-    def session(self, ids: SessionIds, question: str, started: dt.datetime) -> RecordedTriples:
-        return self._write(
+    def session(self, ids: SessionIds, question: str, started: dt.datetime) -> Record:
+        return self._render(
             "record_session", session=ids.session, question=question, started=started
         )
 
     def retrieval(
         self, ids: SessionIds, grounding: Grounding, subgraph: Sequence[ox.Triple]
-    ) -> RecordedTriples:
-        return self._write(
+    ) -> Record:
+        return self._render(
             "record_retrieval",
             session=ids.session,
             retrieval=ids.retrieval,
@@ -231,12 +245,12 @@ class Recorder:
         edges: Sequence[SelectedEdge],
         invalid_ids: int,
         usage: Usage | None,
-    ) -> RecordedTriples:
+    ) -> Record:
         items = [
             EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning)
             for i, edge in enumerate(edges)
         ]
-        return self._write(
+        return self._render(
             "record_selection",
             retrieval=ids.retrieval,
             selection=ids.selection,
@@ -245,8 +259,8 @@ class Recorder:
             **_usage(usage),
         )
 
-    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> RecordedTriples:
-        return self._write(
+    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> Record:
+        return self._render(
             "record_answer",
             session=ids.session,
             selection=ids.selection,
@@ -256,20 +270,22 @@ class Recorder:
             **_usage(usage),
         )
 
-    def failure(self, ids: SessionIds, error: str, ended: dt.datetime) -> RecordedTriples:
-        return self._write("record_failure", session=ids.session, error=error, ended=ended)
+    def failure(self, ids: SessionIds, error: str, ended: dt.datetime) -> Record:
+        return self._render("record_failure", session=ids.session, error=error, ended=ended)
 
-    def _write(self, template: str, **params: Any) -> RecordedTriples:
-        """Render the template's blocks once, write them, and read them back as triples."""
+    def write(self, *parts: Record | InsertData) -> None:
+        """Every part in one INSERT DATA: one request and one transaction, all or nothing."""
+        inserts = [part.insert if isinstance(part, Record) else part for part in parts]
+        self.store.update(self.templates.insert_update(inserts))
+
+    def _render(self, template: str, **params: Any) -> Record:
+        """Render the template's blocks once; its triples are read back only when asked for."""
         params["graph"] = self.graph
-        prologue = self.templates.render_block(template, "prologue", **params)
-        quads = self.templates.render_block(template, "quads", **params)
-        self.store.update(
-            self.templates.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads))
-        )
+        insert = self.templates.insert_data(template, **params)
+        quads = insert.quads
         if self.templates.dialect != "rdf12":
             quads = self.templates.render_block(template, "quads", **params, dialect="rdf12")
-        return RecordedTriples(prologue + quads)
+        return Record(insert, RecordedTriples(insert.prologue + quads))
 
 
 def _usage(usage: Usage | None) -> dict[str, Any]:

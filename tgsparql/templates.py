@@ -12,7 +12,8 @@ import datetime as dt
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from typing import Any, Final, Literal as TypingLiteral, get_args
@@ -216,6 +217,18 @@ def _load_query_source(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class InsertData:
+    """The `prologue` and `quads` blocks of an INSERT DATA template, rendered.
+
+    Kept apart so that several writes that belong together can go to the store as one
+    INSERT DATA (`Templates.insert_update`): one request and one transaction, all or nothing.
+    """
+
+    prologue: str
+    quads: str
+
+
 class Templates:
     """The query templates of `queries/`, rendered for one store dialect."""
 
@@ -253,6 +266,20 @@ class Templates:
             return "".join(template.blocks[block](context))
         except jinja2.UndefinedError as error:
             raise TemplateError(f"{name}: {error}") from None
+
+    def insert_data(self, name: str, /, **params: Any) -> InsertData:
+        """The blocks of an INSERT DATA template (one with `prologue` and `quads` blocks)."""
+        return InsertData(
+            self.render_block(name, "prologue", **params), self.render_block(name, "quads", **params)
+        )
+
+    def insert_update(self, parts: Sequence[InsertData]) -> str:
+        """One INSERT DATA update holding the quads of every part, under their prologues."""
+        if not parts:
+            raise TemplateError("an INSERT DATA needs at least one part")
+        prologue = "".join(dict.fromkeys(part.prologue for part in parts))
+        quads = "".join(part.quads for part in parts)
+        return self.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads))
 
     def names(self) -> list[str]:
         root = files("tgsparql.queries")

@@ -435,24 +435,24 @@ class SessionRecord:
         templates = Templates(store.dialect)
         recorder = Recorder(store, templates, collection)
         ids = self.ids
-        recorder.session(ids, self.question, self.started)
+        recorder.write(recorder.session(ids, self.question, self.started))
         if self.outcome == "failed-retrieval":
-            recorder.failure(ids, self.error, self.ended)
+            recorder.write(recorder.failure(ids, self.error, self.ended))
             return
-        recorder.retrieval(ids, Grounding(list(self.concepts), list(self.seeds)),
-                           list(self.retrieved))
+        recorder.write(recorder.retrieval(ids, Grounding(list(self.concepts), list(self.seeds)),
+                                          list(self.retrieved)))
         if self.outcome == "failed-selection":
-            recorder.failure(ids, self.error, self.ended)
+            recorder.write(recorder.failure(ids, self.error, self.ended))
             return
         edges = [SelectedEdge(f"e{i}", t, why) for i, (t, why) in enumerate(self.selected)]
-        recorder.selection(ids, edges, 0, self.usage)
+        recorder.write(recorder.selection(ids, edges, 0, self.usage))
         if self.outcome == "failed-answer":
-            recorder.failure(ids, self.error, self.ended)
+            recorder.write(recorder.failure(ids, self.error, self.ended))
             return
         StoreLibrarian(store, templates).put(ids.answer_document, self.answer,
                                              title=f"GraphRAG answer {ids.uuid}")
         if self.outcome == "complete":
-            recorder.answer(ids, self.usage, self.ended)
+            recorder.write(recorder.answer(ids, self.usage, self.ended))
 
 
 COMPLETE_OR_FAILED: tuple[Outcome, ...] = (
