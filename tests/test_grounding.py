@@ -413,3 +413,37 @@ def test_connectors_inside_a_name_need_not_agree(store: EmbeddedStore, templates
     indexed(store, templates, 'ex:marie rdfs:label "Marie of Namur" .')
     seeds = ground(store, templates, "Who is the grandmother of Marie De Namur?", 50).seeds
     assert seeds == [ex("marie")]
+
+
+class CountingStore:
+    """The store, counting the queries grounding sends."""
+
+    def __init__(self, inner: EmbeddedStore) -> None:
+        self.inner, self.queries = inner, 0
+        self.dialect = inner.dialect
+
+    def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
+        self.queries += 1
+        return self.inner.select(query, **kwargs)
+
+
+def test_grounding_is_one_query_with_exact_and_name_matches_and_the_schema_in_use(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, """
+        ex:edsel rdfs:label "Edsel Bryant Ford" .
+        ex:radium rdfs:label "radium" ; rdfs:comment "an element" .
+        ex:radium ex:discoveredBy ex:edsel .
+    """)
+    counting = CountingStore(store)
+    grounding = ground(counting, templates, "Did Edsel Ford find radium?", 50)  # type: ignore[arg-type]
+    assert counting.queries == 1
+    assert grounding.seeds == [ex("radium"), ex("edsel")]
+    rdfs = "http://www.w3.org/2000/01/rdf-schema#"
+    assert [p.value for p in grounding.schema_predicates or ()] == [rdfs + "comment", rdfs + "label"]
+
+
+def test_a_question_without_phrases_asks_nothing(store: EmbeddedStore, templates: Templates) -> None:
+    counting = CountingStore(store)
+    grounding = ground(counting, templates, "who was it?", 50)  # type: ignore[arg-type]
+    assert (grounding.seeds, grounding.schema_predicates, counting.queries) == ([], None, 0)

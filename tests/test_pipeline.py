@@ -110,14 +110,19 @@ class FaultyStore:
         self.fail_from = fail_from
         self.fail_construct = fail_construct
         self.updates = 0
+        self.reads: list[str] = []
+        """The opening comment line of each query read, e.g. '# Grounding, in one request:'."""
 
     def select(self, query: str):
+        self.reads.append(query.partition("\n")[0])
         return self.inner.select(query)
 
     def ask(self, query: str) -> bool:
+        self.reads.append(query.partition("\n")[0])
         return self.inner.ask(query)
 
     def construct(self, query: str):
+        self.reads.append(query.partition("\n")[0])
         if self.fail_construct:
             raise StoreError("injected read failure")
         return self.inner.construct(query)
@@ -389,6 +394,17 @@ def test_a_session_is_recorded_in_three_updates(demo_store) -> None:
     messages = list(rag.query(QUESTION))
     assert messages[-1].end_of_session and messages[-1].error is None
     assert rag.store.updates == 3
+
+
+def test_a_session_reads_the_store_once_per_step(demo_store) -> None:
+    """Grounding with the schema probe, each hop, the labels, the answer's sources: one read
+    each, whatever the number of edges (the demo question walks two hops)."""
+    rag = faulty_rag(demo_store)
+    rag.store.reads.clear()  # the label index was brought up to date when the pipeline began
+    messages = list(rag.query(QUESTION))
+    assert messages[-1].end_of_session and messages[-1].error is None
+    stages = [line.removeprefix("# ").split(maxsplit=1)[0].rstrip(",:") for line in rag.store.reads]
+    assert stages == ["Grounding", "Retrieval", "Retrieval", "Labels", "Trace"]
 
 
 def test_a_session_whose_first_write_fails_is_recorded_failed_with_its_start(demo_store) -> None:

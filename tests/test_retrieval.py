@@ -149,6 +149,29 @@ def test_the_store_is_asked_which_schema_predicates_it_uses(
     ]
 
 
+def test_schema_predicates_given_by_grounding_spare_the_probe(
+    kg: EmbeddedStore, templates: Templates
+) -> None:
+    asked: list[str] = []
+
+    class Watching:
+        dialect = kg.dialect
+
+        def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
+            asked.append(query)
+            return kg.select(query, **kwargs)
+
+        def construct(self, query: str):  # type: ignore[no-untyped-def]
+            asked.append(query)
+            return kg.construct(query)
+
+    used = _schema_predicates_in_use(kg, templates)
+    given = retrieve_subgraph(Watching(), templates, [ex("a")], RetrievalLimits(), used)  # type: ignore[arg-type]
+    assert not any(query.startswith("# Retrieval: which") for query in asked)
+    assert len(asked) == 2  # one CONSTRUCT per hop
+    assert given == retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
+
+
 def test_nodes_behind_a_schema_edge_are_not_walked_to(
     kg: EmbeddedStore, templates: Templates
 ) -> None:

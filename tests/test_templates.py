@@ -368,7 +368,7 @@ def test_names_lists_the_shipped_templates_without_private_includes() -> None:
     names = Templates().names()
     assert names == sorted(names)
     assert {"record_session", "record_retrieval", "record_selection", "record_answer",
-            "record_failure", "ground_entities", "retrieve_subgraph", "fetch_labels",
+            "record_failure", "ground", "retrieve_subgraph", "fetch_labels",
             "library_put", "library_get", "list_sessions", "explain_session",
             "trace/session_sources"} <= set(names)
     assert not any(name.rsplit("/", 1)[-1].startswith("_") for name in names)
@@ -546,7 +546,7 @@ EVERY_PARAM: dict[str, Any] = {
     "nodes": [S, O],
     "triple_limit": 30,
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
-    "candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
+    "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
     "runs": [["edsel", "ford"], ["lady", "helen", "taylor"]],
     "version": 2,
     "activity": ox.NamedNode("urn:activity:1"),

@@ -6,7 +6,8 @@ A name the question writes shorter than the KG does ("Edsel Ford" for "Edsel Bry
 matches too: a run of capitalised words that no label equals finds the labels that contain all
 its words in the same order with at most MAX_EXTRA_NAME_WORDS more.
 Normalised label keys and their words live in the label index graph, written once per label by
-`update_label_index`, so grounding is two indexed lookups instead of a scan over every label.
+`update_label_index`, so grounding is indexed lookups instead of a scan over every label, all in
+one query.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Final
 
 import pyoxigraph as ox
 
+from tgsparql import vocab
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 
@@ -91,6 +93,9 @@ class Grounding:
     """Phrases of the question that grounding looked for: matched ones and uncovered words."""
     seeds: list[ox.NamedNode]
     """Matched entities, in the order their phrases appear in the question."""
+    schema_predicates: tuple[ox.NamedNode, ...] | None = None
+    """The well-known schema predicates the KG uses, asked in the same query, for retrieval;
+    None when not asked."""
 
 
 def candidate_phrases(question: str) -> list[Phrase]:
@@ -137,16 +142,33 @@ def name_runs(question: str) -> list[NameRun]:
 
 
 def ground(store: Store, templates: Templates, question: str, entity_limit: int) -> Grounding:
+    """The seeds of the question, and the schema predicates the KG uses, in one query."""
     phrases = candidate_phrases(question)
     if not phrases:
         return Grounding(concepts=[], seeds=[])
     keys = sorted({phrase.key for phrase in phrases})
-    rows = store.select(templates.render("ground_entities", keys=keys))
+    runs = name_runs(question)
+    rows = store.select(
+        templates.render(
+            "ground",
+            keys=keys,
+            runs=[run.content for run in runs],
+            schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
+        )
+    )
     entities_by_key: dict[str, list[ox.NamedNode]] = {}
+    name_rows: list[tuple[int, str, ox.NamedNode]] = []
+    schema: list[ox.NamedNode] = []
     for row in rows:
-        entity = row.get("entity")
-        if isinstance(entity, ox.NamedNode):
-            entities_by_key.setdefault(row["key"].value, []).append(entity)
+        entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
+        if isinstance(predicate, ox.NamedNode):
+            schema.append(predicate)
+        elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
+            continue
+        elif isinstance(run, ox.Literal):
+            name_rows.append((int(run.value), key.value, entity))
+        else:
+            entities_by_key.setdefault(key.value, []).append(entity)
     for found in entities_by_key.values():
         found.sort(key=lambda node: node.value)
 
@@ -160,33 +182,33 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         if i not in covered and token not in STOPWORDS and token not in concepts
     ]
     found = [entities_by_key[phrase.key] for phrase in chosen]
-    runs = [run for run in name_runs(question) if not covered.issuperset(range(run.start, run.end))]
-    found += _name_matches(store, templates, runs)
+    uncovered = {
+        i for i, run in enumerate(runs) if not covered.issuperset(range(run.start, run.end))
+    }
+    found += _name_matches(runs, [row for row in name_rows if row[0] in uncovered])
     seeds: list[ox.NamedNode] = []
     for entities in found:
         for entity in entities:
             if entity not in seeds and len(seeds) < entity_limit:
                 seeds.append(entity)
-    return Grounding(concepts=_unique(concepts), seeds=seeds)
+    return Grounding(
+        concepts=_unique(concepts),
+        seeds=seeds,
+        schema_predicates=tuple(sorted(set(schema), key=lambda node: node.value)),
+    )
 
 
 def _name_matches(
-    store: Store, templates: Templates, runs: list[NameRun]
+    runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
 ) -> list[list[ox.NamedNode]]:
     """Per run, the entities whose label holds the run's words in order, fewest extra first."""
-    if not runs:
-        return []
-    rows = store.select(templates.render("ground_names", runs=[run.content for run in runs]))
     candidates: dict[int, set[tuple[int, str, ox.NamedNode]]] = {}
-    for row in rows:
-        entity, key, index = row.get("entity"), row.get("key"), row.get("run")
-        if not isinstance(entity, ox.NamedNode) or key is None or index is None:
-            continue
-        run = runs[int(index.value)]
-        label_words = key.value.split()
+    for index, key, entity in rows:
+        run = runs[index]
+        label_words = key.split()
         extra = len(label_words) - len(run.words)
         if 0 <= extra <= MAX_EXTRA_NAME_WORDS and _in_order(run.content, label_words):
-            candidates.setdefault(int(index.value), set()).add((extra, entity.value, entity))
+            candidates.setdefault(index, set()).add((extra, entity.value, entity))
     return [
         [entity for _, _, entity in sorted(candidates[i])[:NAME_MATCHES_PER_RUN]]
         for i in sorted(candidates)

@@ -185,7 +185,9 @@ class _Session:
     def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple], LabelGraph]:
         rag = self.rag
         grounding = ground(rag.store, rag.templates, self.question, rag.limits.entity_limit)
-        subgraph = retrieve_subgraph(rag.store, rag.templates, grounding.seeds, rag.limits)
+        subgraph = retrieve_subgraph(
+            rag.store, rag.templates, grounding.seeds, rag.limits, grounding.schema_predicates
+        )
         return grounding, subgraph, get_labelgraph(rag.store, rag.templates, subgraph)
 
     def _build(self, build: Callable[[], Record]) -> Record | None:

@@ -34,14 +34,26 @@ class RetrievalLimits:
 
 
 def retrieve_subgraph(
-    store: Store, templates: Templates, seeds: Sequence[ox.NamedNode], limits: RetrievalLimits
+    store: Store,
+    templates: Templates,
+    seeds: Sequence[ox.NamedNode],
+    limits: RetrievalLimits,
+    schema_predicates: Sequence[ox.NamedNode] | None = None,
 ) -> list[ox.Triple]:
     """Edges within `max_path_length` hops of the seeds, in the order they were reached.
 
     Each hop is one CONSTRUCT over the whole frontier. When the size cap binds, the frontier's
     nodes take turns, so a seed with many edges cannot crowd out the others.
+    `schema_predicates` are the well-known ones the KG uses (grounding asks for them in its
+    own query); the store is asked here only when they are not given.
     """
-    excluded = _schema_predicates_in_use(store, templates)
+    if not seeds:
+        return []
+    excluded = (
+        sorted(schema_predicates, key=str)
+        if schema_predicates is not None
+        else _schema_predicates_in_use(store, templates)
+    )
     subgraph: dict[ox.Triple, None] = {}
     reached: set[ox.NamedNode] = set(seeds)
     frontier = list(dict.fromkeys(seeds))
@@ -103,9 +115,12 @@ def _fetch(
 
 
 def _schema_predicates_in_use(store: Store, templates: Templates) -> list[ox.NamedNode]:
-    query = templates.render("schema_predicates", candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES)
+    query = templates.render(
+        "schema_predicates", schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES
+    )
     return sorted(
-        (row["p"] for row in store.select(query) if isinstance(row.get("p"), ox.NamedNode)),
+        (row["schema"] for row in store.select(query)
+         if isinstance(row.get("schema"), ox.NamedNode)),
         key=str,
     )
 
