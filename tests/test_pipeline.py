@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator, Sequence
 
 import pyoxigraph as ox
@@ -405,6 +406,35 @@ def test_a_session_reads_the_store_once_per_step(demo_store) -> None:
     assert messages[-1].end_of_session and messages[-1].error is None
     stages = [line.removeprefix("# ").split(maxsplit=1)[0].rstrip(",:") for line in rag.store.reads]
     assert stages == ["Grounding", "Retrieval", "Retrieval", "Labels", "Trace"]
+
+
+def test_the_llm_works_while_the_store_writes(demo_store) -> None:
+    """Each write overlaps the LLM step after it: the selection is asked for while the
+    retrieval is written, the answer while the selection is; their explain messages still
+    come only once they are written."""
+    started = {"select": threading.Event(), "answer": threading.Event()}
+
+    class Watched(OfflineBackend):
+        def select(self, request):  # type: ignore[no-untyped-def]
+            started["select"].set()
+            return super().select(request)
+
+        def answer(self, question, facts, *, stream):  # type: ignore[no-untyped-def]
+            started["answer"].set()
+            return super().answer(question, facts, stream=stream)
+
+    class Waiting(FaultyStore):
+        def update(self, update: str) -> None:
+            step = {0: "select", 1: "answer"}.get(self.updates)
+            if step is not None:
+                assert started[step].wait(10), f"no {step} was asked for during write {step}"
+            super().update(update)
+
+    store = Waiting(demo_store)
+    rag = GraphRag(store, Watched(), index_labels=False)
+    messages = list(rag.query(QUESTION))
+    assert messages[-1].end_of_session and messages[-1].error is None
+    assert kinds(messages)[:3] == ["explain", "explain", "explain"] and store.updates == 3
 
 
 def test_a_session_whose_first_write_fails_is_recorded_failed_with_its_start(demo_store) -> None:

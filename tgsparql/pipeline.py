@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 import pyoxigraph as ox
@@ -12,7 +14,7 @@ from tgsparql import vocab
 from tgsparql.grounding import Grounding, ground, update_label_index
 from tgsparql.labels import LabelGraph, get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
-from tgsparql.llm.base import Backend, SelectionRequest
+from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
 from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
@@ -145,6 +147,12 @@ class _Session:
         retrieval = _stage(
             "retrieval", lambda: self._build(lambda: recorder.retrieval(ids, grounding, subgraph))
         )
+        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
+        # Each write overlaps the next step that does not need it (the store releases the GIL
+        # while it writes): the LLM selects while the retrieval is recorded, starts the answer
+        # while the selection is, and the sources are read while the answer is. Every explain
+        # message still follows its write, and a write that fails still ends the session.
+        selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
         # The session is written with its retrieval: one update, and no session in the store
         # that never got past its start. A failure before this writes the session with it.
         _stage("retrieval", lambda: self._write(self.session, retrieval))
@@ -152,10 +160,7 @@ class _Session:
         yield self._explain(ids.session, self.session)
         yield self._explain(ids.retrieval, retrieval)
 
-        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
-        output = _stage(
-            "selection", lambda: rag.backend.select(request) if request.edges else None
-        )
+        output = _stage("selection", selecting.result)
         parsed = _stage(
             "selection", lambda: parse_selection(output.text if output else "", labelgraph.uri_map)
         )
@@ -166,20 +171,24 @@ class _Session:
                 lambda: recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
             ),
         )
+        by_id = labelgraph.by_id()
+        facts = [by_id[edge.id] for edge in parsed.edges]
+        answering = _background(
+            lambda: _started(rag.backend.answer(question, facts, stream=self.stream))
+        )
         _stage("selection", lambda: self._write(selection))
         yield self._explain(ids.selection, selection)
 
-        by_id = labelgraph.by_id()
-        facts = [by_id[edge.id] for edge in parsed.edges]
-        answer = _stage("answer", lambda: rag.backend.answer(question, facts, stream=self.stream))
+        answer, chunks = _stage("answer", answering.result)
         text: list[str] = []
-        for chunk, last in _with_last(_guarded("answer", answer)):
+        for chunk, last in _with_last(_guarded("answer", chunks)):
             text.append(chunk)
             yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
+        sourcing = _background(lambda: self._sources(parsed.edges))
         recorded = _stage("answer", lambda: self._record_answer(full, answer.usage))
         yield self._explain(ids.answer, recorded)
-        sources = _stage("trace", lambda: self._sources(parsed.edges))
+        sources = _stage("trace", sourcing.result)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
     def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple], LabelGraph]:
@@ -258,6 +267,22 @@ def _stage(name: str, step: Callable[[], T]) -> T:
         raise
     except Exception as error:  # every failure inside a stage ends the session, named
         raise StageError(name, error) from error
+
+
+_BACKGROUND = ThreadPoolExecutor(thread_name_prefix="tgsparql-stage")
+
+
+def _background(step: Callable[[], T]) -> Future[T]:
+    """Run `step` in a worker thread; its result (or its exception) comes with `.result()`."""
+    return _BACKGROUND.submit(step)
+
+
+def _started(answer: AnswerStream) -> tuple[AnswerStream, Iterator[str]]:
+    """The answer with its first chunk already asked for, so the LLM call is under way (and its
+    first token in) while the caller goes on; the chunks, that one included."""
+    chunks = iter(answer)
+    first = list(itertools.islice(chunks, 1))
+    return answer, itertools.chain(first, chunks)
 
 
 def _with_last(chunks: Iterable[str]) -> Iterator[tuple[str, bool]]:

@@ -29,6 +29,7 @@ import http.client
 import json
 import os
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -133,6 +134,7 @@ class RemoteStore:
         self._closed = False
         self.requests = 0
         """HTTP exchanges attempted so far (each retry counts), for benchmarks and tests."""
+        self._counting = threading.Lock()  # a session's stages may call from two threads
 
     @classmethod
     def from_environment(
@@ -391,7 +393,8 @@ class RemoteStore:
 
     def _exchange(self, method: str, url: str, headers: Mapping[str, str],
                   body: bytes | None, *, updating: bool) -> bytes:
-        self.requests += 1
+        with self._counting:
+            self.requests += 1
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(parts.hostname or "", parts.port, timeout=self.connect_timeout)
