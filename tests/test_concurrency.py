@@ -1,5 +1,6 @@
-"""Many sessions recorded at once — from threads sharing one store, and from processes taking
-turns on one on-disk store — lose nothing, all validate, and never share an IRI."""
+"""Many sessions recorded at once — from threads sharing one store, from processes taking turns
+on one on-disk store, and from threads and processes writing side by side to one SPARQL server —
+lose nothing, all validate, and never share an IRI."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def test_threads_each_with_a_remote_store_on_one_endpoint_lose_nothing(demo_dir:
             check_all_recorded(store, recorded)
 
 
-def run_writers(path: Path, processes: int, count: int, batch: int) -> list[list[str]]:
+def run_writers(path: Path | str, processes: int, count: int, batch: int) -> list[list[str]]:
     workers = [
         subprocess.Popen([sys.executable, str(WORKER), str(path), str(count), str(batch)],
                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -111,6 +112,17 @@ def test_processes_taking_turns_on_one_disk_store_lose_nothing(demo_dir: Path) -
     assert len(done) == 4 * 6
     with open_store(demo_dir) as store:
         check_all_recorded(store, done)
+
+
+def test_processes_writing_at_once_to_one_endpoint_lose_nothing(demo_dir: Path) -> None:
+    from tgsparql.remote import RemoteStore
+
+    with oxigraph_server(demo_dir) as base:
+        outputs = run_writers(base, processes=3, count=10, batch=0)
+        done = [line.split()[1] for lines in outputs for line in lines if line.startswith("done ")]
+        assert len(done) == 3 * 10
+        with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+            check_all_recorded(store, done)
 
 
 def test_a_second_writer_without_the_lock_gets_a_clear_error(demo_dir: Path) -> None:

@@ -1,8 +1,9 @@
 """A process that records GraphRAG sessions into an on-disk store, for the concurrency and
 crash tests: `python tests/writer_process.py STORE COUNT BATCH`.
 
-It takes the store with `exclusive_store` for BATCH sessions at a time (0: for the whole run)
-and prints `started IRI` once a session's first write is in the store and `done IRI` once its
+An on-disk STORE it takes with `exclusive_store` for BATCH sessions at a time (0: for the whole
+run); a STORE that is a SPARQL server's base URL (`http://…`, with `/query` and `/update`) it
+writes to all the time, as a server takes writers side by side. It prints `started IRI` once a session's first write is in the store and `done IRI` once its
 last is, flushed, so the parent knows exactly what it may expect to find.
 """
 
@@ -13,6 +14,7 @@ import sys
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.locking import exclusive_store
 from tgsparql.pipeline import GraphRag
+from tgsparql.remote import RemoteStore
 
 QUESTIONS = [
     "Where was the scientist who discovered polonium born?",
@@ -34,6 +36,12 @@ def record(rag: GraphRag, question: str) -> None:
 
 
 def main(path: str, count: int, batch: int) -> None:
+    if path.startswith(("http://", "https://")):
+        with RemoteStore(path + "/query", update_endpoint=path + "/update") as remote:
+            rag = GraphRag(remote, OfflineBackend(), index_labels=False)
+            for i in range(count):
+                record(rag, QUESTIONS[i % len(QUESTIONS)])
+        return
     done = 0
     while done < count:
         size = count - done if batch == 0 else min(batch, count - done)
