@@ -162,3 +162,31 @@ def test_a_waiting_writer_gets_the_store_once_the_holder_lets_go(demo_dir: Path)
             assert len(store.oxigraph) > 0
     finally:
         holder.wait(timeout=10)
+
+
+def test_cli_commands_on_one_directory_take_turns(demo_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from tgsparql.cli import main
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from tgsparql.locking import exclusive_store\n"
+         "with exclusive_store(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()",
+         str(demo_dir)],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    env = {"TGSPARQL_STORE": None, "TGSPARQL_ENDPOINT": None, "TGSPARQL_LOCK_TIMEOUT": None}
+    query = ["query", "--store", str(demo_dir), "--no-stream", QUESTIONS[2]]
+    try:
+        assert holder.stdout.readline() == "held\n"
+        busy = CliRunner().invoke(main, [*query, "--lock-timeout", "0.2"], env=env)
+        assert busy.exit_code == 1
+        assert busy.stderr == (f"error: the store at {demo_dir} stayed busy for 0.2 s: process "
+                               f"{holder.pid} has it open for writing\n")
+        threading.Timer(0.5, lambda: holder.stdin.close()).start()
+        waited = CliRunner().invoke(main, query, env=env)  # the default waits its turn
+        assert waited.exit_code == 0, waited.output
+    finally:
+        holder.wait(timeout=10)
+    with open_store(demo_dir) as store:
+        (session,) = sessions_of(store)
+        assert session.status == "complete"

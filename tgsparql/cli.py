@@ -23,6 +23,7 @@ from tgsparql.grounding import rebuild_label_index, update_label_index
 from tgsparql.llm import LLMError, make_backend
 from tgsparql.llm.base import Backend
 from tgsparql.loader import load_files
+from tgsparql.locking import exclusive_store
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
@@ -53,6 +54,9 @@ class Remote:
 
 
 StoreTarget = Path | Remote | None
+LOCK_TIMEOUT = "tgsparql.lock_timeout"
+"""Where --lock-timeout is kept in the click context, for `store_for`."""
+DEFAULT_LOCK_TIMEOUT = 30.0
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 
 _REMOTE_OPTIONS = [
@@ -127,6 +131,17 @@ def store_option(function: F) -> F:
         return function(*args, store_path=chosen_target(store_path, remote), **kwargs)
 
     chosen = click.option(
+        "--lock-timeout",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_LOCK_TIMEOUT,
+        show_default=True,
+        envvar="TGSPARQL_LOCK_TIMEOUT",
+        expose_value=False,
+        callback=lambda context, _, value: context.meta.__setitem__(LOCK_TIMEOUT, value),
+        help="Seconds to wait while another process writes to the --store directory "
+        "(processes take turns on it); 0 fails at once. Env: TGSPARQL_LOCK_TIMEOUT.",
+    )(chosen)
+    chosen = click.option(
         "--store",
         "store_path",
         type=click.Path(file_okay=False, path_type=Path),
@@ -191,18 +206,27 @@ def constrain_option(function: F) -> F:
 @contextmanager
 def opened(target: StoreTarget) -> Iterator[Store]:
     try:
-        store = open_target(target)
+        with store_for(target) as store:
+            yield store
     except StoreError as error:
         raise Failure(str(error)) from None
+
+
+@contextmanager
+def store_for(target: StoreTarget) -> Iterator[Store]:
+    """The store a command was pointed at: an endpoint, memory, or a directory, which it
+    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it."""
+    if isinstance(target, Path):
+        context = click.get_current_context(silent=True)
+        timeout = context.meta.get(LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT) if context else 0.0
+        with exclusive_store(target, timeout=timeout) as store:
+            yield store
+        return
+    store = target.open() if isinstance(target, Remote) else open_store()
     try:
         yield store
     finally:
         store.close()
-
-
-def open_target(target: StoreTarget) -> Store:
-    """The store a command was pointed at: an endpoint, a directory, or memory."""
-    return target.open() if isinstance(target, Remote) else open_store(target)
 
 
 @contextmanager
@@ -680,17 +704,17 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
     try:
         graph = data_graph(graphs)
         shapes = Shapes.from_files(shape_files) if shape_files else None
-        store = open_target(store_path)
-    except (GraphNameError, ShapesError, StoreError) as error:
+    except (GraphNameError, ShapesError) as error:
         raise CannotValidate(str(error)) from None
     try:
-        validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
-        focus = session_nodes(store, Templates(store.dialect), session, graph) if session else None
-        report = validator.validate(store, default_graph=graph, focus=focus)
+        with store_for(store_path) as store:
+            validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
+            focus = (
+                session_nodes(store, Templates(store.dialect), session, graph) if session else None
+            )
+            report = validator.validate(store, default_graph=graph, focus=focus)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
         raise CannotValidate(str(error)) from None
-    finally:
-        store.close()
     text = render(report, format_)
     if output is None:
         click.echo(text, nl=False)

@@ -42,10 +42,13 @@ def exclusive_store(
     that opened the store without this lock is waited for too.
     """
     directory = Path(path)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise StoreError(f"cannot open store at {directory}: {error.strerror or error}") from None
     deadline = time.monotonic() + timeout
     pause = _FIRST_PAUSE
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         while True:
             if _try_lock(fd):
