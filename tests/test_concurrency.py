@@ -145,12 +145,17 @@ def test_a_second_writer_without_the_lock_gets_a_clear_error(demo_dir: Path) -> 
         holder.communicate("", timeout=10)
 
 
-def test_a_waiting_writer_gets_the_store_once_the_holder_lets_go(demo_dir: Path) -> None:
-    holder = subprocess.Popen(
+def lock_holder(path: Path) -> subprocess.Popen[str]:
+    """A process that holds the writer lock of `path` until its stdin closes."""
+    return subprocess.Popen(
         [sys.executable, "-c", "import sys; from tgsparql.locking import exclusive_store\n"
          "with exclusive_store(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()",
-         str(demo_dir)],
+         str(path)],
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_waiting_writer_gets_the_store_once_the_holder_lets_go(demo_dir: Path) -> None:
+    holder = lock_holder(demo_dir)
     try:
         assert holder.stdout.readline() == "held\n"
         pid = (demo_dir / LOCK_NAME).read_text().strip()
@@ -169,11 +174,7 @@ def test_cli_commands_on_one_directory_take_turns(demo_dir: Path) -> None:
 
     from tgsparql.cli import main
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from tgsparql.locking import exclusive_store\n"
-         "with exclusive_store(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()",
-         str(demo_dir)],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = lock_holder(demo_dir)
     env = {"TGSPARQL_STORE": None, "TGSPARQL_ENDPOINT": None, "TGSPARQL_LOCK_TIMEOUT": None}
     query = ["query", "--store", str(demo_dir), "--no-stream", QUESTIONS[2]]
     try:
