@@ -603,3 +603,20 @@ def test_zero_retrieved_edges_with_the_offline_backend_say_nothing_was_found(rag
     messages = list(rag.query(UNKNOWN_QUESTION, stream=False))
     assert messages[3].response == "The knowledge graph holds no facts that answer this question."
     assert messages[-1].end_of_session and messages[-1].error is None
+
+
+def test_a_forked_child_runs_sessions_too(rag: GraphRag) -> None:
+    """The worker threads of the parent do not exist in a forked child; it starts its own."""
+    import multiprocessing
+
+    assert rag.ask(QUESTION)[0]  # the parent's workers are started
+    results = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(
+        target=lambda: results.put(rag.ask(QUESTION)[1][-1].error is None)
+    )
+    child.start()
+    child.join(timeout=30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0 and results.get(timeout=5) is True

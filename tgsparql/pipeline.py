@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -269,12 +271,34 @@ def _stage(name: str, step: Callable[[], T]) -> T:
         raise StageError(name, error) from error
 
 
-_BACKGROUND = ThreadPoolExecutor(thread_name_prefix="tgsparql-stage")
+class _Workers:
+    """The threads that run the steps a write overlaps, started when first needed.
+
+    A forked child has none of its parent's threads, so it forgets the parent's pool and
+    starts its own (else its steps would wait for workers that do not exist)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def submit(self, step: Callable[[], T]) -> Future[T]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(thread_name_prefix="tgsparql-stage")
+            return self._pool.submit(step)
+
+    def forget(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = None
+
+
+_WORKERS = _Workers()
+os.register_at_fork(after_in_child=_WORKERS.forget)
 
 
 def _background(step: Callable[[], T]) -> Future[T]:
     """Run `step` in a worker thread; its result (or its exception) comes with `.result()`."""
-    return _BACKGROUND.submit(step)
+    return _WORKERS.submit(step)
 
 
 def _started(answer: AnswerStream) -> tuple[AnswerStream, Iterator[str]]:
