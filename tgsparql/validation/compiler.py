@@ -24,9 +24,12 @@ class CompiledQuery:
 
 def compile_shapes(
     shapes: Shapes, templates: Templates, focus_nodes: Sequence[Term] | None = None
-) -> list[CompiledQuery]:
-    """Every query validation runs, in a stable order; shapes no focus node reaches run none."""
-    queries: list[CompiledQuery] = []
+) -> Iterator[CompiledQuery]:
+    """Every query validation runs, in a stable order; shapes no focus node reaches run none.
+
+    One at a time: each query lists every focus node, so holding all of them at once would cost
+    (queries x focus nodes) of text, tens of MB for a few thousand nodes.
+    """
     for shape in shapes:
         _refuse_nested_sparql(shape)
         if not shape.has_focus:
@@ -38,12 +41,11 @@ def compile_shapes(
             found = groups[component]
             if component == "Sparql":
                 for constraint in found:
-                    queries.append(_sparql(shape, constraint, templates, focus_nodes))
+                    yield _sparql(shape, constraint, templates, focus_nodes)
                 continue
             text = _render(templates, "validation/_constraint", shape,
                            shape=shape, constraints=found, focus_nodes=focus_nodes)
-            queries.append(CompiledQuery(shape, found[0].component_iri, tuple(found), text))
-    return queries
+            yield CompiledQuery(shape, found[0].component_iri, tuple(found), text)
 
 
 def _sparql(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import pyoxigraph as ox
 
@@ -12,7 +12,7 @@ from tgsparql.templates import Dialect, Templates, Term, to_iri
 from tgsparql.validation.compiler import CompiledQuery, compile_shapes
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
-from tgsparql.validation.shapes import Shapes
+from tgsparql.validation.shapes import Shape, Shapes
 
 _PLACEHOLDER = re.compile(r"\{[?$]([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -23,7 +23,7 @@ class Validator:
     def __init__(self, shapes: Shapes, dialect: Dialect = "rdf12") -> None:
         self.shapes = shapes
         self.templates = Templates(dialect)
-        self.queries: list[CompiledQuery] = compile_shapes(shapes, self.templates)
+        self.queries: list[CompiledQuery] = list(compile_shapes(shapes, self.templates))
         self.paths = shapes.paths()
 
     def validate(
@@ -33,20 +33,23 @@ class Validator:
         focus: Collection[str | ox.NamedNode] | None = None,
     ) -> ValidationReport:
         """Every result over the data graph; `focus` restricts the targeted focus nodes."""
-        queries = self.queries
+        queries: Iterable[CompiledQuery] = self.queries
         if focus is not None:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
             queries = compile_shapes(self.shapes, self.templates, nodes)
         results: list[ValidationResult] = []
+        checked: dict[int, Shape] = {}
+        run = 0
         for query in queries:
             rows = store.select(query.text, default_graph=default_graph)
             results.extend(self._result(query, row) for row in rows)
-        checked = {id(q.shape): q.shape for q in queries}
+            checked.setdefault(id(query.shape), query.shape)
+            run += 1
         return ValidationReport(
             results=results,
             shapes=[(shape.node, shape.name) for shape in checked.values()],
             paths=self.paths,
-            queries_run=len(queries),
+            queries_run=run,
         )
 
     def _result(self, query: CompiledQuery, row: Solution) -> ValidationResult:
