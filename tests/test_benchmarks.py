@@ -183,9 +183,16 @@ def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_
 TRACE_TIMING_ROWS = [
     "session → sources (session_sources)",
     "session → sources, same session again",
+    "trace of a session (trace), warm",
+    "trace of an edge selection (trace), warm",
     "edge selection → sources (edge_sources)",
     "fact → sources (fact_sources)",
-    "document → sessions (document_sessions)",
+    "trace of a document (document_sessions)",
+]
+TRACE_REQUEST_ROWS = [
+    "store requests per trace of a session",
+    "store requests per trace of an edge selection",
+    "store requests per trace of a document",
 ]
 TRACE_COUNT_ROWS = [
     "sources per session",
@@ -233,10 +240,12 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
     text = out.read_text(encoding="utf-8")
     assert first.stdout.strip() == text.strip()
     rows = table_rows(text)
-    assert list(rows) == TRACE_TIMING_ROWS + TRACE_COUNT_ROWS
+    assert list(rows) == TRACE_TIMING_ROWS + TRACE_REQUEST_ROWS + TRACE_COUNT_ROWS
     for name in TRACE_TIMING_ROWS:
         assert 0 < float(rows[name][0]) <= float(rows[name][1]), name
     assert rows[TRACE_TIMING_ROWS[0]][2] == "≤ 5 ms p50"
+    for name in TRACE_REQUEST_ROWS:  # a trace is one request to the store (issue 5)
+        assert rows[name][:2] == ["1", "1"], name
     assert rows["selected edges traced per session"][:2] == ["10", "10"]
     assert float(rows["sources per session"][0]) >= 10
     assert float(rows["sessions per document"][0]) >= 1
@@ -331,6 +340,7 @@ def test_tiny_remote_benchmark_counts_the_same_requests_on_every_store(tmp_path:
                  "requests: sources of the answer", "requests per session, all",
                  "trace of a session, requests"):
         assert len(set(rows[name])) == 1, (name, rows[name])  # alike on every store
+    assert rows["trace of a session, requests"][0] == "1 (1–1)"
     assert rows["requests: other"] == ["0 (0–0)"] * len(stores)
     assert rows["HTTP requests per session (RemoteStore.requests)"] == (
         ["–"] + rows["requests per session, all"][1:])

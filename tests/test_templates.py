@@ -593,8 +593,8 @@ def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialec
 def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
     text = Templates("rdfstar").render(name, **EVERY_PARAM)
     assert "<<(" not in text
-    if "<<" in text:
-        assert "<< <http://example.org/s> <http://example.org/p>" in text
+    if "<<" in text:  # a quoted triple given, or a pattern of variables (the trace queries)
+        assert "<< <http://example.org/s> <http://example.org/p>" in text or "<< ?" in text
     else:
         store = ox.Store()
         if is_query(text):

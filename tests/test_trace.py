@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 import pyoxigraph as ox
 import pytest
 from click.testing import CliRunner
 
 from tgsparql.cli import main
+from tgsparql.labels import fetch_labels
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import SessionIds
-from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
 from tgsparql.templates import Templates
 from tgsparql.trace import (
     ChunkSource,
@@ -47,6 +49,7 @@ LIBRARY = ox.NamedNode("urn:graph:library")
 EXPLAINABILITY = ox.NamedNode("urn:graph:explainability")
 TYPE = ox.NamedNode(RDF + "type")
 DERIVED = ox.NamedNode(PROV + "wasDerivedFrom")
+XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 QUESTIONS = [
     "Where was the scientist who discovered polonium born?",
     "Who did Marie Curie marry?",
@@ -191,6 +194,14 @@ def ox_store(demo_store: EmbeddedStore) -> ox.Store:
 # the saved query files
 
 
+DIALECT_TAG = re.compile(r'# \{% (if dialect == "(rdf12|rdfstar|reification)"|endif) \+%\}')
+"""A comment line that keeps what follows, up to its `endif`, for one dialect only."""
+
+
+def is_comment(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
 def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -201,7 +212,8 @@ def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path)
         header.append(line)
     assert header[0].startswith("# Trace: ")
     assert sum(line.startswith("# Bind: ") for line in header) == 1
-    values = [line for line in lines if "VALUES" in line and not line.startswith("#")]
+    assert not any("{{" in line or "{%" in line for line in header)
+    values = [line for line in lines if "VALUES" in line and not is_comment(line)]
     assert len(values) == 1
     params = re.findall(r"\{\{ ([a-z_.]+)\|(?:iri|term) \}\}", values[0])
     loops = re.findall(r"\{% for ([a-z_]+) in [a-z_]+ %\}", values[0])
@@ -211,10 +223,31 @@ def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path)
     roots = {param.split(".")[0] for param in params}
     assert len(roots) == 1
     (root,) = roots
-    elsewhere = [line for line in lines if line not in values and not line.startswith("#")]
+    elsewhere = [line for line in lines if line not in values and not is_comment(line)]
     assert not any(root in re.findall(r"\{\{ ([a-z_]+)", line) for line in elsewhere)
     outside = {m for line in elsewhere for m in re.findall(r"\{[{%][^}]*[}%]\}", line)}
     assert outside <= {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
+    tagged = [line for line in lines if is_comment(line) and "{%" in line]
+    assert all(DIALECT_TAG.fullmatch(line.strip()) for line in tagged), tagged
+
+
+@pytest.mark.parametrize("dialect", ["rdf12", "rdfstar", "reification"])
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
+def test_each_saved_query_renders_the_edge_references_of_each_dialect(
+    path: Path, dialect: str
+) -> None:
+    """No quoted triple (a reifier in RDF 1.2) for rdf12, no triple term for rdfstar, and no
+    edge reference but statements for reification (SPEC §3)."""
+    ids = SessionIds("3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
+    text = Templates(dialect).render(  # type: ignore[arg-type]
+        f"trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
+        edge_selection=ids.edge_selection(0), document=ox.NamedNode(DOC + "pierre-curie"),
+        facts=[MARRIED])
+    live = "\n".join(line for line in text.splitlines() if not is_comment(line))
+    assert "<< " not in live if dialect == "rdf12" else "<<(" not in live
+    if dialect == "reification":  # SPARQL 1.1 alone: what Virtuoso parses
+        assert "<<" not in live
+        assert not re.search(r"\b(SUBJECT|PREDICATE|OBJECT|TRIPLE|isTRIPLE)\(", live)
 
 
 def test_the_trace_directory_holds_the_four_saved_queries() -> None:
@@ -245,7 +278,8 @@ def test_each_saved_query_runs_as_pasted_once_its_parameter_is_filled(
     text = path.read_text(encoding="utf-8")
     for placeholder, term in filled.items():
         text = text.replace(placeholder, term)
-    assert "{" + "{" not in text and "{%" not in text
+    live = [line for line in text.splitlines() if not is_comment(line)]
+    assert not any("{{" in line or "{%" in line for line in live)
     pasted = demo_store.select(text)
     rendered = demo_store.select(
         templates.render(f"trace/{path.stem}", graph=EXPLAINABILITY, **params))
@@ -430,6 +464,139 @@ def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
 
 # ---------------------------------------------------------------------------------------------
 # trace(): which tree for which IRI
+
+
+class CountingStore:
+    """Delegates to an embedded store and counts the requests made of it."""
+
+    def __init__(self, inner: EmbeddedStore) -> None:
+        self.inner = inner
+        self.dialect = inner.dialect
+        self.requests: list[str] = []
+
+    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
+        self.requests.append(query)
+        return self.inner.select(query, default_graph=default_graph)
+
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
+        self.requests.append(query)
+        return self.inner.ask(query, default_graph=default_graph)
+
+    def construct(self, query: str) -> list[ox.Triple]:
+        self.requests.append(query)
+        return self.inner.construct(query)
+
+    def update(self, update: str) -> None:
+        self.requests.append(update)
+        self.inner.update(update)
+
+    def bulk_load(self, source: BinaryIO, format: ox.RdfFormat, *,
+                  graph: ox.NamedNode | None = None) -> None:
+        self.requests.append("bulk load")
+        self.inner.bulk_load(source, format, graph=graph)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("kind", ["session", "uuid", "edge", "document"])
+def test_a_trace_is_one_request_to_the_store(
+    demo_store: EmbeddedStore, templates: Templates, sessions: list[str], kind: str
+) -> None:
+    ids = SessionIds.from_session_iri(sessions[1])
+    iri = {"session": sessions[1], "uuid": ids.uuid, "edge": ids.edge_selection(0).value,
+           "document": DOC + "marie-curie"}[kind]
+    counting = CountingStore(demo_store)
+    found = trace(counting, templates, "explainability", iri)
+    assert len(counting.requests) == 1
+    assert found == trace(demo_store, templates, "explainability", iri)
+
+
+@pytest.mark.parametrize("iri, requests", [
+    ("urn:trustgraph:session:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a", 1),
+    ("urn:trustgraph:prov:edge:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a:0", 1),
+    (DOC + "nope", 1),
+    ("urn:trustgraph:prov:edge:nope", 0),
+    ("not an iri", 0),
+])
+def test_what_cannot_be_traced_takes_one_request_at_most(
+    demo_store: EmbeddedStore, templates: Templates, iri: str, requests: int
+) -> None:
+    counting = CountingStore(demo_store)
+    with pytest.raises(TraceError):
+        trace(counting, templates, "explainability", iri)
+    assert len(counting.requests) == requests
+
+
+def test_a_session_with_no_selected_edge_is_traced_with_its_question(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    ids = SessionIds.from_session_iri(sessions[1])
+    for quad in list(ox_store.quads_for_pattern(ids.selection, tg("selectedEdge"), None,
+                                                EXPLAINABILITY)):
+        ox_store.remove(quad)
+    counting = CountingStore(demo_store)
+    found = trace(counting, templates, "explainability", sessions[1])
+    assert len(counting.requests) == 1
+    assert isinstance(found, SessionTrace)
+    assert (found.question, found.status, found.edges) == (QUESTIONS[1], "complete", [])
+    assert render_text(found).splitlines()[2] == "  no selected edges"
+
+
+def test_labels_are_the_ones_the_selector_prompt_uses(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    """A term with labels in several languages is named as `fetch_labels` names it."""
+    marie, married = MARRIED.subject, MARRIED.predicate
+    label = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+    for text, language in [("Maria Skłodowska", "pl"), ("Marie", None), ("Madame Curie", "en-GB"),
+                           ("Zzz", "en")]:
+        ox_store.add(ox.Quad(marie, label, ox.Literal(text, language=language)))
+    ox_store.add(ox.Quad(married, label, ox.Literal("épouse", language="fr")))
+    chosen = fetch_labels(demo_store, templates, [marie, married, MARRIED.object])
+    assert chosen[marie] == "Madame Curie"
+    session = trace(demo_store, templates, "explainability", sessions[1])
+    assert isinstance(session, SessionTrace)
+    assert session.edges[0].edge == MARRIED
+    assert session.edges[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
+    document = trace(demo_store, templates, "explainability", DOC + "marie-curie")
+    assert isinstance(document, DocumentTrace)
+    used = [edge for use in document.sessions for edge in use.edges if edge.edge == MARRIED]
+    assert used and all(edge.labels == session.edges[0].labels for edge in used)
+
+
+def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
+    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+) -> None:
+    [subgraph] = subjects(ox_store, tg("contains"), LOCATED, SOURCE)
+    [chunk] = objects(ox_store, subgraph, DERIVED, SOURCE)
+    span = [q for q in ox_store.quads_for_pattern(subgraph, None, None, SOURCE)
+            if q.predicate.value.startswith(TG + "source")]
+    assert len(span) == 3
+    for quad in span:  # the span moves from the subgraph to its chunk
+        ox_store.remove(quad)
+        ox_store.add(ox.Quad(chunk, quad.predicate, quad.object, SOURCE))
+    session = next(s for s in sessions
+                   if LOCATED in walk_selected(ox_store, ox.NamedNode(s)).values())
+    found = session_trace(demo_store, templates, "explainability",
+                          SessionIds.from_session_iri(session))
+    assert found is not None
+    [edge] = [e for e in found.edges if e.edge == LOCATED]
+    [source] = edge.sources
+    assert (source.evidence, source.evidence_offset, source.evidence_length) == (
+        "The Radium Institute was founded in Paris in 1909 by the University of Paris "
+        "together with the Pasteur Institute.", 0, 113)
+    ox_store.add(ox.Quad(subgraph, tg("sourceText"), ox.Literal("founded in Paris"), SOURCE))
+    ox_store.add(ox.Quad(subgraph, tg("sourceCharOffset"), ox.Literal("28", datatype=XSD_INTEGER),
+                         SOURCE))
+    ox_store.add(ox.Quad(subgraph, tg("sourceCharLength"), ox.Literal("16", datatype=XSD_INTEGER),
+                         SOURCE))
+    found = session_trace(demo_store, templates, "explainability",
+                          SessionIds.from_session_iri(session))
+    assert found is not None
+    [source] = [e for e in found.edges if e.edge == LOCATED][0].sources
+    assert (source.evidence, source.evidence_offset, source.evidence_length) == (
+        "founded in Paris", 28, 16)  # the subgraph's span wins
 
 
 def test_trace_detects_the_kind_of_iri(

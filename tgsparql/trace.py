@@ -14,10 +14,10 @@ from typing import Any, Literal
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
+from tgsparql.labels import LabelTriple, fetch_labels, label_of
 from tgsparql.messages import Source, rdf_text
 from tgsparql.provenance import SESSION_PREFIX, SessionIds
-from tgsparql.store import Solution, Store
+from tgsparql.store import EmbeddedStore, Solution, Store
 from tgsparql.templates import Templates, Term
 
 EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
@@ -212,7 +212,8 @@ def session_sources(
     `edges` maps edge-selection IRIs to their triples, which resolves statement IRIs in the
     reification dialect; sources come back in edge-selection order, then document, then chunk.
     """
-    found = _session_sources(store, templates, collection, ids)
+    found = {edge.edge_selection: edge.sources
+             for edge in _session_edges(_session_rows(store, templates, collection, ids))}
     return [
         source.as_source(iri.value, triple)
         for iri, triple in edges.items()
@@ -223,27 +224,22 @@ def session_sources(
 def session_trace(
     store: Store, templates: Templates, collection: str, ids: SessionIds
 ) -> SessionTrace | None:
-    """session → its selected edges → their sources; None if the session is not recorded.
+    """session → its selected edges → their sources, from one query (`session_sources.rq`).
 
-    The session and its edges come from the explanation, so edges without a source are kept;
-    the sources from `session_sources.rq`.
+    None if the session is not recorded; edges without a source are kept, in index order.
     """
-    from tgsparql.explain import SessionNotFound, explain_session  # explain builds on trace
-
-    try:
-        explanation = explain_session(store, templates, collection, ids.session.value)
-    except SessionNotFound:
+    rows = _session_rows(store, templates, collection, ids)
+    if not rows:
         return None
-    found = _session_sources(store, templates, collection, ids)
+    first = rows[0]
+    edges = _session_edges(rows)
+    _label_edges(templates, rows, edges)
     return SessionTrace(
-        session=explanation.session,
-        question=explanation.question,
-        started=explanation.started,
-        status=explanation.status,
-        edges=[
-            TracedEdge(edge.iri, edge.edge, edge.reasoning, edge.labels, found.get(edge.iri, []))
-            for edge in explanation.selected
-        ],
+        session=ids.session.value,
+        question=_text(first.get("question")),
+        started=_text(first.get("started")),
+        status=_text(first.get("status")),
+        edges=edges,
     )
 
 
@@ -336,6 +332,7 @@ def document_sessions(
         for edge in use.edges:
             edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
                                             c.chunk, c.subgraph))
+    _label_edges(templates, rows, used.values())
     out.sessions = sorted(uses.values(), key=lambda u: (u.started or "", u.session))
     return out
 
@@ -343,7 +340,9 @@ def document_sessions(
 def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trace:
     """The tree behind an edge selection, a session (IRI or bare UUID) or a document.
 
-    Raises TraceError for an IRI that is malformed or names none of these in the store.
+    One query each: the IRI's form says which (SPEC §2), and an edge selection is traced with
+    its session's query. Raises TraceError for an IRI that is malformed or names none of these
+    in the store.
     """
     text = iri.strip()
     if text.startswith(EDGE_SELECTION_PREFIX):
@@ -358,7 +357,6 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
             if session is not None else None
         if edge is None:
             raise TraceError(f"no edge selection {text} in collection {collection!r}")
-        edge.sources = edge_sources(store, templates, collection, ox.NamedNode(text))
         return EdgeTrace(edge=edge, session=ids.session.value)
     if text.startswith(SESSION_PREFIX) or _UUID.fullmatch(text):
         try:
@@ -379,7 +377,6 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
             f"unknown IRI {text}: not an edge selection, a session, or a document of "
             f"{vocab.GRAPH_SOURCE.value}"
         )
-    _label(store, templates, [edge for use in document.sessions for edge in use.edges])
     return document
 
 
@@ -457,36 +454,100 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _label(store: Store, templates: Templates, edges: Sequence[UsedEdge]) -> None:
-    labels = fetch_labels(store, templates, label_terms([edge.edge for edge in edges]))
-    for edge in edges:
-        triple = edge.edge
-        edge.labels = (label_of(triple.subject, labels), label_of(triple.predicate, labels),
-                       label_of(triple.object, labels))
-
-
-def _session_sources(
+def _session_rows(
     store: Store, templates: Templates, collection: str, ids: SessionIds
-) -> dict[str, list[ChunkSource]]:
-    """The rows of `session_sources.rq` as sources per edge-selection IRI."""
-    rows = store.select(
+) -> list[Solution]:
+    return store.select(
         templates.render(
             "trace/session_sources",
             graph=vocab.explainability_graph(collection),
             session=ids.session,
         )
     )
-    found: dict[str, list[ChunkSource]] = {}
+
+
+_LABELS = ("subjectLabel", "predicateLabel", "objectLabel")
+_SPANS = (("evidence", "evidenceOffset", "evidenceLength"),
+          ("chunkEvidence", "chunkEvidenceOffset", "chunkEvidenceLength"))
+"""The evidence span's columns: the subgraph's, then the chunk's."""
+
+
+def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
+    """The edge selections of `session_sources.rq` rows with their reasons and sources."""
+    edges: dict[str, TracedEdge] = {}
+    sources: dict[str, set[ChunkSource]] = {}
     for row in rows:
+        selection, edge = row.get("edgeSelection"), _edge(row)
+        if selection is None or edge is None:
+            continue
+        edges.setdefault(selection.value,
+                         TracedEdge(selection.value, edge, _text(row.get("reasoning"))))
+        found = sources.setdefault(selection.value, set())
         source = _chunk_source(row)
-        if source is not None and "edgeSelection" in row:
-            found.setdefault(row["edgeSelection"].value, []).append(source)
-    return {iri: _sorted_sources(set(sources)) for iri, sources in found.items()}
+        if source is not None:
+            found.add(source)
+    for iri, edge in edges.items():
+        edge.sources = _sorted_sources(sources[iri])
+    return sorted(edges.values(), key=lambda e: _selection_index(e.edge_selection))
+
+
+def _edge(row: Solution) -> ox.Triple | None:
+    """The edge of a row: its triple term, or the triple of its rdf:Statement's parts."""
+    edge = row.get("edge")
+    if isinstance(edge, ox.Triple):
+        return edge
+    s, p, o = row.get("subject"), row.get("predicate"), row.get("object")
+    if isinstance(p, ox.NamedNode) and isinstance(s, (ox.NamedNode, ox.BlankNode)) \
+            and o is not None:
+        return ox.Triple(s, p, o)
+    return None
+
+
+def _label_edges(
+    templates: Templates, rows: Sequence[Solution], edges: Iterable[TracedEdge | UsedEdge]
+) -> None:
+    """Name each edge's terms by the labels its rows brought, chosen as `fetch_labels` does."""
+    labels = _chosen_labels(templates, (
+        (term, label)
+        for row in rows
+        for edge in [_edge(row)] if edge is not None
+        for term, label in zip((edge.subject, edge.predicate, edge.object),
+                               (row.get(name) for name in _LABELS))
+        if isinstance(term, ox.NamedNode) and isinstance(label, ox.Literal)
+    ))
+    for edge in edges:
+        triple = edge.edge
+        edge.labels = (label_of(triple.subject, labels), label_of(triple.predicate, labels),
+                       label_of(triple.object, labels))
+
+
+def _chosen_labels(
+    templates: Templates, found: Iterable[tuple[ox.NamedNode, ox.Literal]]
+) -> dict[ox.NamedNode, str]:
+    """The label `fetch_labels` chooses for each term, among the labels a trace query read.
+
+    The trace asks for every label with the rest of the trace; where a term has several,
+    `fetch_labels` chooses among them in memory, so a trace names a term as the selector's
+    prompt does.
+    """
+    candidates: dict[ox.NamedNode, set[ox.Literal]] = {}
+    for term, label in found:
+        candidates.setdefault(term, set()).add(label)
+    chosen = {term: next(iter(labels)).value for term, labels in candidates.items()
+              if len(labels) == 1}
+    several = [term for term, labels in candidates.items() if len(labels) > 1]
+    if several:
+        read = EmbeddedStore()
+        read.oxigraph.extend(ox.Quad(term, vocab.RDFS_LABEL, label)
+                             for term in several for label in candidates[term])
+        chosen.update(fetch_labels(read, templates, several))
+    return chosen
 
 
 def _chunk_source(row: Solution) -> ChunkSource | None:
     if "document" not in row or "chunk" not in row or "subgraph" not in row:
         return None
+    text, offset, length = next((span for span in _SPANS if span[0] in row), _SPANS[0])
     return ChunkSource(
         subgraph=row["subgraph"].value,
         chunk=row["chunk"].value,
@@ -498,9 +559,9 @@ def _chunk_source(row: Solution) -> ChunkSource | None:
         char_offset=_integer(row.get("charOffset")),
         char_length=_integer(row.get("charLength")),
         chunk_text=_text(row.get("chunkText")),
-        evidence=_text(row.get("evidence")),
-        evidence_offset=_integer(row.get("evidenceOffset")),
-        evidence_length=_integer(row.get("evidenceLength")),
+        evidence=_text(row.get(text)),
+        evidence_offset=_integer(row.get(offset)),
+        evidence_length=_integer(row.get(length)),
     )
 
 
@@ -510,18 +571,6 @@ def _sorted_sources(sources: Iterable[ChunkSource]) -> list[ChunkSource]:
         key=lambda s: (s.document, _page_key(s.page_number), _index_key(s.chunk_index), s.chunk,
                        s.subgraph),
     )
-
-
-def _edge(row: Solution) -> ox.Triple | None:
-    """The edge as a triple term, or rebuilt from a reified statement's parts."""
-    edge = row.get("edge")
-    if isinstance(edge, ox.Triple):
-        return edge
-    s, p, o = row.get("edgeSubject"), row.get("edgePredicate"), row.get("edgeObject")
-    if isinstance(p, ox.NamedNode) and isinstance(s, (ox.NamedNode, ox.BlankNode)) \
-            and o is not None:
-        return ox.Triple(s, p, o)
-    return None
 
 
 def _selection_index(iri: str) -> int:
