@@ -74,6 +74,19 @@ def test_max_count_counts_distinct_values() -> None:
     assert rows(report) == [(ex("a"), ex("p"), None, "MaxCount", "Violation")]
 
 
+def test_counts_over_a_nullable_path_include_the_focus_node_even_absent_from_the_data() -> None:
+    """`ex:p*` reaches the focus node itself in zero steps, whether or not the data mentions it
+    (the store finds zero-length solutions only for nodes of the graph)."""
+    shapes = """ex:S sh:targetNode ex:absent, ex:a ; sh:property [ sh:path [ sh:zeroOrMorePath ex:p ] ;
+        sh:minCount 1 ; sh:maxCount 2 ] ."""
+    assert rows(validate(shapes, "ex:a ex:p ex:b .")) == []
+    over = rows(validate(shapes, "ex:a ex:p ex:b . ex:b ex:p ex:c ."))
+    assert [(focus, component) for focus, _, _, component, _ in over] == [(ex("a"), "MaxCount")]
+    qualified = """ex:S sh:targetNode ex:absent ; sh:property [ sh:path [ sh:zeroOrOnePath ex:p ] ;
+        sh:qualifiedValueShape [ sh:hasValue ex:absent ] ; sh:qualifiedMinCount 1 ] ."""
+    assert rows(validate(qualified, "")) == []
+
+
 def test_datatype_fails_ill_formed_literals_of_the_datatype() -> None:
     report = validate(
         "ex:S sh:targetNode ex:a ; sh:path ex:p ; sh:datatype xsd:integer .",
