@@ -335,8 +335,8 @@ def test_tiny_remote_benchmark_counts_the_same_requests_on_every_store(tmp_path:
                  "Virtuoso 7": virtuoso_binaries() is not None}
     assert stores == ["embedded"] + [name for name, found in installed.items() if found]
     rows = table_rows(text)
-    for name in ("requests: grounding", "requests: retrieval (schema probe, hops, labels)",
-                 "requests: recording (session … answer, librarian)",
+    for name in ("requests: grounding", "requests: retrieval (hops, labels)",
+                 "requests: recording (session + retrieval, selection, answer + librarian)",
                  "requests: sources of the answer", "requests per session, all",
                  "trace of a session, requests"):
         assert len(set(rows[name])) == 1, (name, rows[name])  # alike on every store
