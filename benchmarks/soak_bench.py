@@ -1,6 +1,11 @@
 """Soak: many sessions through the pipeline on disk, with periodic validation, watching memory
 and latency over time; then throughput of recorded sessions with 1, 2, 4, 8 writers.
 
+Memory is reported three ways, so growth can be placed: resident memory (RSS), what the C
+allocator has handed out and not had back (glibc's mallinfo2: Python's large objects, pyoxigraph
+and RocksDB), and Python's own heap (tracemalloc, in a shorter second soak, since tracing slows
+every allocation).
+
     python -m benchmarks.soak_bench                    # 10 000 sessions
     python -m benchmarks.soak_bench --sessions 500 --window 50 --throughput-sessions 40
 
@@ -11,9 +16,13 @@ extra).
 from __future__ import annotations
 
 import argparse
+import collections
+import ctypes
+import gc
 import http.client
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -22,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -35,7 +45,7 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.locking import exclusive_store
 from tgsparql.pipeline import GraphRag
-from tgsparql.store import Store, open_store
+from tgsparql.store import EmbeddedStore, Store, open_store
 from tgsparql.templates import Templates
 from tgsparql.validate_session import session_nodes
 from tgsparql.validation import Shapes, Validator
@@ -49,13 +59,56 @@ QUESTIONS = [
     "Where is the Radium Institute?",
 ]
 RESULTS = Path(__file__).parent / "results"
+REPO = Path(__file__).parent.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
+FLAT_MIB = 16.0
+"""Target: RSS grows by at most this much over the second half of the soak."""
+DRIFT = 1.25
+"""Target: the last window's median latency is at most this times the first's."""
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """The C library if it is glibc 2.33 or later (mallinfo2, malloc_trim); else None."""
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2") or not hasattr(libc, "malloc_trim"):
+        return None
+    libc.mallinfo2.restype = _MallInfo2
+    return libc
+
+
+LIBC = _glibc()
 
 
 def rss_mib() -> float:
     """This process's resident memory now (not its peak), from /proc."""
     with open("/proc/self/statm", encoding="ascii") as statm:
         return int(statm.read().split()[1]) * PAGE / 2**20
+
+
+def malloc_mib() -> float | None:
+    """Memory the C allocator has handed out and not had back, in every arena and mmap: live
+    memory of Python's large objects, pyoxigraph and RocksDB, without the freed memory that
+    glibc keeps (which RSS counts). None without glibc."""
+    if LIBC is None:
+        return None
+    info = LIBC.mallinfo2()
+    return (info.uordblks + info.hblkhd) / 2**20
+
+
+def trimmed_rss_mib() -> float | None:
+    """RSS after a collection and `malloc_trim(0)`, which hands glibc's free pages back to the
+    system. None without glibc."""
+    gc.collect()
+    if LIBC is None:
+        return None
+    LIBC.malloc_trim(0)
+    return rss_mib()
 
 
 def ask(rag: GraphRag, question: str) -> str:
@@ -72,10 +125,14 @@ def ask(rag: GraphRag, question: str) -> str:
 @dataclass
 class Window:
     end: int
-    """Sessions recorded when the window closed."""
+    """Sessions recorded when the window closed; memory is measured then, after the window's
+    validation, if any."""
     median_ms: float
     p95_ms: float
-    rss_mib: float
+    rss_mib: float = 0.0
+    malloc_mib: float | None = None
+    python_mib: float | None = None
+    """Python's traced heap (only in a traced soak)."""
     validated: int = 0
     violations: int = 0
     validation_s: float = 0.0
@@ -85,6 +142,15 @@ class Window:
 class Soak:
     windows: list[Window] = field(default_factory=list)
     seconds: float = 0.0
+    trimmed_mib: float | None = None
+    """RSS after malloc_trim, once the last window is measured."""
+    rereads: list[tuple[float, float | None]] = field(default_factory=list)
+    """(RSS, malloc) after each full read of the store that follows the soak."""
+    caches: list[tuple[str, int, int]] = field(default_factory=list)
+    """The store's RocksDB block caches: (kind, capacity in bytes, column families using it)."""
+    growth: list[tuple[str, int]] = field(default_factory=list)
+    """In a traced soak, the source lines whose Python memory grew most from the first window to
+    the last: (file:line, bytes)."""
 
 
 def demo_store(path: Path) -> None:
@@ -94,30 +160,89 @@ def demo_store(path: Path) -> None:
             raise RuntimeError(next(iter(report.failed.values())))
 
 
-def soak(path: Path, sessions: int, window: int, validate_every: int) -> Soak:
-    """Record `sessions` sessions; per window, latency percentiles and RSS; every
-    `validate_every` sessions, validate the sessions of the last window."""
+def soak(path: Path, sessions: int, window: int, validate_every: int, rereads: int = 2,
+         trace: bool = False) -> Soak:
+    """Record `sessions` sessions; per window, latency percentiles and memory; every
+    `validate_every` sessions, validate the sessions of the last window. Then read the whole
+    store `rereads` times: memory that a second read does not raise is a full cache, not a leak.
+    `trace` follows Python's heap with tracemalloc (which slows every allocation)."""
     validator = Validator(Shapes.bundled())
     out = Soak()
-    began = time.perf_counter()
-    with open_store(path) as store:
-        rag = GraphRag(store, OfflineBackend(), index_labels=False)
-        latencies: list[float] = []
-        recent: list[str] = []
-        for n in range(1, sessions + 1):
-            start = time.perf_counter_ns()
-            recent.append(ask(rag, QUESTIONS[n % len(QUESTIONS)]))
-            latencies.append((time.perf_counter_ns() - start) / 1e6)
-            if n % window and n != sessions:
-                continue
-            row = Window(n, statistics.median(latencies), _p95(latencies), rss_mib())
-            if n % validate_every == 0 or n == sessions:
-                row.validated, row.violations, row.validation_s = _validate(store, validator,
-                                                                           recent)
-            out.windows.append(row)
-            latencies, recent = [], []
-    out.seconds = time.perf_counter() - began
+    if trace:
+        tracemalloc.start()
+    first: tracemalloc.Snapshot | None = None
+    try:
+        began = time.perf_counter()
+        with open_store(path) as store:
+            rag = GraphRag(store, OfflineBackend(), index_labels=False)
+            latencies: list[float] = []
+            recent: list[str] = []
+            for n in range(1, sessions + 1):
+                start = time.perf_counter_ns()
+                recent.append(ask(rag, QUESTIONS[n % len(QUESTIONS)]))
+                latencies.append((time.perf_counter_ns() - start) / 1e6)
+                if n % window and n != sessions:
+                    continue
+                row = Window(n, statistics.median(latencies), _p95(latencies))
+                if n % validate_every == 0 or n == sessions:
+                    row.validated, row.violations, row.validation_s = _validate(
+                        store, validator, recent)
+                latencies, recent = [], []
+                row.rss_mib, row.malloc_mib = rss_mib(), malloc_mib()
+                if trace:
+                    row.python_mib = tracemalloc.get_traced_memory()[0] / 2**20
+                    snapshot = tracemalloc.take_snapshot()
+                    if first is None:
+                        first = snapshot
+                    out.growth = _growth(first, snapshot)
+                out.windows.append(row)
+            out.seconds = time.perf_counter() - began
+            out.trimmed_mib = trimmed_rss_mib()
+            for _ in range(rereads):
+                out.rereads.append(reread(store))
+    finally:
+        if trace:
+            tracemalloc.stop()
+    out.caches = block_caches(path)
     return out
+
+
+def reread(store: EmbeddedStore) -> tuple[float, float | None]:
+    """Read every quad of every graph, each term decoded, as a validation of everything would;
+    (RSS, malloc) after it."""
+    collections.deque(store.oxigraph.quads_for_pattern(None, None, None, None), maxlen=0)
+    return rss_mib(), malloc_mib()
+
+
+def block_caches(path: Path) -> list[tuple[str, int, int]]:
+    """The block caches RocksDB reports in the store's LOG when it opens it: Oxigraph sets their
+    sizes, and pyoxigraph cannot change them. (kind, capacity in bytes, column families)."""
+    log = path / "LOG"
+    if not log.is_file():
+        return []
+    found = re.findall(r"block_cache: (\S+)\s+block_cache_name: (\S+)\s+block_cache_options:"
+                       r"\s+capacity : (\d+)", log.read_text(encoding="utf-8", errors="replace"))
+    users = collections.Counter(pointer for pointer, _, _ in found)
+    kinds = {pointer: (kind, int(capacity)) for pointer, kind, capacity in found}
+    return [(*kinds[pointer], count) for pointer, count in users.items()]
+
+
+def _growth(first: tracemalloc.Snapshot, last: tracemalloc.Snapshot) -> list[tuple[str, int]]:
+    ours = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, __file__)]
+    stats = last.filter_traces(ours).compare_to(first.filter_traces(ours), "lineno")
+    return [(_where(stat.traceback[0]), stat.size_diff) for stat in stats[:3]]
+
+
+def _where(frame: tracemalloc.Frame) -> str:
+    """A frame's file relative to the repository or to its installed package."""
+    path = Path(frame.filename)
+    if path.is_relative_to(REPO):
+        path = path.relative_to(REPO)
+    elif "site-packages" in path.parts:
+        path = Path(*path.parts[path.parts.index("site-packages") + 1:])
+    else:
+        path = Path(path.name)
+    return f"{path}:{frame.lineno}"
 
 
 def _p95(values: Sequence[float]) -> float:
@@ -251,11 +376,14 @@ def remote_throughput(endpoints: tuple[str, str], writers: int, total: int) -> f
 # ---- report ---------------------------------------------------------------------------------
 
 
-def render(result: Soak, sessions: int, throughput: dict[str, dict[int, float]],
-           plot: Path | None) -> str:
+def render(result: Soak, traced: Soak, sessions: int,
+           throughput: dict[str, dict[int, float]], plot: Path | None) -> str:
     first, last = result.windows[0], result.windows[-1]
+    middle = _middle(result)
     validated = sum(w.validated for w in result.windows)
     violations = sum(w.violations for w in result.windows)
+    drift = last.median_ms / first.median_ms
+    growth = last.rss_mib - middle.rss_mib
     lines = [
         "# Soak and concurrency benchmark",
         "",
@@ -264,22 +392,37 @@ def render(result: Soak, sessions: int, throughput: dict[str, dict[int, float]],
         f"({sessions / result.seconds:.1f} sessions/s)",
         f"- validation: {validated:,} sessions validated in "
         f"{sum(1 for w in result.windows if w.validated)} runs, {violations} violations",
-        f"- latency drift: last window median / first = "
-        f"{last.median_ms / first.median_ms:.2f}",
-        f"- memory: RSS {first.rss_mib:.1f} MiB after the first window, {last.rss_mib:.1f} MiB "
-        f"after the last ({last.rss_mib - first.rss_mib:+.1f} MiB)",
+        f"- target, memory flat: RSS grows by at most {FLAT_MIB:.0f} MiB over the second half "
+        f"({middle.end:,} to {last.end:,} sessions): {middle.rss_mib:.1f} to "
+        f"{last.rss_mib:.1f} MiB, {growth:+.1f} MiB: {_verdict(growth <= FLAT_MIB)}",
+        f"- target, latency does not drift: last window median / first ≤ {DRIFT}: "
+        f"{drift:.2f}: {_verdict(drift <= DRIFT)}",
+        f"- RSS {first.rss_mib:.1f} MiB after the first window, {last.rss_mib:.1f} MiB after "
+        f"the last ({last.rss_mib - first.rss_mib:+.1f} MiB)"
+        + (f"; {result.trimmed_mib:.1f} MiB after `malloc_trim(0)` at the end (free memory "
+           f"glibc had kept: {last.rss_mib - result.trimmed_mib:.1f} MiB)"
+           if result.trimmed_mib is not None else ""),
+        *_allocator_lines(result),
+        *_python_lines(traced),
         f"- machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, load "
         f"average {os.getloadavg()[0]:.2f} at the end; python {platform.python_version()}, "
         f"pyoxigraph {ox.__version__}",
         "",
-        "## Latency per window",
+        "## Latency and memory per window",
         "",
-        "| sessions | median ms | p95 ms | RSS MiB | validated | violations | validation s |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "Memory is measured as each window closes, after its validation if it has one. "
+        "malloc: memory glibc has handed out and not had back (`mallinfo2`), that is live "
+        "memory of Python's large objects, pyoxigraph and RocksDB, without the freed memory "
+        "that glibc keeps and RSS counts.",
+        "",
+        "| sessions | median ms | p95 ms | RSS MiB | malloc MiB | validated | violations "
+        "| validation s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for w in result.windows:
         lines.append(f"| {w.end} | {w.median_ms:.2f} | {w.p95_ms:.2f} | {w.rss_mib:.1f} | "
-                     f"{w.validated or ''} | {w.violations if w.validated else ''} | "
+                     f"{_mib(w.malloc_mib)} | {w.validated or ''} | "
+                     f"{w.violations if w.validated else ''} | "
                      f"{f'{w.validation_s:.2f}' if w.validated else ''} |")
     counts = sorted({n for rates in throughput.values() for n in rates})
     lines += [
@@ -297,7 +440,56 @@ def render(result: Soak, sessions: int, throughput: dict[str, dict[int, float]],
     return "\n".join(lines) + "\n"
 
 
-def draw(result: Soak, throughput: dict[str, dict[int, float]], path: Path) -> None:
+def _middle(result: Soak) -> Window:
+    """The last window that closed at or before half the sessions (the first, if none did)."""
+    half = result.windows[-1].end / 2
+    return max((w for w in result.windows if w.end <= half), key=lambda w: w.end,
+               default=result.windows[0])
+
+
+def _verdict(passed: bool) -> str:
+    return "pass" if passed else "**FAIL**"
+
+
+def _mib(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def _allocator_lines(result: Soak) -> list[str]:
+    first, last = result.windows[0], result.windows[-1]
+    if first.malloc_mib is None or last.malloc_mib is None:
+        return ["- malloc: not measured (the C library is not glibc 2.33 or later)"]
+    lines = [f"- malloc {first.malloc_mib:.1f} MiB after the first window, "
+             f"{last.malloc_mib:.1f} MiB after the last "
+             f"({last.malloc_mib - first.malloc_mib:+.1f} MiB)"]
+    if result.caches:
+        caches = "; ".join(f"{kind} of {capacity / 2**20:.0f} MiB for {users} column "
+                           f"famil{'y' if users == 1 else 'ies'}"
+                           for kind, capacity, users in result.caches)
+        total = sum(capacity for _, capacity, _ in result.caches) / 2**20
+        lines.append(f"- the store's RocksDB block caches (from its LOG; Oxigraph sets them): "
+                     f"{caches}; {total:.0f} MiB in all, the most that reads can keep cached")
+    if result.rereads:
+        reads = ", then ".join(f"{_mib(malloc)} MiB (RSS {rss:.1f})"
+                               for rss, malloc in result.rereads)
+        lines.append(f"- reading every quad of the store after the soak: malloc "
+                     f"{last.malloc_mib:.1f} MiB before, {reads} after each of "
+                     f"{len(result.rereads)} reads")
+    return lines
+
+
+def _python_lines(traced: Soak) -> list[str]:
+    first, last = traced.windows[0], traced.windows[-1]
+    if first.python_mib is None or last.python_mib is None:
+        return []
+    growth = ", ".join(f"{where} {size / 1024:+.1f} KiB" for where, size in traced.growth)
+    return [f"- Python heap (tracemalloc, in a second soak of {last.end:,} sessions with the same "
+            f"windows and validation): {first.python_mib * 1024:.0f} KiB after the first window, "
+            f"{last.python_mib * 1024:.0f} KiB after the last; most grown lines: {growth}"]
+
+
+def draw(result: Soak, traced: Soak, throughput: dict[str, dict[int, float]],
+         path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -313,7 +505,13 @@ def draw(result: Soak, throughput: dict[str, dict[int, float]], path: Path) -> N
     memory = left.twinx()
     memory.plot(ends, [w.rss_mib for w in result.windows], color="grey", linestyle=":",
                 label="RSS")
-    memory.set_ylabel("RSS (MiB)")
+    if all(w.malloc_mib is not None for w in result.windows):
+        memory.plot(ends, [w.malloc_mib for w in result.windows], color="black",
+                    linestyle="--", label="malloc in use")
+    if all(w.python_mib is not None for w in traced.windows):
+        memory.plot([w.end for w in traced.windows], [w.python_mib for w in traced.windows],
+                    color="tab:green", linestyle="-.", label="Python heap (traced soak)")
+    memory.set_ylabel("memory (MiB)")
     memory.set_ylim(bottom=0)
     left.legend(loc="lower left")
     memory.legend(loc="lower right")
@@ -338,6 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=500, help="Sessions per latency window.")
     parser.add_argument("--validate-every", type=int, default=1000,
                         help="Validate the last window's sessions every N sessions.")
+    parser.add_argument("--traced-sessions", type=int, default=2000,
+                        help="Sessions of the second soak, which traces Python's heap.")
     parser.add_argument("--writers", default="1,2,4,8", help="Writer counts to measure.")
     parser.add_argument("--throughput-sessions", type=int, default=400,
                         help="Sessions recorded per writer count and kind.")
@@ -361,6 +561,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo_store(path)
     print(f"soak: {args.sessions} sessions into {path}", file=sys.stderr)
     result = soak(path, args.sessions, args.window, args.validate_every)
+    traced_path = work / "traced-store"
+    shutil.rmtree(traced_path, ignore_errors=True)
+    demo_store(traced_path)
+    print(f"traced soak: {args.traced_sessions} sessions into {traced_path}", file=sys.stderr)
+    traced = soak(traced_path, args.traced_sessions, args.window, args.validate_every,
+                  rereads=0, trace=True)
 
     throughput: dict[str, dict[int, float]] = {
         "embedded on disk, threads": {}, "embedded on disk, processes": {},
@@ -387,8 +593,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     plot = args.plot
-    draw(result, throughput, plot)
-    text = render(result, args.sessions, throughput, plot)
+    draw(result, traced, throughput, plot)
+    text = render(result, traced, args.sessions, throughput, plot)
     args.out.write_text(text, encoding="utf-8")
     print(text, end="")
     if args.work is None:

@@ -303,19 +303,27 @@ def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
     out, plot = tmp_path / "soak.md", tmp_path / "soak.png"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.soak_bench", "--sessions", "30", "--window", "10",
-         "--validate-every", "20", "--writers", "1,2", "--throughput-sessions", "6",
-         "--batch", "3", "--work", str(tmp_path / "work"), "--out", str(out),
-         "--plot", str(plot)],
+         "--validate-every", "20", "--traced-sessions", "20", "--writers", "1,2",
+         "--throughput-sessions", "6", "--batch", "3", "--work", str(tmp_path / "work"),
+         "--out", str(out), "--plot", str(plot)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
-    windows = [line.split("|")[1:8] for line in text.splitlines()
+    windows = [line.split("|")[1:9] for line in text.splitlines()
                if re.match(r"\| \d+ \|", line)]
     assert [int(w[0]) for w in windows] == [10, 20, 30]
     assert all(float(w[1]) > 0 and float(w[2]) >= float(w[1]) for w in windows)
-    assert [w[4].strip() for w in windows] == ["", "10", "10"]  # validated at 20 and at the end
+    assert all(float(w[3]) > float(w[4]) > 0 for w in windows)  # RSS, then malloc in use
+    assert [w[5].strip() for w in windows] == ["", "10", "10"]  # validated at 20 and at the end
     assert "- validation: 20 sessions validated in 2 runs, 0 violations" in text
+    assert re.search(r"- target, memory flat: .*: (pass|\*\*FAIL\*\*)$", text, re.M)
+    assert re.search(r"- target, latency does not drift: .*: (pass|\*\*FAIL\*\*)$", text, re.M)
+    assert re.search(r"after `malloc_trim\(0\)` at the end", text)
+    assert re.search(r"- the store's RocksDB block caches .*; \d+ MiB in all", text)
+    assert re.search(r"- reading every quad of the store after the soak: .* each of 2 reads", text)
+    assert re.search(r"- Python heap \(tracemalloc, in a second soak of 20 sessions.*KiB after "
+                     r"the last; most grown lines: \S+:\d+ ", text)
     assert "| embedded on disk, threads |" in text and "| embedded on disk, processes |" in text
     assert plot.read_bytes().startswith(b"\x89PNG")
 
