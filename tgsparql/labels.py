@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -60,13 +60,19 @@ def label_of(term: Term, labels: Mapping[ox.NamedNode, str]) -> str:
 def fetch_labels(
     store: Store, templates: Templates, terms: Sequence[ox.NamedNode]
 ) -> dict[ox.NamedNode, str]:
-    """One label per term: English first, then untagged, then any; ties broken by value."""
+    """One label per term, chosen by `best_labels`."""
     unique = sorted(set(terms), key=lambda node: node.value)
     if not unique:
         return {}
+    rows = store.select(templates.render("fetch_labels", terms=unique))
+    return best_labels((row.get("term"), row.get("label")) for row in rows)
+
+
+def best_labels(found: Iterable[tuple[object, object]]) -> dict[ox.NamedNode, str]:
+    """One label per term among (term, label) pairs: English first, then untagged, then any;
+    ties broken by value. Pairs that are not (IRI, literal) are skipped."""
     best: dict[ox.NamedNode, tuple[int, str]] = {}
-    for row in store.select(templates.render("fetch_labels", terms=unique)):
-        term, label = row.get("term"), row.get("label")
+    for term, label in found:
         if not isinstance(term, ox.NamedNode) or not isinstance(label, ox.Literal):
             continue
         language = (label.language or "").lower()

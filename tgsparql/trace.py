@@ -14,10 +14,10 @@ from typing import Any, Literal
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.labels import LabelTriple, fetch_labels, label_of
+from tgsparql.labels import LabelTriple, best_labels, label_of
 from tgsparql.messages import Source, rdf_text
 from tgsparql.provenance import SESSION_PREFIX, SessionIds
-from tgsparql.store import EmbeddedStore, Solution, Store
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 
 EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
@@ -233,7 +233,7 @@ def session_trace(
         return None
     first = rows[0]
     edges = _session_edges(rows)
-    _label_edges(templates, rows, edges)
+    _label_edges(rows, edges)
     return SessionTrace(
         session=ids.session.value,
         question=_text(first.get("question")),
@@ -332,7 +332,7 @@ def document_sessions(
         for edge in use.edges:
             edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
                                             c.chunk, c.subgraph))
-    _label_edges(templates, rows, used.values())
+    _label_edges(rows, used.values())
     out.sessions = sorted(uses.values(), key=lambda u: (u.started or "", u.session))
     return out
 
@@ -503,45 +503,20 @@ def _edge(row: Solution) -> ox.Triple | None:
     return None
 
 
-def _label_edges(
-    templates: Templates, rows: Sequence[Solution], edges: Iterable[TracedEdge | UsedEdge]
-) -> None:
-    """Name each edge's terms by the labels its rows brought, chosen as `fetch_labels` does."""
-    labels = _chosen_labels(templates, (
+def _label_edges(rows: Sequence[Solution], edges: Iterable[TracedEdge | UsedEdge]) -> None:
+    """Name each edge's terms by the labels its rows brought, chosen as for the selector's
+    prompt (`best_labels`), so a trace names a term as the prompt did."""
+    labels = best_labels(
         (term, label)
         for row in rows
         for edge in [_edge(row)] if edge is not None
         for term, label in zip((edge.subject, edge.predicate, edge.object),
                                (row.get(name) for name in _LABELS))
-        if isinstance(term, ox.NamedNode) and isinstance(label, ox.Literal)
-    ))
+    )
     for edge in edges:
         triple = edge.edge
         edge.labels = (label_of(triple.subject, labels), label_of(triple.predicate, labels),
                        label_of(triple.object, labels))
-
-
-def _chosen_labels(
-    templates: Templates, found: Iterable[tuple[ox.NamedNode, ox.Literal]]
-) -> dict[ox.NamedNode, str]:
-    """The label `fetch_labels` chooses for each term, among the labels a trace query read.
-
-    The trace asks for every label with the rest of the trace; where a term has several,
-    `fetch_labels` chooses among them in memory, so a trace names a term as the selector's
-    prompt does.
-    """
-    candidates: dict[ox.NamedNode, set[ox.Literal]] = {}
-    for term, label in found:
-        candidates.setdefault(term, set()).add(label)
-    chosen = {term: next(iter(labels)).value for term, labels in candidates.items()
-              if len(labels) == 1}
-    several = [term for term, labels in candidates.items() if len(labels) > 1]
-    if several:
-        read = EmbeddedStore()
-        read.oxigraph.extend(ox.Quad(term, vocab.RDFS_LABEL, label)
-                             for term in several for label in candidates[term])
-        chosen.update(fetch_labels(read, templates, several))
-    return chosen
 
 
 def _chunk_source(row: Solution) -> ChunkSource | None:
