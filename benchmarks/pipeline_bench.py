@@ -429,7 +429,9 @@ class Bench:
         )
         subgraph = _timed(
             samples.retrieval,
-            lambda: retrieve_subgraph(store, templates, grounding.seeds, self.limits),
+            lambda: retrieve_subgraph(
+                store, templates, grounding.seeds, self.limits, grounding.schema_predicates
+            ),
         )
         labelgraph = _timed(samples.labels, lambda: get_labelgraph(store, templates, subgraph))
 
