@@ -46,9 +46,8 @@ class StoreLibrarian:
     def put(
         self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = "text/plain"
     ) -> None:
-        self.store.update(
-            self.templates.insert_update([self.record(iri, content, title=title, mime_type=mime_type)])
-        )
+        record = self.record(iri, content, title=title, mime_type=mime_type)
+        self.store.update(self.templates.insert_update([record]))
 
     def record(
         self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = "text/plain"

@@ -269,9 +269,8 @@ class Templates:
 
     def insert_data(self, name: str, /, **params: Any) -> InsertData:
         """The blocks of an INSERT DATA template (one with `prologue` and `quads` blocks)."""
-        return InsertData(
-            self.render_block(name, "prologue", **params), self.render_block(name, "quads", **params)
-        )
+        prologue = self.render_block(name, "prologue", **params)
+        return InsertData(prologue, self.render_block(name, "quads", **params))
 
     def insert_update(self, parts: Sequence[InsertData]) -> str:
         """One INSERT DATA update holding the quads of every part, under their prologues."""
