@@ -421,6 +421,7 @@ class CountingStore:
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner, self.queries = inner, 0
         self.dialect = inner.dialect
+        self.round_trips = inner.round_trips
 
     def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
         self.queries += 1

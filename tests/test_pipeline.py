@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -16,6 +17,7 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, StoreError
+from tgsparql.testing import assert_conforms
 
 QUESTION = "Where was the scientist who discovered polonium born?"
 UNKNOWN_QUESTION = "What is the airspeed velocity of an unladen swallow?"
@@ -107,6 +109,7 @@ class FaultyStore:
     ) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.round_trips = inner.round_trips
         self.fail_update = fail_update
         self.fail_from = fail_from
         self.fail_construct = fail_construct
@@ -143,9 +146,11 @@ class FaultyStore:
         self.inner.close()
 
 
-def faulty_rag(demo_store: EmbeddedStore, backend=None, **faults) -> GraphRag:
+def faulty_rag(
+    demo_store: EmbeddedStore, backend=None, *, write_retrieval_early: bool | None = None, **faults
+) -> GraphRag:
     store = FaultyStore(demo_store)
-    rag = GraphRag(store, backend or OfflineBackend())
+    rag = GraphRag(store, backend or OfflineBackend(), write_retrieval_early=write_retrieval_early)
     store.updates = 0
     for name, value in faults.items():
         setattr(store, name, value)
@@ -183,6 +188,18 @@ def subjects(store: EmbeddedStore, graph: ox.NamedNode) -> set[str]:
     return {q.subject.value for q in store.oxigraph.quads_for_pattern(None, None, None, graph)}
 
 
+def recorded_stages(store: EmbeddedStore, uuid: str) -> set[str]:
+    """The session's stage entities in the explainability graph, by stage name; any other
+    subject but an edge selection by its IRI."""
+    iris = {
+        f"urn:trustgraph:session:{uuid}": "session",
+        f"urn:trustgraph:prov:retrieval:{uuid}": "retrieval",
+        f"urn:trustgraph:prov:selection:{uuid}": "selection",
+        f"urn:trustgraph:prov:answer:{uuid}": "answer",
+    }
+    return {iris.get(s, s) for s in subjects(store, EXPLAINABILITY) if ":edge:" not in s}
+
+
 def all_quads(store: EmbeddedStore) -> set[ox.Quad]:
     return set(store.oxigraph)
 
@@ -201,6 +218,13 @@ def expected_order(uuid: str, chunks: int) -> list[tuple[str, str | None]]:
 
 def uuid_of(messages: list[GraphRagResponse]) -> str:
     return messages[0].explain_id.rsplit(":", 1)[1]
+
+
+def anonymous(triples: Sequence[ox.Triple], uuid: str) -> list[str]:
+    """The triples as N-Triples lines, sorted, with the session's UUID and times blanked, so
+    two sessions that did the same compare equal."""
+    times = re.compile(r'"[^"]*"\^\^<' + re.escape(XSD) + r'dateTime>')
+    return sorted(times.sub("TIME", str(t).replace(uuid, "UUID")) for t in triples)
 
 
 def test_streaming_messages_come_in_spec_order(rag: GraphRag) -> None:
@@ -354,8 +378,8 @@ def test_an_answer_stream_breaking_midway_fails_the_session_at_answer(demo_store
 @pytest.mark.parametrize(
     ("n", "stage", "explains", "recorded"),
     [
-        (1, "retrieval", 0, {"session"}),
-        (2, "selection", 2, {"session", "retrieval"}),
+        (1, "retrieval", 0, {"session", "retrieval"}),
+        (2, "selection", 2, {"session", "retrieval", "selection"}),
         (3, "answer", 3, {"session", "retrieval", "selection"}),
     ],
 )
@@ -369,15 +393,7 @@ def test_a_store_write_failure_fails_the_session_at_its_stage(
     assert [m.message_type for m in messages if m.message_type != "chunk"] == (
         ["explain"] * explains + ["error"]
     )
-    iris = {
-        "session": f"urn:trustgraph:session:{uuid}",
-        "retrieval": f"urn:trustgraph:prov:retrieval:{uuid}",
-        "selection": f"urn:trustgraph:prov:selection:{uuid}",
-    }
-    stage_subjects = {
-        s for s in subjects(demo_store, EXPLAINABILITY) if ":edge:" not in s
-    }
-    assert stage_subjects == {iris[name] for name in recorded}
+    assert recorded_stages(demo_store, uuid) == recorded
     assert f"urn:trustgraph:answer:{uuid}" not in subjects(demo_store, LIBRARY)
 
 
@@ -437,13 +453,61 @@ def test_the_llm_works_while_the_store_writes(demo_store) -> None:
     assert kinds(messages)[:3] == ["explain", "explain", "explain"] and store.updates == 3
 
 
-def test_a_session_whose_first_write_fails_is_recorded_failed_with_its_start(demo_store) -> None:
+def test_a_session_whose_first_write_fails_is_recorded_failed_with_what_it_did(demo_store) -> None:
     rag = faulty_rag(demo_store, fail_update=1)
     messages = list(rag.query(QUESTION))
     uuid = assert_failed(demo_store, messages, "retrieval")
     assert kinds(messages) == ["error"]
     assert "injected write failure on update 1" in messages[-1].error.message
-    assert subjects(demo_store, EXPLAINABILITY) == {f"urn:trustgraph:session:{uuid}"}
+    assert subjects(demo_store, EXPLAINABILITY) == {
+        f"urn:trustgraph:session:{uuid}", f"urn:trustgraph:prov:retrieval:{uuid}"
+    }
+
+
+def test_where_each_write_is_a_round_trip_a_session_takes_two_updates(demo_store) -> None:
+    """The session and its retrieval wait for the selection and go with it; the messages,
+    their order and the record are those of three updates."""
+    store = FaultyStore(demo_store)
+    store.round_trips = True
+    rag = GraphRag(store, OfflineBackend(), index_labels=False)
+    assert rag.write_retrieval_early is False
+    three = GraphRag(demo_store, OfflineBackend(), index_labels=False)
+    assert three.write_retrieval_early is True
+    coalesced, early = list(rag.query(QUESTION, stream=True)), list(three.query(QUESTION, stream=True))
+    assert store.updates == 2
+    for messages in (coalesced, early):
+        chunks = len(messages) - 5
+        assert [(m.message_type, m.explain_id) for m in messages] == expected_order(
+            uuid_of(messages), chunks
+        )
+    assert [anonymous(m.explain_triples, uuid_of(coalesced)) for m in coalesced] == [
+        anonymous(m.explain_triples, uuid_of(early)) for m in early
+    ]
+    assert_conforms(demo_store)
+
+
+@pytest.mark.parametrize(
+    ("fault", "stage", "explains", "recorded"),
+    [
+        ({"fail_update": 1}, "selection", 0, {"session", "retrieval", "selection"}),
+        ({"fail_update": 2}, "answer", 3, {"session", "retrieval", "selection"}),
+        ({"select_error": True}, "selection", 0, {"session", "retrieval"}),
+    ],
+)
+def test_where_each_write_is_a_round_trip_a_failure_keeps_what_was_done(
+    demo_store, fault, stage, explains, recorded
+) -> None:
+    backend = ScriptedBackend(
+        [("Marie Curie", "born in", "Warsaw")],
+        select_error=LLMError("model unreachable") if fault.pop("select_error", False) else None,
+    )
+    rag = faulty_rag(demo_store, backend, write_retrieval_early=False, **fault)
+    messages = list(rag.query(QUESTION))
+    uuid = assert_failed(demo_store, messages, stage)
+    assert [m.message_type for m in messages if m.message_type != "chunk"] == (
+        ["explain"] * explains + ["error"]
+    )
+    assert recorded_stages(demo_store, uuid) == recorded
 
 
 def test_a_store_that_takes_no_writes_gives_an_error_and_records_nothing(demo_store) -> None:

@@ -70,6 +70,7 @@ class RecordingStore:
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.round_trips = inner.round_trips
         self.writes: list[set[ox.Quad]] = []
 
     def select(self, query: str):

@@ -472,6 +472,7 @@ class CountingStore:
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.round_trips = inner.round_trips
         self.requests: list[str] = []
 
     def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:

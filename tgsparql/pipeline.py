@@ -56,7 +56,12 @@ class GraphRag:
         record: bool = True,
         record_retrieved_edges: bool = True,
         index_labels: bool = True,
+        write_retrieval_early: bool | None = None,
     ) -> None:
+        """`write_retrieval_early`: write (and announce) the session and its retrieval while
+        the LLM selects, rather than with the selection. Earlier explain messages and a write
+        hidden behind the LLM, for one more request: the default where writes cost no round
+        trip (the embedded store), not on a remote endpoint."""
         self.store = store
         self.backend = backend
         self.templates = Templates(store.dialect)
@@ -67,6 +72,9 @@ class GraphRag:
         self.limits = limits or RetrievalLimits()
         self.librarian = librarian or StoreLibrarian(store, self.templates)
         self.record = record
+        self.write_retrieval_early = (
+            not store.round_trips if write_retrieval_early is None else write_retrieval_early
+        )
         if index_labels:
             update_label_index(store, self.templates)
 
@@ -124,8 +132,8 @@ class _Session:
         self.stream = stream
         self.ids = SessionIds.new()
         self.session: Record | None = None
-        self.started = False
-        """Whether the session's start is in the store."""
+        self.held: list[Record] = []
+        """Records built but not yet written; a failure writes them with itself."""
         self.finished = False
 
     def run(self) -> Iterator[GraphRagResponse]:
@@ -142,25 +150,30 @@ class _Session:
     def _stages(self) -> Iterator[GraphRagResponse]:
         rag, ids, question = self.rag, self.ids, self.question
         recorder = rag.recorder
-        self.session = _stage(
-            "session", lambda: self._build(lambda: recorder.session(ids, question, now()))
+        self.session = self._hold(
+            _stage("session", lambda: self._build(lambda: recorder.session(ids, question, now())))
         )
         grounding, subgraph, labelgraph = _stage("retrieval", self._retrieve)
-        retrieval = _stage(
-            "retrieval", lambda: self._build(lambda: recorder.retrieval(ids, grounding, subgraph))
+        retrieval = self._hold(
+            _stage(
+                "retrieval",
+                lambda: self._build(lambda: recorder.retrieval(ids, grounding, subgraph)),
+            )
         )
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         # Each write overlaps the next step that does not need it (the store releases the GIL
         # while it writes): the LLM selects while the retrieval is recorded, starts the answer
         # while the selection is, and the sources are read while the answer is. Every explain
         # message still follows its write, and a write that fails still ends the session.
+        # The session is written with its retrieval, so no session sits in the store that
+        # never got past its start; on a store where each write is a round trip, both wait
+        # for the selection and go with it, one request fewer.
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
-        # The session is written with its retrieval: one update, and no session in the store
-        # that never got past its start. A failure before this writes the session with it.
-        _stage("retrieval", lambda: self._write(self.session, retrieval))
-        self.started = self.rag.record
-        yield self._explain(ids.session, self.session)
-        yield self._explain(ids.retrieval, retrieval)
+        explains = [(ids.session, self.session), (ids.retrieval, retrieval)]
+        if rag.write_retrieval_early:
+            _stage("retrieval", self._write_held)
+            yield from self._explains(explains)
+            explains = []
 
         output = _stage("selection", selecting.result)
         parsed = _stage(
@@ -178,8 +191,9 @@ class _Session:
         answering = _background(
             lambda: _started(rag.backend.answer(question, facts, stream=self.stream))
         )
-        _stage("selection", lambda: self._write(selection))
-        yield self._explain(ids.selection, selection)
+        self._hold(selection)
+        _stage("selection", self._write_held)
+        yield from self._explains([*explains, (ids.selection, selection)])
 
         answer, chunks = _stage("answer", answering.result)
         text: list[str] = []
@@ -204,6 +218,16 @@ class _Session:
     def _build(self, build: Callable[[], Record]) -> Record | None:
         """A stage's record, or None when recording is off (which then costs nothing)."""
         return build() if self.rag.record else None
+
+    def _hold(self, record: Record | None) -> Record | None:
+        """Keep a stage's record for the next write (or the failure's, if none comes first)."""
+        if record is not None:
+            self.held.append(record)
+        return record
+
+    def _write_held(self) -> None:
+        self._write(*self.held)
+        self.held = []
 
     def _write(self, *parts: Record | InsertData | None) -> None:
         written = [part for part in parts if part is not None]
@@ -241,6 +265,11 @@ class _Session:
             for source in found.get(edge.triple, [])
         ]
 
+    def _explains(
+        self, recorded: Sequence[tuple[ox.NamedNode, Record | None]]
+    ) -> Iterator[GraphRagResponse]:
+        return (self._explain(iri, record) for iri, record in recorded)
+
     def _explain(self, iri: ox.NamedNode, record: Record | None) -> GraphRagResponse:
         return GraphRagResponse(
             explain_id=iri.value if record is not None else None,
@@ -256,7 +285,7 @@ class _Session:
             self.finished = True
             try:
                 failure = self.rag.recorder.failure(self.ids, message, now())
-                self._write(None if self.started else self.session, failure)
+                self._write(*self.held, failure)
             except Exception as error:  # the store is what failed: report both
                 message = f"{message}; recording the failure also failed: {error}"
         return _error("graph-rag-error", message)

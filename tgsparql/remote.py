@@ -85,6 +85,8 @@ class RemoteStore:
     """The Store protocol over HTTP: SELECT/ASK/CONSTRUCT to `endpoint`, updates to
     `update_endpoint` (the same URL when not given), bulk loads to `graph_store` when given."""
 
+    round_trips = True
+
     def __init__(
         self,
         endpoint: str,

@@ -36,6 +36,8 @@ class StoreError(RuntimeError):
 @runtime_checkable
 class Store(Protocol):
     dialect: Dialect
+    round_trips: bool
+    """Whether each call crosses the network, so that fewer calls beat overlapped ones."""
 
     def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
         """Rows of a SELECT, each a dict of the bound variables."""
@@ -64,6 +66,7 @@ class EmbeddedStore:
     """pyoxigraph in this process: in memory, or on disk at `path`."""
 
     dialect: Dialect = "rdf12"
+    round_trips = False
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else None

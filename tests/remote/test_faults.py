@@ -182,13 +182,13 @@ def rag(remote: RemoteStore, demo_path: Path) -> GraphRag:
 
 def test_a_refused_write_mid_query_ends_as_a_failed_session(
         rag: GraphRag, remote: RemoteStore, proxy: FaultyProxy) -> None:
-    # session and retrieval are written together; the selection is refused once; the failure
-    # is recorded
+    # over HTTP, session, retrieval and selection are written together; the answer is refused
+    # once; the failure is recorded, with everything done before it
     proxy.inject(Fault("status", status=403, body=b"writes are paused", paths=("/update",),
                        after=1, times=1))
     messages = list(rag.query(DEMO_QUESTION))
-    assert [m.message_type for m in messages] == ["explain", "explain", "error"]
-    expected = (f"selection failed: SPARQL endpoint {proxy.url}/update: update refused: "
+    assert [m.message_type for m in messages] == ["explain"] * 3 + ["chunk", "error"]
+    expected = (f"answer failed: SPARQL endpoint {proxy.url}/update: update refused: "
                 "HTTP 403 Forbidden: writes are paused")
     assert messages[-1].error is not None and messages[-1].error.message == expected
     assert messages[-1].end_of_session
@@ -196,19 +196,19 @@ def test_a_refused_write_mid_query_ends_as_a_failed_session(
     explained = explain_session(remote, rag.templates, vocab.DEFAULT_COLLECTION,
                                 messages[0].explain_id or "")
     assert (explained.status, explained.error) == ("failed", expected)
-    assert explained.selected == [] and explained.answer is None
+    assert explained.selected and explained.answer is None
 
 
 def test_an_unreachable_store_mid_query_gives_an_error_on_the_stream(
         rag: GraphRag, remote: RemoteStore, proxy: FaultyProxy) -> None:
     proxy.inject(Fault("status", status=503, body=b"down", paths=("/update",), after=1))
     messages = list(rag.query(DEMO_QUESTION))
-    assert [m.message_type for m in messages] == ["explain", "explain", "error"]
+    assert [m.message_type for m in messages] == ["explain"] * 3 + ["chunk", "error"]
     down = (f"SPARQL endpoint {proxy.url}/update: HTTP 503 Service Unavailable: down "
             f"(after {ATTEMPTS} attempts)")
     assert messages[-1].error is not None
     assert messages[-1].error.message == (
-        f"selection failed: {down}; recording the failure also failed: {down}")
+        f"answer failed: {down}; recording the failure also failed: {down}")
     assert proxy.count("/update") == 1 + 2 * ATTEMPTS
     proxy.inject(None)
     explained = explain_session(remote, rag.templates, vocab.DEFAULT_COLLECTION,
@@ -226,4 +226,4 @@ def test_the_cli_reports_a_failed_recording_in_one_line(
     assert result.exit_code == 1
     refused = f"SPARQL endpoint {proxy.url}/update: update refused: HTTP 403 Forbidden: read-only"
     assert result.stderr == (
-        f"error: retrieval failed: {refused}; recording the failure also failed: {refused}\n")
+        f"error: selection failed: {refused}; recording the failure also failed: {refused}\n")
