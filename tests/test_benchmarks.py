@@ -328,7 +328,8 @@ def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
-def test_tiny_remote_benchmark_counts_the_same_requests_on_every_store(tmp_path: Path) -> None:
+def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
+        tmp_path: Path) -> None:
     from benchmarks.remote_bench import stage_of
     from tests.remote.conftest import oxigraph_binary, virtuoso_binaries
 
@@ -344,11 +345,14 @@ def test_tiny_remote_benchmark_counts_the_same_requests_on_every_store(tmp_path:
     assert stores == ["embedded"] + [name for name, found in installed.items() if found]
     rows = table_rows(text)
     for name in ("requests: grounding", "requests: retrieval (hops, labels)",
-                 "requests: recording (session + retrieval, selection, answer + librarian)",
-                 "requests: sources of the answer", "requests per session, all",
-                 "trace of a session, requests"):
+                 "requests: sources of the answer", "trace of a session, requests"):
         assert len(set(rows[name])) == 1, (name, rows[name])  # alike on every store
     assert rows["trace of a session, requests"][0] == "1 (1–1)"
+    # a server takes the session and its retrieval with the selection: one write fewer
+    servers = len(stores) - 1
+    assert rows["requests: recording (see below)"] == ["3 (3–3)"] + ["2 (2–2)"] * servers
+    assert rows["requests: grounding + retrieval + recording"][1:] == ["6 (6–6)"] * servers
+    assert rows["— target ≤ 6 HTTP requests every session"] == ["– (no HTTP)"] + ["pass"] * servers
     assert rows["requests: other"] == ["0 (0–0)"] * len(stores)
     assert rows["HTTP requests per session (RemoteStore.requests)"] == (
         ["–"] + rows["requests per session, all"][1:])
