@@ -424,11 +424,12 @@ def test_a_session_reads_the_store_once_per_step(demo_store) -> None:
     assert stages == ["Grounding", "Retrieval", "Retrieval", "Labels", "Trace"]
 
 
-def test_the_llm_works_while_the_store_writes(demo_store) -> None:
-    """Each write overlaps the LLM step after it: the selection is asked for while the
-    retrieval is written, the answer while the selection is; their explain messages still
-    come only once they are written."""
-    started = {"select": threading.Event(), "answer": threading.Event()}
+def test_the_llm_and_the_reads_go_on_while_the_store_writes(demo_store) -> None:
+    """Each write overlaps the steps after it: the labels are read and the selection asked
+    for while the session and retrieval are written, the answer while the selection is;
+    their explain messages still come only once they are written."""
+    started = {"labels": threading.Event(), "select": threading.Event(),
+               "answer": threading.Event()}
 
     class Watched(OfflineBackend):
         def select(self, request):  # type: ignore[no-untyped-def]
@@ -440,10 +441,15 @@ def test_the_llm_works_while_the_store_writes(demo_store) -> None:
             return super().answer(question, facts, stream=stream)
 
     class Waiting(FaultyStore):
+        def select(self, query: str):  # type: ignore[no-untyped-def]
+            if query.startswith("# Labels"):
+                started["labels"].set()
+            return super().select(query)
+
         def update(self, update: str) -> None:
-            step = {0: "select", 1: "answer"}.get(self.updates)
-            if step is not None:
-                assert started[step].wait(10), f"no {step} was asked for during write {step}"
+            steps = {0: ("labels", "select"), 1: ("answer",)}.get(self.updates, ())
+            for step in steps:
+                assert started[step].wait(10), f"no {step} during write {self.updates}"
             super().update(update)
 
     store = Waiting(demo_store)
@@ -451,6 +457,23 @@ def test_the_llm_works_while_the_store_writes(demo_store) -> None:
     messages = list(rag.query(QUESTION))
     assert messages[-1].end_of_session and messages[-1].error is None
     assert kinds(messages)[:3] == ["explain", "explain", "explain"] and store.updates == 3
+
+
+def test_a_label_fetch_failing_during_the_first_write_records_the_session_failed(
+    demo_store,
+) -> None:
+    class FailingLabels(FaultyStore):
+        def select(self, query: str):  # type: ignore[no-untyped-def]
+            if query.startswith("# Labels"):
+                raise StoreError("injected label failure")
+            return super().select(query)
+
+    store = FailingLabels(demo_store)
+    messages = list(GraphRag(store, OfflineBackend(), index_labels=False).query(QUESTION))
+    uuid = assert_failed(demo_store, messages, "retrieval")
+    assert kinds(messages) == ["error"] and "injected label failure" in messages[0].error.message
+    assert recorded_stages(demo_store, uuid) == {"session", "retrieval"}
+    assert store.updates == 2
 
 
 def test_a_session_whose_first_write_fails_is_recorded_failed_with_what_it_did(demo_store) -> None:

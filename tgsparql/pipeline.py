@@ -14,7 +14,7 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, ground, update_label_index
-from tgsparql.labels import LabelGraph, get_labelgraph
+from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
 from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
 from tgsparql.messages import Error, GraphRagResponse, Source
@@ -134,6 +134,8 @@ class _Session:
         self.session: Record | None = None
         self.held: list[Record] = []
         """Records built but not yet written; a failure writes them with itself."""
+        self.writing: Future[None] | None = None
+        """The write under way in a worker, if any."""
         self.finished = False
 
     def run(self) -> Iterator[GraphRagResponse]:
@@ -153,25 +155,30 @@ class _Session:
         self.session = self._hold(
             _stage("session", lambda: self._build(lambda: recorder.session(ids, question, now())))
         )
-        grounding, subgraph, labelgraph = _stage("retrieval", self._retrieve)
+        grounding, subgraph = _stage("retrieval", self._retrieve)
         retrieval = self._hold(
             _stage(
                 "retrieval",
                 lambda: self._build(lambda: recorder.retrieval(ids, grounding, subgraph)),
             )
         )
-        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
-        # Each write overlaps the next step that does not need it (the store releases the GIL
-        # while it writes): the LLM selects while the retrieval is recorded, starts the answer
-        # while the selection is, and the sources are read while the answer is. Every explain
-        # message still follows its write, and a write that fails still ends the session.
-        # The session is written with its retrieval, so no session sits in the store that
-        # never got past its start; on a store where each write is a round trip, both wait
-        # for the selection and go with it, one request fewer.
-        selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
+        # Each write overlaps the next steps that do not need it (the store releases the GIL
+        # while it writes): the labels are read and the LLM selects while the retrieval is
+        # recorded, the answer starts while the selection is, and the sources are read while
+        # the answer is. Every explain message still follows its write, and a write that
+        # fails still ends the session. The session is written with its retrieval, so no
+        # session sits in the store that never got past its start; on a store where each
+        # write is a round trip, both wait for the selection and go with it, one request fewer.
         explains = [(ids.session, self.session), (ids.retrieval, retrieval)]
         if rag.write_retrieval_early:
-            _stage("retrieval", self._write_held)
+            self._write_held_in_background()
+        labelgraph = _stage(
+            "retrieval", lambda: get_labelgraph(rag.store, rag.templates, subgraph)
+        )
+        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
+        selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
+        if rag.write_retrieval_early:
+            _stage("retrieval", self._written)
             yield from self._explains(explains)
             explains = []
 
@@ -207,13 +214,13 @@ class _Session:
         sources = _stage("trace", sourcing.result)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
-    def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple], LabelGraph]:
+    def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple]]:
         rag = self.rag
         grounding = ground(rag.store, rag.templates, self.question, rag.limits.entity_limit)
         subgraph = retrieve_subgraph(
             rag.store, rag.templates, grounding.seeds, rag.limits, grounding.schema_predicates
         )
-        return grounding, subgraph, get_labelgraph(rag.store, rag.templates, subgraph)
+        return grounding, subgraph
 
     def _build(self, build: Callable[[], Record]) -> Record | None:
         """A stage's record, or None when recording is off (which then costs nothing)."""
@@ -226,8 +233,30 @@ class _Session:
         return record
 
     def _write_held(self) -> None:
+        self._written()
         self._write(*self.held)
         self.held = []
+
+    def _write_held_in_background(self) -> None:
+        """Write the held records in a worker; they are held again if the write fails."""
+        parts, self.held = self.held, []
+        if not parts:
+            return
+
+        def write() -> None:
+            try:
+                self._write(*parts)
+            except BaseException:
+                self.held[:0] = parts
+                raise
+
+        self.writing = _background(write)
+
+    def _written(self) -> None:
+        """Wait for the write in the background, if any; raise what it raised."""
+        writing, self.writing = self.writing, None
+        if writing is not None:
+            writing.result()
 
     def _write(self, *parts: Record | InsertData | None) -> None:
         written = [part for part in parts if part is not None]
@@ -283,6 +312,10 @@ class _Session:
         if even that fails, say so on the stream."""
         if self.session is not None and not self.finished:
             self.finished = True
+            try:
+                self._written()
+            except Exception:  # its records are held again, and go with the failure
+                pass
             try:
                 failure = self.rag.recorder.failure(self.ids, message, now())
                 self._write(*self.held, failure)
