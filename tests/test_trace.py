@@ -250,9 +250,10 @@ def test_each_saved_query_renders_the_edge_references_of_each_dialect(
         assert not re.search(r"\b(SUBJECT|PREDICATE|OBJECT|TRIPLE|isTRIPLE)\(", live)
 
 
-def test_the_trace_directory_holds_the_four_saved_queries() -> None:
+def test_the_trace_directory_holds_the_five_saved_queries() -> None:
     assert [p.name for p in TRACE_FILES] == [
-        "document_sessions.rq", "edge_sources.rq", "fact_sources.rq", "session_sources.rq"
+        "document_sessions.rq", "edge_sources.rq", "fact_sources.rq", "session_sources.rq",
+        "session_trace.rq",
     ]
 
 
@@ -324,17 +325,32 @@ def test_session_trace_equals_the_walk(
             assert edge.sources == walk_chunk_sources(ox_store, edge.edge)
 
 
-def test_session_sources_are_the_answer_view_of_the_same_rows(
+def test_session_sources_are_the_answer_view_of_the_full_trace(
     demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
 ) -> None:
-    ids = SessionIds.from_session_iri(sessions[1])
-    found = session_trace(demo_store, templates, "explainability", ids)
-    assert found is not None
-    edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.edges}
-    sources = session_sources(demo_store, templates, "explainability", ids, edges)
-    assert sources == [s.as_source(e.edge_selection, e.edge) for e in found.edges for s in e.sources]
-    assert all(s.text is not None and s.text == c.evidence
-               for s, c in zip(sources, [c for e in found.edges for c in e.sources]))
+    """`session_sources.rq` reads the sources alone; they are the full trace's, for every
+    session, in the same order."""
+    compared = 0
+    for session in sessions:
+        ids = SessionIds.from_session_iri(session)
+        found = session_trace(demo_store, templates, "explainability", ids)
+        assert found is not None
+        edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.edges}
+        sources = session_sources(demo_store, templates, "explainability", ids, edges)
+        expected = [(e, s) for e in found.edges for s in e.sources]
+        assert sources == [s.as_source(e.edge_selection, e.edge) for e, s in expected]
+        assert all(s.text is not None and s.text == c.evidence
+                   for s, (_, c) in zip(sources, expected))
+        compared += len(sources)
+    assert compared > 0
+
+
+def test_session_sources_of_an_unknown_session_are_none(
+    demo_store: EmbeddedStore, templates: Templates
+) -> None:
+    ids = SessionIds("00000000-0000-4000-8000-000000000000")
+    edges = {ids.edge_selection(0): MARRIED}
+    assert session_sources(demo_store, templates, "explainability", ids, edges) == []
 
 
 def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(

@@ -207,24 +207,34 @@ def session_sources(
     ids: SessionIds,
     edges: Mapping[ox.NamedNode, ox.Triple],
 ) -> list[Source]:
-    """Every source of every selected edge of the session, from one query.
+    """Every source of every selected edge of the session, from one query (`session_sources.rq`).
 
     `edges` maps edge-selection IRIs to their triples, which resolves statement IRIs in the
     reification dialect; sources come back in edge-selection order, then document, then chunk.
     """
-    found = {edge.edge_selection: edge.sources
-             for edge in _session_edges(_session_rows(store, templates, collection, ids))}
+    rows = store.select(
+        templates.render(
+            "trace/session_sources",
+            graph=vocab.explainability_graph(collection),
+            session=ids.session,
+        )
+    )
+    found: dict[str, set[ChunkSource]] = {}
+    for row in rows:
+        source = _chunk_source(row)
+        if source is not None:
+            found.setdefault(row["edgeSelection"].value, set()).add(source)
     return [
         source.as_source(iri.value, triple)
         for iri, triple in edges.items()
-        for source in found.get(iri.value, [])
+        for source in _sorted_sources(found.get(iri.value, ()))
     ]
 
 
 def session_trace(
     store: Store, templates: Templates, collection: str, ids: SessionIds
 ) -> SessionTrace | None:
-    """session → its selected edges → their sources, from one query (`session_sources.rq`).
+    """session → its selected edges → their sources, from one query (`session_trace.rq`).
 
     None if the session is not recorded; edges without a source are kept, in index order.
     """
@@ -459,7 +469,7 @@ def _session_rows(
 ) -> list[Solution]:
     return store.select(
         templates.render(
-            "trace/session_sources",
+            "trace/session_trace",
             graph=vocab.explainability_graph(collection),
             session=ids.session,
         )
@@ -473,7 +483,7 @@ _SPANS = (("evidence", "evidenceOffset", "evidenceLength"),
 
 
 def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
-    """The edge selections of `session_sources.rq` rows with their reasons and sources."""
+    """The edge selections of `session_trace.rq` rows with their reasons and sources."""
     edges: dict[str, TracedEdge] = {}
     sources: dict[str, set[ChunkSource]] = {}
     for row in rows:
