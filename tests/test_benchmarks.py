@@ -303,8 +303,8 @@ def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
     out, plot = tmp_path / "soak.md", tmp_path / "soak.png"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.soak_bench", "--sessions", "30", "--window", "10",
-         "--validate-every", "20", "--traced-sessions", "20", "--writers", "1,2",
-         "--throughput-sessions", "6", "--batch", "3", "--work", str(tmp_path / "work"),
+         "--validate-every", "20", "--filler", "4000", "--traced-sessions", "20",
+         "--writers", "1,2", "--throughput-sessions", "6", "--batch", "3", "--work", str(tmp_path / "work"),
          "--out", str(out), "--plot", str(plot)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
@@ -316,6 +316,9 @@ def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
     assert all(float(w[1]) > 0 and float(w[2]) >= float(w[1]) for w in windows)
     assert all(float(w[3]) > float(w[4]) > 0 for w in windows)  # RSS, then malloc in use
     assert [w[5].strip() for w in windows] == ["", "10", "10"]  # validated at 20 and at the end
+    assert re.search(r"- before the first session, 4,000 quads of fresh terms were written to "
+                     r"graphs of their own \(batches of 3,000, .*: RSS [\d.]+ MiB, malloc "
+                     r"[\d.]+ MiB after it$", text, re.M)
     assert "- validation: 20 sessions validated in 2 runs, 0 violations" in text
     assert re.search(r"- target, memory flat: .*: (pass|\*\*FAIL\*\*)$", text, re.M)
     assert re.search(r"- target, latency does not drift: .*: (pass|\*\*FAIL\*\*)$", text, re.M)
