@@ -212,15 +212,8 @@ def session_sources(
     `edges` maps edge-selection IRIs to their triples, which resolves statement IRIs in the
     reification dialect; sources come back in edge-selection order, then document, then chunk.
     """
-    rows = store.select(
-        templates.render(
-            "trace/session_sources",
-            graph=vocab.explainability_graph(collection),
-            session=ids.session,
-        )
-    )
     found: dict[str, set[ChunkSource]] = {}
-    for row in rows:
+    for row in _session_rows(store, templates, collection, ids, "trace/session_sources"):
         source = _chunk_source(row)
         if source is not None:
             found.setdefault(row["edgeSelection"].value, set()).add(source)
@@ -238,7 +231,7 @@ def session_trace(
 
     None if the session is not recorded; edges without a source are kept, in index order.
     """
-    rows = _session_rows(store, templates, collection, ids)
+    rows = _session_rows(store, templates, collection, ids, "trace/session_trace")
     if not rows:
         return None
     first = rows[0]
@@ -465,11 +458,11 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def _session_rows(
-    store: Store, templates: Templates, collection: str, ids: SessionIds
+    store: Store, templates: Templates, collection: str, ids: SessionIds, query: str
 ) -> list[Solution]:
     return store.select(
         templates.render(
-            "trace/session_trace",
+            query,
             graph=vocab.explainability_graph(collection),
             session=ids.session,
         )
