@@ -43,8 +43,9 @@ def kill_at_random(path: Path, seed: int) -> tuple[list[str], list[str]]:
     worker.wait(timeout=10)
     reader.join(timeout=10)
     assert worker.returncode == -signal.SIGKILL
-    started = [line.split()[1] for line in lines if line.startswith("started ")]
-    done = [line.split()[1] for line in lines if line.startswith("done ")]
+    whole = [line for line in lines if line.endswith("\n")]  # the kill can cut the last one
+    started = [line.split()[1] for line in whole if line.startswith("started ")]
+    done = [line.split()[1] for line in whole if line.startswith("done ")]
     return started, done
 
 
