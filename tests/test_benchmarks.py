@@ -27,6 +27,7 @@ TIMING_ROWS = [
     "— selection",
     "— answer + librarian",
     "recording without tg:retrievedEdge",
+    "recording's store floor (the same quads by Store.extend)",
     "pipeline, recording on",
     "pipeline, recording off",
     "pipeline, recording on without tg:retrievedEdge",
