@@ -184,6 +184,7 @@ def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_
 TRACE_TIMING_ROWS = [
     "session → sources (session_sources)",
     "session → sources, same session again",
+    "session → sources of an unrecorded session",
     "trace of a session (trace), warm",
     "trace of an edge selection (trace), warm",
     "edge selection → sources (edge_sources)",
