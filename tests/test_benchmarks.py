@@ -306,8 +306,8 @@ def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.soak_bench", "--sessions", "30", "--window", "10",
          "--validate-every", "20", "--filler", "4000", "--traced-sessions", "20",
-         "--writers", "1,2", "--throughput-sessions", "6", "--batch", "3", "--work", str(tmp_path / "work"),
-         "--out", str(out), "--plot", str(plot)],
+         "--writers", "1,2", "--throughput-sessions", "6", "--batch", "3",
+         "--work", str(tmp_path / "work"), "--out", str(out), "--plot", str(plot)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
