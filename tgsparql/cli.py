@@ -946,6 +946,8 @@ def render_text(e: Explanation) -> str:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
             + " — ".join(edge.labels))
         add(_wrap("why: " + edge.reasoning, 8))
+        for sentence in edge.citations:
+            add(_wrap(f"cited: “{_one_line(sentence, 300)}”", 8))
         if not edge.sources:
             add("        from: no recorded source")
         for source in edge.sources:
@@ -961,7 +963,12 @@ def render_text(e: Explanation) -> str:
                 add(_wrap(f"“{_one_line(source.text, 300)}”", 14))
     if e.answer is not None:
         check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
-        add(f"  answer     ({check}{_usage_text(e.answer_usage)})")
+        cited = sum(1 for edge in e.selected if edge.citations)
+        citing = "" if e.invalid_citations is None else (
+            f"; cites {cited} of {len(e.selected)} selected edges"
+            + (f", {e.invalid_citations} markers naming no selected edge"
+               if e.invalid_citations else ""))
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{citing})")
         add(_wrap(e.answer, 8))
     return "\n".join(out)
 

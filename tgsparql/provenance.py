@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.citations import Citations
 from tgsparql.grounding import Grounding, normalize_label
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
@@ -133,6 +134,9 @@ class SessionIds:
     def edge_selection(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:edge:{self.uuid}:{index}")
 
+    def citation(self, index: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:citation:{self.uuid}:{index}")
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -148,6 +152,15 @@ class EdgeSelectionRecord:
     iri: ox.NamedNode
     triple: ox.Triple
     reasoning: str
+
+
+@dataclass(frozen=True)
+class CitationRecord:
+    iri: ox.NamedNode
+    edge_selection: ox.NamedNode
+    sentence: str
+    offset: int
+    length: int
 
 
 class RecordedTriples(Sequence[ox.Triple]):
@@ -259,7 +272,21 @@ class Recorder:
             **_usage(usage),
         )
 
-    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> Record:
+    def answer(
+        self,
+        ids: SessionIds,
+        usage: Usage | None,
+        ended: dt.datetime,
+        citations: Citations | None = None,
+    ) -> Record:
+        """The Answer, with the edge selections its text cites, each citation's sentence, and
+        how many of its markers named no selected edge."""
+        citations = citations or Citations()
+        items = [
+            CitationRecord(ids.citation(i), ids.edge_selection(c.edge), c.sentence, c.offset,
+                           c.length)
+            for i, c in enumerate(citations.citations)
+        ]
         return self._render(
             "record_answer",
             session=ids.session,
@@ -267,6 +294,9 @@ class Recorder:
             answer=ids.answer,
             document=ids.answer_document,
             ended=ended,
+            cited=[ids.edge_selection(i) for i in citations.cited],
+            citations=items,
+            invalid_citations=len(citations.invalid_ids),
             **_usage(usage),
         )
 
