@@ -800,3 +800,32 @@ def with_graphs(store_dir: Path, expected: ox.Store) -> None:
         assert all(row["title"].value for row in rows)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("dialect", ["rdf12", "reification"])
+def test_force_replaces_a_document_on_an_endpoint_in_each_dialect(
+    oxigraph: Any, tmp_path: Path, dialect: str
+) -> None:
+    from tgsparql.testing import assert_conforms
+    from tgsparql.testing.fakes import ScriptedBackend
+
+    oxigraph.clear()
+    path = write(tmp_path, "ada.txt", "Ada Lovelace was born in London in 1815.")
+    text = path.read_text(encoding="utf-8")
+    born, year = ADA_FACTS["born in London"], ADA_FACTS["in 1815"]
+    with oxigraph.store(dialect=dialect) as remote:
+        first = ScriptedBackend({}, extractions={text: json.dumps(born) + "\n" + json.dumps(year)})
+        assert ingest_files(remote, first, [path]).documents[0].facts == 2
+        again = ScriptedBackend({}, extractions={text: json.dumps(born)})
+        report = ingest_files(remote, again, [path], force=True)
+        assert report.documents[0].replaced and report.documents[0].facts == 1
+        kg = remote.select("SELECT ?s ?p ?o WHERE { ?s ?p ?o FILTER(!isLiteral(?o) || "
+                           "datatype(?o) != <http://www.w3.org/2001/XMLSchema#string>) }")
+        facts = {(row["s"].value, row["p"].value, str(row["o"])) for row in kg}
+        assert (entity_iri("Ada Lovelace").value, relation_iri("born in").value,
+                str(entity_iri("London"))) in facts
+        assert not any(p == relation_iri("birth year").value for _, p, _ in facts)
+        assert not remote.ask(
+            f"ASK {{ GRAPH <{SOURCE.value}> {{ ?x ?p <{relation_iri('birth year').value}> }} }}"
+        ), "no statement or provenance of the fact it no longer gives"
+        assert_conforms(remote)
