@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -30,6 +30,10 @@ from tgsparql.retrieval import RetrievalLimits
 from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import DIALECTS, Templates
+
+if TYPE_CHECKING:
+    from tgsparql.ingest import DocumentReport, IngestFailure, IngestReport
+    from tgsparql.llm.log import LLMLog
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -261,7 +265,7 @@ def progress_bars() -> Iterator[ProgressBars]:
 
 
 @contextmanager
-def llm_log(path: Path | None) -> Iterator[Any]:
+def llm_log(path: Path | None) -> Iterator[LLMLog | None]:
     """The --log-llm file, open for the command's length; None without the flag."""
     if path is None:
         yield None
@@ -296,7 +300,7 @@ def reply_options(function: F) -> F:
 
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
                  api_key: str | None, constrain: str, *, max_tokens: int | None = None,
-                 log: Any = None) -> Backend:
+                 log: LLMLog | None = None) -> Backend:
     try:
         return make_backend(
             llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain,  # type: ignore[arg-type]
@@ -439,7 +443,7 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
             try:
                 with progress_bars() as bars:
 
-                    def finished(outcome: Any) -> None:
+                    def finished(outcome: DocumentReport | IngestFailure) -> None:
                         bars.close()
                         if isinstance(outcome, IngestFailure):
                             click.echo(f"error: {outcome.message}", err=True)
@@ -459,7 +463,7 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
                 sys.exit(1)
 
 
-def _ingested_line(doc: Any) -> str:
+def _ingested_line(doc: DocumentReport) -> str:
     """One file's outcome, as soon as it is known; a document that gave no fact says so."""
     if doc.already_present:
         line = f"skipped {doc.path}: already ingested as {doc.document.value}"
@@ -478,7 +482,7 @@ def _ingested_line(doc: Any) -> str:
             + f") as {doc.document.value}")
 
 
-def _ingest_summary(report: Any) -> str:
+def _ingest_summary(report: IngestReport) -> str:
     docs = report.documents
     done = [doc for doc in docs if not doc.already_present]
     parts = [f"{len(done)} ingested ({sum(doc.facts for doc in done)} facts)"]
