@@ -153,7 +153,9 @@ def write_paragraphs(corpus: Path, count: int, seed: int, directory: Path) -> li
 
 
 def measure(paths: Sequence[Path], base_url: str, model: str, max_tokens: int,
-            log: LLMLog | None, progress: Callable[[str], None]) -> dict[str, Mode]:
+            log: LLMLog | None, progress: Callable[[str], None],
+            checkpoint: Callable[[dict[str, Mode], int], None]) -> dict[str, Mode]:
+    """Both modes over every paragraph; `checkpoint` is told after each paragraph."""
     modes = {name: Mode(name) for name in MODES}
     backends = {
         name: CountingBackend(OpenAIBackend(base_url=base_url, model=model, api_key="unused",
@@ -181,6 +183,7 @@ def measure(paths: Sequence[Path], base_url: str, model: str, max_tokens: int,
                 modes[name].empty_documents += document.facts == 0
             progress(f"paragraph {number + 1}/{len(paths)}: "
                      + ", ".join(f"{name} {modes[name].facts} facts" for name in MODES))
+            checkpoint(modes, number + 1)
     finally:
         for store in stores.values():
             store.close()
@@ -191,8 +194,8 @@ def _share(part: int, whole: int) -> str:
     return f"{part}/{whole} ({part / whole * 100:.0f} %)" if whole else f"{part}/0 (–)"
 
 
-def report(modes: dict[str, Mode], paragraphs: int, model: str, max_tokens: int, where: str,
-           wall_s: float, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+def report(modes: dict[str, Mode], paragraphs: int, planned: int, model: str, max_tokens: int,
+           where: str, wall_s: float, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     none, grammar = modes["none"], modes["grammar"]
 
     def row(name: str, cell: Callable[[Mode], str]) -> str:
@@ -215,7 +218,9 @@ def report(modes: dict[str, Mode], paragraphs: int, model: str, max_tokens: int,
         f"- corpus: {paragraphs} 2WikiMultiHopQA paragraphs (Wikipedia), a seeded sample, one "
         "plain-text document each (one chunk), each ingested in both modes, alternating which "
         "goes first (the second run of a paragraph may reuse the server's cached prompt)",
-        f"- run: {wall_s:.0f} s wall",
+        f"- run: {wall_s:.0f} s wall"
+        + ("" if paragraphs == planned else
+           f"; interrupted: {paragraphs} of the {planned} paragraphs planned were measured"),
         "",
         "| measure | `--constrain none` | `--constrain grammar` |",
         "|---|---:|---:|",
@@ -257,13 +262,19 @@ def run(paragraphs: int, out: Path, *, corpus: Path, seed: int, max_tokens: int,
                 where = "an OpenAI-compatible server"
             load_before = _load()
             start = time.perf_counter()
-            modes = measure(paths, base_url, model, max_tokens, log, progress)
-            wall_s = time.perf_counter() - start
+            table = ""
+
+            def checkpoint(modes: dict[str, Mode], done: int) -> None:
+                """Rewrite the table after each paragraph: a run cut short still reports."""
+                nonlocal table
+                table = report(modes, done, len(paths), model, max_tokens, where,
+                               time.perf_counter() - start, (load_before, _load()))
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(table, encoding="utf-8")
+
+            measure(paths, base_url, model, max_tokens, log, progress, checkpoint)
         if log is not None:
             log.close()
-    table = report(modes, len(paths), model, max_tokens, where, wall_s, (load_before, _load()))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table, encoding="utf-8")
     progress(f"wrote {out}")
     return table
 
