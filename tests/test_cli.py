@@ -145,7 +145,8 @@ def assert_explanation_shown(stdout: str, explanation: dict) -> None:
             assert any(
                 line.strip().startswith(f'from: "{source["title"]}"') for line in lines
             ), source["title"]
-    assert "  answer     (SHA-256 verified)" in lines
+    assert any(re.fullmatch(r"  answer     \(SHA-256 verified; cites (\d+) of \1 selected edges\)",
+                            line) for line in lines), "the offline answer cites every edge"
 
 
 # --- help -------------------------------------------------------------------------------------
@@ -717,7 +718,8 @@ def test_console_script_runs_the_demo_with_exit_0(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[3].startswith("Warsaw")
-    assert "  answer     (SHA-256 verified)" in lines
+    assert any(re.fullmatch(r"  answer     \(SHA-256 verified; cites (\d+) of \1 selected edges\)",
+                            line) for line in lines), "the offline answer cites every edge"
     assert "\x1b[" not in done.stdout
 
 
