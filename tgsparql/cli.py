@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import signal
 import sys
 import textwrap
@@ -597,12 +598,20 @@ def explain(store_path: StoreTarget, session: str, collection: str, format_: str
               show_default=True, help="Seconds a query may run before it is stopped (503).")
 @click.option("--max-results", type=click.IntRange(1), default=100_000, show_default=True,
               help="Solutions or triples a query may return (503 beyond).")
+@click.option("--max-memory", metavar="SIZE", default="1GiB", show_default=True,
+              help="Memory each query process may use (e.g. 512MiB, 2GiB; 0 for no bound); a "
+              "query past it is stopped (503) and its process replaced.")
 @click.option("--workers", type=click.IntRange(1), default=2, show_default=True,
-              help="Query processes: queries that may run at once.")
+              help="Query processes for /sparql: queries that may run at once. Pages and saved "
+              "queries have one more of their own.")
+@click.option("--allowed-host", "allowed_hosts", metavar="NAME", multiple=True,
+              help="Also accept requests whose Host is NAME (repeatable); by default only the "
+              "loopback names and --host are, so no other site's page can reach the server "
+              "through a browser (DNS rebinding).")
 @click.option("--log", is_flag=True, help="Log every request to stderr.")
 def serve(store_path: Path | None, remote: Remote | None, collection: str, host: str, port: int,
-          serve_token: str | None, timeout: float, max_results: int, workers: int,
-          log: bool) -> None:
+          serve_token: str | None, timeout: float, max_results: int, max_memory: str,
+          workers: int, allowed_hosts: tuple[str, ...], log: bool) -> None:
     """Serve the store (or the SPARQL endpoint) read-only: /sparql (SPARQL 1.1 Protocol),
     /queries (saved BI queries as CSV, TSV, JSON), /sessions (trace pages)."""
     from tgsparql.serve.app import ServerConfig, TgsparqlServer, describe, is_loopback
@@ -617,7 +626,8 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
         vocab.explainability_graph(collection)
         server = TgsparqlServer(ServerConfig(
             **served, host=host, port=port, token=serve_token, timeout=timeout,
-            max_results=max_results, workers=workers, collection=collection, log=log,
+            max_results=max_results, max_memory=_memory_size(max_memory) or None,
+            allowed_hosts=allowed_hosts, workers=workers, collection=collection, log=log,
         ))
     except (OSError, StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
@@ -635,6 +645,25 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
         server.server_close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*",
+                   re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _memory_size(text: str) -> int:
+    """Bytes from `512MiB`, `2GiB`, `1.5G` (binary units) or a plain number of bytes."""
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        raise click.BadParameter(f"{text!r} is not a size such as 512MiB or 2GiB",
+                                 param_hint="--max-memory")
+    number, unit = found.groups()
+    size = int(float(number) * _SIZE_UNITS[(unit or "b")[0].lower()])
+    if 0 < size < 64 << 20:
+        raise click.BadParameter("a query process needs at least 64MiB (0 for no bound)",
+                                 param_hint="--max-memory")
+    return size
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import queue
+import signal
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -93,6 +98,65 @@ def running(config: ServerConfig) -> Iterator[TgsparqlServer]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@dataclass
+class ServeProcess(Served):
+    """A `tgsparql serve` command running in its own process, as a user starts it."""
+
+    process: subprocess.Popen[str] | None = None
+    started: dict[str, object] = field(default_factory=dict)
+    stderr: list[str] = field(default_factory=list)
+    """Every line it wrote to stderr after its startup line, as it comes."""
+
+
+STARTUP_SECONDS = 60
+
+
+@contextmanager
+def serve_process(built: tuple[Path, list[str], str], *args: str) -> Iterator[ServeProcess]:
+    """`tgsparql serve --store STORE --port 0 ARGS…`, ready once it prints its startup line;
+    stopped by SIGTERM, as a service manager would, and expected to exit 0."""
+    path, sessions, failed = built
+    command = [str(Path(sys.executable).with_name("tgsparql")), "serve", "--store", str(path),
+               "--port", "0", *args]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        before = []
+        while True:
+            line = lines.get(timeout=STARTUP_SECONDS)
+            assert line is not None, f"serve exited {process.wait()}: {before}"
+            if line.startswith("{"):
+                started = json.loads(line)
+                break
+            before.append(line)
+        served = ServeProcess(str(started["url"]), path, sessions, failed, process, started,
+                              before)
+
+        def collect() -> None:
+            while (line := lines.get()) is not None:
+                served.stderr.append(line)
+
+        collector = threading.Thread(target=collect, daemon=True)
+        collector.start()
+        yield served
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+        reader.join(timeout=30)
+    collector.join(timeout=30)
+    assert code == 0, served.stderr
 
 
 @pytest.fixture(scope="package")
