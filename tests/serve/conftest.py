@@ -114,11 +114,14 @@ STARTUP_SECONDS = 60
 
 
 @contextmanager
-def serve_process(built: tuple[Path, list[str], str], *args: str) -> Iterator[ServeProcess]:
-    """`tgsparql serve --store STORE --port 0 ARGS…`, ready once it prints its startup line;
-    stopped by SIGTERM, as a service manager would, and expected to exit 0."""
+def serve_process(built: tuple[Path, list[str], str], *args: str,
+                  endpoint: str | None = None) -> Iterator[ServeProcess]:
+    """`tgsparql serve --store STORE --port 0 ARGS…` (or `--endpoint ENDPOINT`), ready once it
+    prints its startup line; stopped by SIGTERM, as a service manager would, and expected to
+    exit 0."""
     path, sessions, failed = built
-    command = [str(Path(sys.executable).with_name("tgsparql")), "serve", "--store", str(path),
+    served_from = ["--endpoint", endpoint] if endpoint else ["--store", str(path)]
+    command = [str(Path(sys.executable).with_name("tgsparql")), "serve", *served_from,
                "--port", "0", *args]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)

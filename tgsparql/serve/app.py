@@ -311,7 +311,9 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
         except ProtocolError as error:
             answer = _error(error.status, error.message, html=job[0] in ("sessions", "session"))
         except Exception as error:  # a failing request must not take the worker with it
-            answer = _error(500, f"{type(error).__name__}: {error}",
+            # One line: what follows the first (a response body quoted in it) is not repeated.
+            first = (str(error).splitlines() or [""])[0][:300]
+            answer = _error(500, f"{type(error).__name__}: {first}",
                             html=job[0] in ("sessions", "session"))
         conn.send((answer.status, answer.content_type, answer.body))
 
