@@ -602,8 +602,8 @@ def explain(store_path: StoreTarget, session: str, collection: str, format_: str
               help="Memory each query process may use (e.g. 512MiB, 2GiB; 0 for no bound); a "
               "query past it is stopped (503) and its process replaced.")
 @click.option("--workers", type=click.IntRange(1), default=2, show_default=True,
-              help="Query processes for /sparql: queries that may run at once. Pages and saved "
-              "queries have one more of their own.")
+              help="Query processes for /sparql: queries that may run at once. One more process "
+              "is kept for pages and saved queries, which may also use idle ones.")
 @click.option("--allowed-host", "allowed_hosts", metavar="NAME", multiple=True,
               help="Also accept requests whose Host is NAME (repeatable); by default only the "
               "loopback names and --host are, so no other site's page can reach the server "

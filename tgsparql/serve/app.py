@@ -96,7 +96,7 @@ class ServerConfig:
     """Host header names accepted besides the loopback names and `host` (DNS rebinding)."""
     workers: int = 2
     page_workers: int = 1
-    """Query processes kept for pages and saved queries, so /sparql cannot starve them."""
+    """Query processes /sparql may not take, kept for pages and saved queries."""
     collection: str = vocab.DEFAULT_COLLECTION
     log: bool = False
 
@@ -192,15 +192,19 @@ class Worker:
 
 class WorkerPool:
     """Runs each job in an idle worker; a job past the timeout kills its worker (503), and so
-    does one past the memory bound (its worker dies of it)."""
+    does one past the memory bound (its worker dies of it).
 
-    def __init__(self, config: ServerConfig, size: int) -> None:
+    There are `workers + page_workers` processes, and /sparql queries may hold `workers` of them
+    at once: slow SPARQL queries cannot starve the pages and saved queries, which may use any."""
+
+    def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all: set[Worker] = set()
         self._busy_since: dict[Worker, float] = {}
         self._lock = threading.Lock()
-        starting = [self._spawn() for _ in range(size)]
+        self._sparql_slots = threading.BoundedSemaphore(config.workers)
+        starting = [self._spawn() for _ in range(config.workers + config.page_workers)]
         for worker in starting:
             if not worker.ready():
                 self.close()
@@ -210,13 +214,28 @@ class WorkerPool:
             self._idle.put(worker)
 
     def run(self, job: tuple[Any, ...]) -> Answer:
+        """The job's answer; a /sparql job first waits for one of its slots."""
+        timeout = self.config.timeout
+        if job[0] != "sparql":
+            return self._run(job, timeout)
+        started = time.monotonic()
+        if not self._sparql_slots.acquire(timeout=timeout):
+            raise self._busy()
+        try:
+            return self._run(job, max(0.0, started + timeout - time.monotonic()))
+        finally:
+            self._sparql_slots.release()
+
+    def _busy(self) -> ProtocolError:
+        return ProtocolError(503, f"every query worker stayed busy for {self.config.timeout:g} s "
+                                  "(--timeout); try again later", retry_after=self._next_free())
+
+    def _run(self, job: tuple[Any, ...], wait: float) -> Answer:
         timeout = self.config.timeout
         try:
-            worker = self._idle.get(timeout=timeout)
+            worker = self._idle.get(timeout=wait)
         except queue.Empty:
-            raise ProtocolError(503, f"every query worker stayed busy for {timeout:g} s "
-                                     "(--timeout); try again later",
-                                retry_after=self._next_free()) from None
+            raise self._busy() from None
         with self._lock:
             self._busy_since[worker] = time.monotonic()
         try:
@@ -544,11 +563,11 @@ class Handler(BaseHTTPRequestHandler):
         raise ProtocolError(400, "too many trailer fields after the chunked body")
 
     def _route(self, method: str, path: str, query: str, body: bytes) -> Answer:
-        pool = self.server.pages  # pages and saved queries have their own workers
+        pool = self.server.pool
         if path == "/sparql":
             request = read_request(method, query, self.headers.get("Content-Type", ""), body,
                                    self.headers.get("Accept", ""))
-            return self.server.pool.run(("sparql", request))
+            return pool.run(("sparql", request))
         if method != "GET":
             raise ProtocolError(405, f"{path} answers GET only")
         if path in ("/", ""):
@@ -609,17 +628,11 @@ class TgsparqlServer(ThreadingHTTPServer):
         if config.endpoint is not None:  # fail here, once, rather than in every worker
             with open_served(config) as remote:
                 remote.ask(Templates(remote.dialect).render("serve/endpoint_reachable"))
-        self.pool = WorkerPool(config, config.workers)
-        try:
-            self.pages = WorkerPool(config, config.page_workers)
-        except StoreError:
-            self.pool.close()
-            raise
+        self.pool = WorkerPool(config)
         try:
             super().__init__((config.host, config.port), Handler)
         except OSError:
             self.pool.close()
-            self.pages.close()
             raise
 
     def accepts_host(self, header: str) -> bool:
@@ -644,7 +657,6 @@ class TgsparqlServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()
         self.pool.close()
-        self.pages.close()
 
 
 def _host_name(header: str) -> str:
