@@ -9,17 +9,15 @@ import socket
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tgsparql.serve.sparql import NO_SERVICE
 
-from .conftest import Response, ServeProcess, fetch, serve_process
+from .conftest import Response, ServeProcess, serve_process
 
 ASK = "/sparql?" + urllib.parse.urlencode({"query": "ASK {}"})
-UUID = re.compile(r"[0-9a-f-]{36}$")
 
 
 def sparql(query: str) -> str:
