@@ -11,9 +11,12 @@ import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyoxigraph as ox
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tgsparql.serve.sparql import NO_SERVICE
+from tgsparql.serve.sparql import NO_SERVICE, ProtocolError, check_query
 
 from .conftest import Response, ServeProcess, serve_process
 
@@ -126,6 +129,39 @@ def test_the_word_service_elsewhere_is_no_refusal(server: ServeProcess,
     reply = server.get(sparql(query), {"Accept": "text/csv"})
     assert reply.status == 200, reply.text
     assert reply.text.splitlines()[1] == f"SERVICE <{listener.url}> {{}}"
+    assert listener.connections == 0
+
+
+GAPS = st.sampled_from([" ", "\n", "\t", "  ", " # SERVICE? no\n", "", "#x\n"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(word=st.sampled_from(["SERVICE", "service", "Service", "sErViCe"]), silent=st.booleans(),
+       gap=GAPS, before=st.sampled_from(["", "?a ?b ?c . ", "?a ?b 1", "GRAPH ?g { ?a ?b ?c } ",
+                                          "OPTIONAL { ?a ?b ?c } ", "FILTER(true) "]),
+       target=st.sampled_from(["<http://127.0.0.1:9/x>", "?u", ":x", " <urn:x>"]))
+def test_the_service_keyword_is_refused_however_it_is_written(
+    word: str, silent: bool, gap: str, before: str, target: str
+) -> None:
+    clause = word + (gap or " ") + ("SILENT" + (gap or " ") if silent else "") + target
+    query = f"PREFIX : <http://127.0.0.1:9/> SELECT * WHERE {{ {before}{clause} {{ ?s ?p ?o }} }}"
+    with pytest.raises(ProtocolError, match="SERVICE is refused"):
+        check_query(query)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40).map(lambda text: f"{text} SERVICE <http://127.0.0.1:9/> {{}} {text}"))
+def test_service_inside_a_string_is_no_keyword(text: str) -> None:
+    literal = str(ox.Literal(text))  # N-Triples escaping
+    assert check_query(f"SELECT ?service WHERE {{ BIND({literal} AS ?service) }}") == "select"
+
+
+def test_a_dataset_naming_another_server_fetches_nothing(server: ServeProcess,
+                                                        listener: Listener) -> None:
+    query = f"SELECT * FROM <{listener.url}> FROM NAMED <{listener.url}#g> WHERE {{ ?s ?p ?o }}"
+    reply = server.get(sparql(query) + "&" + urllib.parse.urlencode(
+        {"default-graph-uri": listener.url, "named-graph-uri": listener.url + "#n"}))
+    assert reply.status == 200, reply.text
     assert listener.connections == 0
 
 

@@ -26,8 +26,8 @@ one running a slow query). A failing endpoint is answered 502 with its one-line 
 
 Hostile clients. Every wait, size and allocation is bounded: a query by --timeout (its process
 killed) and by --max-memory (its process's RLIMIT_DATA: a failed allocation ends the process,
-and the query is answered 503); a request by --max-request, whether its body comes with a
-Content-Length or in chunks, and its request line with it. /sparql may hold --workers of the
+and the query is answered 503); a request by `max_request` (256 KiB), whether its body comes
+with a Content-Length or in chunks, and its request line with it. /sparql may hold --workers of the
 processes at once, so one is always left for the pages and saved queries. A Host header must
 name the server, so a page elsewhere cannot reach it through a browser by rebinding its own
 name to this address; and every answer forbids scripts, sniffing, framing and referrers.
