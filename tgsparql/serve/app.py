@@ -27,8 +27,8 @@ one running a slow query). A failing endpoint is answered 502 with its one-line 
 Hostile clients. Every wait, size and allocation is bounded: a query by --timeout (its process
 killed) and by --max-memory (its process's RLIMIT_DATA: a failed allocation ends the process,
 and the query is answered 503); a request by `max_request` (256 KiB), whether its body comes
-with a Content-Length or in chunks, and its request line with it. /sparql may hold --workers of the
-processes at once, so one is always left for the pages and saved queries. A Host header must
+with a Content-Length or in chunks, and its request line with it. /sparql may hold --workers
+of the processes at once, so one is always left for the pages and saved queries. A Host header must
 name the server, so a page elsewhere cannot reach it through a browser by rebinding its own
 name to this address; and every answer forbids scripts, sniffing, framing and referrers.
 """
@@ -436,7 +436,7 @@ class Handler(BaseHTTPRequestHandler):
                                "answers GET and POST"), {"Allow": "GET, POST"})
 
     def handle_one_request(self) -> None:
-        """The standard library's, with the request line allowed up to --max-request (and the
+        """The standard library's, with the request line allowed up to the request cap (and the
         method and path around it) instead of 64 KiB, so a long GET query is a 413 like a long
         POST body, and a longer line is a 414."""
         limit = self.server.config.max_request + 8 * 1024
@@ -519,7 +519,7 @@ class Handler(BaseHTTPRequestHandler):
                                 else "the bearer token is wrong")
 
     def _body(self, config: ServerConfig) -> bytes:
-        """The POST body, at most --max-request bytes, by Content-Length or chunked; on any
+        """The POST body, at most `max_request` bytes, by Content-Length or chunked; on any
         refusal the connection closes, as what is left of the body cannot be told apart from
         a next request."""
         try:
