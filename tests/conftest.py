@@ -43,6 +43,15 @@ def demo_store(store: EmbeddedStore, demo_path: Path) -> EmbeddedStore:
 
 
 @pytest.fixture
+def demo_dir(tmp_path: Path, demo_path: Path) -> Path:
+    """An on-disk store holding the demo sample, closed."""
+    path = tmp_path / "kg"
+    with open_store(path) as store:
+        assert not load_files(store, [demo_path]).failed
+    return path
+
+
+@pytest.fixture
 def rag(demo_store: EmbeddedStore) -> GraphRag:
     return GraphRag(demo_store, OfflineBackend())
 

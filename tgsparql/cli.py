@@ -21,9 +21,9 @@ from tgsparql import vocab
 from tgsparql.explain import Explanation, SessionNotFound, explain_session, list_sessions
 from tgsparql.grounding import rebuild_label_index, update_label_index
 from tgsparql.llm import LLMError, make_backend
-from tgsparql.llm.base import Backend
+from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
 from tgsparql.loader import load_files
-from tgsparql.locking import exclusive_store
+from tgsparql.locking import TurnTakingStore, exclusive_store
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
@@ -57,6 +57,8 @@ StoreTarget = Path | Remote | None
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
 DEFAULT_LOCK_TIMEOUT = 30.0
+LLM_WAIT = "tgsparql.llm_wait"
+"""Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 
 _REMOTE_OPTIONS = [
@@ -175,7 +177,13 @@ def collection_option(function: F) -> F:
     )(function)
 
 
+def _keep_llm_wait(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+    context.meta.setdefault(LLM_WAIT, {})[parameter.name] = value
+
+
 def llm_options(function: F) -> F:
+    """The LLM flags of every command that calls one; the waits reach `backend_from` through
+    the click context, so no command has to pass them along."""
     options = [
         click.option(
             "--llm",
@@ -186,6 +194,21 @@ def llm_options(function: F) -> F:
         click.option("--base-url", help="OpenAI-compatible server URL. Env: OPENAI_BASE_URL."),
         click.option(
             "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
+        ),
+        click.option(
+            "--llm-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_LLM_TIMEOUT, show_default=True, envvar="TGSPARQL_LLM_TIMEOUT",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Seconds to wait for the LLM server to connect or to send more of a reply "
+            "before the try fails. Env: TGSPARQL_LLM_TIMEOUT.",
+        ),
+        click.option(
+            "--llm-retries", "max_retries", type=click.IntRange(min=0),
+            default=DEFAULT_LLM_RETRIES, show_default=True, envvar="TGSPARQL_LLM_RETRIES",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Tries after the first on a timeout, a lost connection, 429 or 5xx; a dead "
+            "LLM fails after (retries + 1) x timeout plus a few seconds of backoff. "
+            "Env: TGSPARQL_LLM_RETRIES.",
         ),
     ]
     for option in reversed(options):
@@ -204,21 +227,31 @@ def constrain_option(function: F) -> F:
 
 
 @contextmanager
-def opened(target: StoreTarget) -> Iterator[Store]:
+def opened(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
     try:
-        with store_for(target) as store:
+        with store_for(target, waits_for_llm=waits_for_llm) as store:
             yield store
     except StoreError as error:
         raise Failure(str(error)) from None
 
 
 @contextmanager
-def store_for(target: StoreTarget) -> Iterator[Store]:
+def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
     """The store a command was pointed at: an endpoint, memory, or a directory, which it
-    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it."""
+    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it.
+
+    `waits_for_llm`: a directory is held only while it is used, not while the LLM is awaited,
+    so other writer processes are not kept out by a slow or dead LLM."""
     if isinstance(target, Path):
         context = click.get_current_context(silent=True)
         timeout = context.meta.get(LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT) if context else 0.0
+        if waits_for_llm:
+            shared = TurnTakingStore(target, timeout=timeout)
+            try:
+                yield shared
+            finally:
+                shared.close()
+            return
         with exclusive_store(target, timeout=timeout) as store:
             yield store
         return
@@ -253,9 +286,12 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None] | Non
 
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
                  api_key: str | None, constrain: str) -> Backend:
+    context = click.get_current_context(silent=True)
+    waits = context.meta.get(LLM_WAIT, {}) if context else {}
     try:
         return make_backend(
-            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain  # type: ignore[arg-type]
+            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain,  # type: ignore[arg-type]
+            **waits,
         )
     except LLMError as error:
         raise Failure(str(error)) from None
@@ -280,7 +316,7 @@ def demo(store_path: StoreTarget, question: str, llm: str | None, model: str | N
          base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Load the bundled sample (the Curies) and answer a question with its explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
-    with opened(store_path) as store:
+    with opened(store_path, waits_for_llm=True) as store:
         with as_file(files("tgsparql.demo").joinpath("curie.trig")) as sample:
             report = load_files(store, [sample])
         if report.failed:
@@ -377,7 +413,7 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
     except ChunkingError as error:
         raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
     backend = backend_from(llm, model, base_url, api_key, "none")
-    with opened(store_path) as store:
+    with opened(store_path, waits_for_llm=True) as store:
         if store_path is None:
             click.echo("warning: no --store given: the facts go to an in-memory store and are "
                        "lost on exit", err=True)
@@ -439,7 +475,7 @@ def query(store_path: StoreTarget, question: str, collection: str, llm: str | No
     """Answer QUESTION from the KG and record the session's explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
     limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
-    with opened(store_path) as store:
+    with opened(store_path, waits_for_llm=True) as store:
         if store_path is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
         rag = _rag(store, backend, collection, limits)

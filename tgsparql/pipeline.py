@@ -17,6 +17,7 @@ from tgsparql.grounding import Grounding, ground, update_label_index
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
 from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
+from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
 from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
@@ -182,7 +183,9 @@ class _Session:
             yield from self._explains(explains)
             explains = []
 
-        output = _stage("selection", selecting.result)
+        # While the LLM thinks, other writer processes may have the store (TurnTakingStore).
+        with stepping_aside(rag.store):
+            output = _stage("selection", selecting.result)
         parsed = _stage(
             "selection", lambda: parse_selection(output.text if output else "", labelgraph.uri_map)
         )
@@ -202,11 +205,12 @@ class _Session:
         _stage("selection", self._write_held)
         yield from self._explains([*explains, (ids.selection, selection)])
 
-        answer, chunks = _stage("answer", answering.result)
-        text: list[str] = []
-        for chunk, last in _with_last(_guarded("answer", chunks)):
-            text.append(chunk)
-            yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
+        with stepping_aside(rag.store):
+            answer, chunks = _stage("answer", answering.result)
+            text: list[str] = []
+            for chunk, last in _with_last(_guarded("answer", chunks)):
+                text.append(chunk)
+                yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
         sourcing = _background(lambda: self._sources(parsed.edges))
         recorded = _stage("answer", lambda: self._record_answer(full, answer.usage))
