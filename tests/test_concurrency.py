@@ -17,7 +17,6 @@ from conftest import REPO
 from tests.servers import oxigraph_server
 from tgsparql.explain import list_sessions
 from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
 from tgsparql.locking import LOCK_NAME, StoreBusy, TurnTakingStore, exclusive_store
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import Store, StoreError, open_store

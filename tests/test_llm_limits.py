@@ -5,15 +5,12 @@ Real `tgsparql` processes against a local server that accepts and never answers.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from conftest import tgsparql_process
 from llm.silent_server import SilentServer, silent_llm  # noqa: F401  (fixture)
 from tgsparql.explain import list_sessions
 from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
@@ -21,19 +18,8 @@ from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.store import open_store
 from tgsparql.templates import Templates
 
-LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
-           "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
 LONGEST_BACKOFF = 8.0
 """The openai client's longest pause between tries."""
-
-
-def tgsparql(*args: object, **env: str) -> subprocess.Popen[str]:
-    beside = Path(sys.executable).with_name("tgsparql")
-    command = str(beside) if beside.exists() else shutil.which("tgsparql")
-    assert command is not None, "the tgsparql console script is not installed"
-    clean = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
-    return subprocess.Popen([command, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**clean, **env})
 
 
 def test_the_default_wait_fails_a_dead_llm_within_a_minute() -> None:
@@ -52,7 +38,7 @@ def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
     wait = (["--llm-timeout", timeout, "--llm-retries", 0] if given == "flags" else [])
     env = ({"TGSPARQL_LLM_TIMEOUT": str(timeout), "TGSPARQL_LLM_RETRIES": "0"}
            if given == "environment" else {})
-    query = tgsparql("query", "Where was Marie Curie born?", "--store", demo_dir,
+    query = tgsparql_process("query", "Where was Marie Curie born?", "--store", demo_dir,
                      "--llm", "openai", "--base-url", silent_llm.base_url, "--model", "m",
                      "--format", "jsonl", *wait, **env)
     try:
@@ -63,7 +49,7 @@ def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
         extra.write_text("<urn:x:meanwhile> <urn:x:p> \"written while the LLM hung\" .\n")
         # Far shorter than the LLM's timeout: were the store held across the LLM call, this
         # writer would give up long before the query let go of it.
-        writer = tgsparql("load", "--store", demo_dir, "--lock-timeout", 5, extra)
+        writer = tgsparql_process("load", "--store", demo_dir, "--lock-timeout", 5, extra)
         out, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
         assert out.startswith(f"loaded {extra}: 1 quads")

@@ -30,6 +30,7 @@ from tgsparql.retrieval import RetrievalLimits
 from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import DIALECTS, Templates
+from tgsparql.terminal import visible
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -525,7 +526,8 @@ def sessions(ctx: click.Context, store_path: StoreTarget, collection: str, limit
         click.echo(f"no sessions in collection {collection!r}", err=True)
         return
     rows = [("STARTED", "STATUS", "SESSION", "QUESTION")] + [
-        (s.started, s.status or "open", s.session, _one_line(s.question, 60)) for s in found
+        (s.started, s.status or "open", s.session, visible(_one_line(s.question, 60)))
+        for s in found
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
@@ -839,7 +841,7 @@ def _stream_text(messages: Iterator[GraphRagResponse]) -> str:
         if message.message_type == "explain" and message.explain_id and not session:
             session = message.explain_id
         if message.message_type == "chunk" and message.response:
-            click.echo(message.response, nl=False)
+            click.echo(visible(message.response, keep="\n\t"), nl=False)
     click.echo()
     return session
 
@@ -857,23 +859,23 @@ def render_text(e: Explanation) -> str:
     add = out.append
     add(click.style("Explanation", bold=True) + f"  {e.session}")
     add(f"  status     {e.status or 'open (not ended)'}"
-        + (f" — {e.error}" if e.error else ""))
-    add(f"  asked      {e.question}")
+        + (f" — {visible(e.error)}" if e.error else ""))
+    add(f"  asked      {visible(e.question)}")
     add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
-    seeds = ", ".join(label for _, label in e.entities) or "none"
-    add(f"  grounding  concepts: {', '.join(e.concepts) or 'none'}; seed entities: {seeds}")
+    seeds = ", ".join(visible(label) for _, label in e.entities) or "none"
+    add(f"  grounding  concepts: {visible(', '.join(e.concepts)) or 'none'}; seed entities: {seeds}")
     add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
     usage = _usage_text(e.selection_usage)
     invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + " — ".join(edge.labels))
+            + visible(" — ".join(edge.labels)))
         add(_wrap("why: " + edge.reasoning, 8))
         if not edge.sources:
             add("        from: no recorded source")
         for source in edge.sources:
-            where = f'"{source.title}"' if source.title else source.document
+            where = f'"{visible(source.title)}"' if source.title else source.document
             if source.page_number is not None:
                 where += f", page {source.page_number}"
             if source.chunk_index is not None:
@@ -900,7 +902,9 @@ def _usage_text(usage: dict[str, Any]) -> str:
 
 
 def _wrap(text: str, indent: int) -> str:
-    return textwrap.fill(text, width=100, initial_indent=" " * indent,
+    """`text` filled to the width, on lines of its own: its line breaks become spaces (as
+    textwrap makes them) and any other control character shows as an escape."""
+    return textwrap.fill(visible(" ".join(text.split())), width=100, initial_indent=" " * indent,
                          subsequent_indent=" " * indent, break_on_hyphens=False,
                          break_long_words=False)
 
