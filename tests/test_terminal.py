@@ -72,29 +72,26 @@ def test_sessions_table_shows_escapes_and_json_keeps_the_question(
     assert ours["question"] == f"Where was Ada Lovelace born?{PWN}"
 
 
-def test_explain_text_shows_escapes_and_json_and_turtle_keep_them(
-    recorded: tuple[Path, str]
+@pytest.mark.parametrize(("command", "asked", "edges"), [
+    ("explain", "asked      ", "selected"),
+    ("trace", "asked: ", "edges"),
+])
+def test_explain_and_trace_text_show_escapes_and_json_keeps_them(
+    recorded: tuple[Path, str], command: str, asked: str, edges: str
 ) -> None:
     store, session = recorded
-    text = run("explain", session, "--store", store)
+    text = run(command, session, "--store", store)
     assert "\x1b" not in text and "\x07" not in text
-    assert f"asked      Where was Ada Lovelace born?{SHOWN}" in text
+    assert f"{asked}Where was Ada Lovelace born?{SHOWN}" in text
     assert f"Ada Lovelace — born in — London{SHOWN}" in text
-    explained = json.loads(run("explain", session, "--store", store, "--format", "json"))
-    assert explained["question"] == f"Where was Ada Lovelace born?{PWN}"
-    assert [edge["labels"][2] for edge in explained["selected"]] == [f"London{PWN}"]
+    found = json.loads(run(command, session, "--store", store, "--format", "json"))
+    assert found["question"] == f"Where was Ada Lovelace born?{PWN}"
+    assert [edge["labels"][2] for edge in found[edges]] == [f"London{PWN}"]
+
+
+def test_explain_turtle_keeps_the_question_exact(recorded: tuple[Path, str]) -> None:
+    store, session = recorded
     turtle = run("explain", session, "--store", store, "--format", "turtle")
     literals = {quad.object.value for quad in ox.parse(turtle.encode(), ox.RdfFormat.TURTLE)
                 if isinstance(quad.object, ox.Literal)}
     assert f"Where was Ada Lovelace born?{PWN}" in literals
-
-
-def test_trace_text_shows_escapes_and_json_keeps_them(recorded: tuple[Path, str]) -> None:
-    store, session = recorded
-    text = run("trace", session, "--store", store)
-    assert "\x1b" not in text and "\x07" not in text
-    assert f"asked: Where was Ada Lovelace born?{SHOWN}" in text
-    assert f"Ada Lovelace — born in — London{SHOWN}" in text
-    traced = json.loads(run("trace", session, "--store", store, "--format", "json"))
-    assert traced["question"] == f"Where was Ada Lovelace born?{PWN}"
-    assert [edge["labels"][2] for edge in traced["edges"]] == [f"London{PWN}"]
