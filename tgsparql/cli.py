@@ -25,7 +25,7 @@ from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
 from tgsparql.loader import load_files
 from tgsparql.locking import TurnTakingStore, exclusive_store
 from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
+from tgsparql.pipeline import GraphRag, OutputLimits
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
@@ -466,20 +466,32 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
 @click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
               help="Seed entities at most.")
 @click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
+@click.option("--max-reason-chars", type=click.IntRange(1),
+              default=OutputLimits.reason_chars, show_default=True,
+              envvar="TGSPARQL_MAX_REASON_CHARS",
+              help="Characters kept of each reason the LLM gives; a longer one is cut and "
+              "flagged tg:truncated. Env: TGSPARQL_MAX_REASON_CHARS.")
+@click.option("--max-answer-chars", type=click.IntRange(1),
+              default=OutputLimits.answer_chars, show_default=True,
+              envvar="TGSPARQL_MAX_ANSWER_CHARS",
+              help="Characters kept (printed and stored) of the LLM's answer; the rest is not "
+              "read, and the answer is flagged tg:truncated. Env: TGSPARQL_MAX_ANSWER_CHARS.")
 @click.option("--validate", "validate_", is_flag=True,
               help="Validate the new session against the bundled shapes; exit 1 if it does "
               "not conform.")
 def query(store_path: StoreTarget, question: str, collection: str, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
           no_stream: bool, format_: str, max_path_length: int, triple_limit: int,
-          entity_limit: int, max_subgraph_size: int, validate_: bool) -> None:
+          entity_limit: int, max_subgraph_size: int, max_reason_chars: int,
+          max_answer_chars: int, validate_: bool) -> None:
     """Answer QUESTION from the KG and record the session's explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
     limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
+    output_limits = OutputLimits(max_reason_chars, max_answer_chars)
     with opened(store_path, waits_for_llm=True) as store:
         if store_path is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
-        rag = _rag(store, backend, collection, limits)
+        rag = _rag(store, backend, collection, limits, output_limits)
         messages = rag.query(question, stream=not no_stream)
         if format_ == "jsonl":
             failed = False
@@ -824,9 +836,11 @@ def _finish(labels_indexed: int, errors: list[str]) -> None:
 
 
 def _rag(store: Store, backend: Backend, collection: str,
-         limits: RetrievalLimits | None = None) -> GraphRag:
+         limits: RetrievalLimits | None = None,
+         output_limits: OutputLimits | None = None) -> GraphRag:
     try:
-        return GraphRag(store, backend, collection=collection, limits=limits)
+        return GraphRag(store, backend, collection=collection, limits=limits,
+                        output_limits=output_limits)
     except (StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
 
@@ -871,7 +885,8 @@ def render_text(e: Explanation) -> str:
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
             + visible(" — ".join(edge.labels)))
-        add(_wrap("why: " + edge.reasoning, 8))
+        cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
+        add(_wrap("why: " + edge.reasoning + cut, 8))
         if not edge.sources:
             add("        from: no recorded source")
         for source in edge.sources:
@@ -887,7 +902,8 @@ def render_text(e: Explanation) -> str:
                 add(_wrap(f"“{_one_line(source.text, 300)}”", 14))
     if e.answer is not None:
         check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
-        add(f"  answer     ({check}{_usage_text(e.answer_usage)})")
+        cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{cut})")
         add(_wrap(e.answer, 8))
     return "\n".join(out)
 

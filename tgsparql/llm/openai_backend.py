@@ -171,6 +171,8 @@ class OpenAIAnswer:
             raise LLMError(
                 f"LLM stream from {self.backend.where} broke off: {_describe(error)}"
             ) from None
+        finally:  # also when the reader stops early: the rest is not read
+            chunks.close()
         self.usage = self.backend._usage(model, usage)
 
 
