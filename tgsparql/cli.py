@@ -58,9 +58,9 @@ StoreTarget = Path | Remote | None
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
 DEFAULT_LOCK_TIMEOUT = 30.0
+"""What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 LLM_WAIT = "tgsparql.llm_wait"
 """Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
-"""What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 
 _REMOTE_OPTIONS = [
     click.option("--endpoint", metavar="URL", envvar="TGSPARQL_ENDPOINT",
