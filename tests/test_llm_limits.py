@@ -146,3 +146,19 @@ def test_what_fits_the_limits_is_kept_whole_and_not_flagged(
     assert (explained["answer"], explained["answer_truncated"]) == ("W" * 500, False)
     turtle = run("explain", session, "--store", demo_dir, "--format", "turtle")[1]
     assert "truncated" not in turtle
+
+
+def test_ingest_takes_the_same_llm_wait_settings(
+    tmp_path: Path, silent_llm: SilentServer
+) -> None:
+    text = tmp_path / "ada.txt"
+    text.write_text("Ada Lovelace was born in London.\n", encoding="utf-8")
+    ingest = tgsparql_process("ingest", text, "--store", tmp_path / "kg", "--llm", "openai",
+                              "--base-url", silent_llm.base_url, "--model", "m",
+                              "--llm-timeout", 2, "--llm-retries", 0)
+    out, err = ingest.communicate(timeout=120)
+    assert silent_llm.requested.is_set()
+    assert ingest.returncode == 1, out
+    [line] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert f"{text}: page 1, chunk 0: LLM request to {silent_llm.base_url}" in line
+    assert "timed out" in line.lower()
