@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -17,6 +21,19 @@ from tgsparql.templates import Templates
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
+           "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
+
+
+def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:
+    """The installed `tgsparql` command, started as a CI would, without our LLM settings (but
+    with those given in `env`)."""
+    beside = Path(sys.executable).with_name("tgsparql")
+    command = str(beside) if beside.exists() else shutil.which("tgsparql")
+    assert command is not None, "the tgsparql console script is not installed"
+    clean = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
+    return subprocess.Popen([command, *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**clean, **env})
 
 
 @pytest.fixture
@@ -40,6 +57,15 @@ def demo_store(store: EmbeddedStore, demo_path: Path) -> EmbeddedStore:
     report = load_files(store, [demo_path])
     assert not report.failed
     return store
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path, demo_path: Path) -> Path:
+    """An on-disk store holding the demo sample, closed."""
+    path = tmp_path / "kg"
+    with open_store(path) as store:
+        assert not load_files(store, [demo_path]).failed
+    return path
 
 
 @pytest.fixture

@@ -216,6 +216,15 @@ def run_module(module: str, *args: object) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_table(tmp_path: Path, module: str, *args: object) -> tuple[str, dict[str, list[str]]]:
+    """Run a benchmark with its cache and table in `tmp_path`; its table's text and rows."""
+    out = tmp_path / "table.md"
+    done = run_module(module, *args, "--work", tmp_path / "work", "--out", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    return text, table_rows(text)
+
+
 def shapes(store: ox.Store, kinds: list[ox.NamedNode]) -> dict[str, set[ox.NamedNode]]:
     """Per type of the source graph, the predicates its members carry."""
     found: dict[str, set[ox.NamedNode]] = {}
@@ -282,12 +291,7 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
 def test_tiny_ingest_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
     from benchmarks.ingest_bench import STAGES
 
-    out = tmp_path / "ingest.md"
-    done = run_module("benchmarks.ingest_bench", "--documents", 3, "--rounds", 1,
-                      "--work", tmp_path / "work", "--out", out)
-    assert done.returncode == 0, done.stderr
-    text = out.read_text(encoding="utf-8")
-    rows = table_rows(text)
+    text, rows = run_table(tmp_path, "benchmarks.ingest_bench", "--documents", 3, "--rounds", 1)
     for name in ("facts / s", "provenance triples / s", "chunks / s"):
         memory, disk = (float(cell.replace(",", "")) for cell in rows[name][:2])
         assert memory > 0 and disk > 0, name
@@ -299,6 +303,19 @@ def test_tiny_ingest_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
     assert "- corpus: 3 plain-text documents of 3 pages, 360 sentences (one fact each)" in text
     assert "scripted backend, no LLM time" in text
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_tiny_load_benchmark_measures_both_ways_step_by_step(tmp_path: Path) -> None:
+    text, rows = run_table(tmp_path, "benchmarks.load_bench", "--megabytes", 0.5, "--rounds", 1)
+    assert [name for name in rows if name in ("check", "store", "label index")] == [
+        "check", "store", "label index"]
+    for step in ("check", "store", "label index"):
+        values = [float(cell.replace(",", "")) for cell in rows[step]]
+        assert len(values) == 4 and all(value > 0 for value in values), step
+    assert rows["target: a 200 MB file loads in ≤ 400 MB peak (tgsparql)"] == [
+        "not judged: the file is under 200 MB"]
+    assert re.search(r"- file: 0\.\d MB of N-Triples, [\d,]+ triples, [\d,]+ labels indexed", text)
+    assert [path.suffix for path in (tmp_path / "work").iterdir()] == [".nt"]  # stores removed
 
 
 def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:

@@ -537,6 +537,7 @@ EVERY_PARAM: dict[str, Any] = {
     "model": "test-model",
     "in_tokens": 812,
     "out_tokens": 95,
+    "truncated": True,
     "edge_count": 2,
     "concepts": ["radium"],
     "entities": [S],

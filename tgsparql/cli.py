@@ -22,15 +22,16 @@ from tgsparql import vocab
 from tgsparql.explain import Explanation, SessionNotFound, explain_session, list_sessions
 from tgsparql.grounding import rebuild_label_index, update_label_index
 from tgsparql.llm import LLMError, make_backend
-from tgsparql.llm.base import Backend
+from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
 from tgsparql.loader import load_files
-from tgsparql.locking import exclusive_store
+from tgsparql.locking import TurnTakingStore, exclusive_store
 from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
+from tgsparql.pipeline import GraphRag, OutputLimits
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import DIALECTS, Templates
+from tgsparql.terminal import visible
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,8 @@ LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
 DEFAULT_LOCK_TIMEOUT = 30.0
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
+LLM_WAIT = "tgsparql.llm_wait"
+"""Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
 
 _REMOTE_OPTIONS = [
     click.option("--endpoint", metavar="URL", envvar="TGSPARQL_ENDPOINT",
@@ -176,7 +179,13 @@ def collection_option(function: F) -> F:
     )(function)
 
 
+def _keep_llm_wait(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+    context.meta.setdefault(LLM_WAIT, {})[parameter.name] = value
+
+
 def llm_options(function: F) -> F:
+    """The LLM flags of every command that calls one; the waits reach `backend_from` through
+    the click context, so no command has to pass them along."""
     options = [
         click.option(
             "--llm",
@@ -187,6 +196,21 @@ def llm_options(function: F) -> F:
         click.option("--base-url", help="OpenAI-compatible server URL. Env: OPENAI_BASE_URL."),
         click.option(
             "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
+        ),
+        click.option(
+            "--llm-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_LLM_TIMEOUT, show_default=True, envvar="TGSPARQL_LLM_TIMEOUT",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Seconds to wait for the LLM server to connect or to send more of a reply "
+            "before the try fails. Env: TGSPARQL_LLM_TIMEOUT.",
+        ),
+        click.option(
+            "--llm-retries", "max_retries", type=click.IntRange(min=0),
+            default=DEFAULT_LLM_RETRIES, show_default=True, envvar="TGSPARQL_LLM_RETRIES",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Tries after the first on a timeout, a lost connection, 429 or 5xx; a dead "
+            "LLM fails after (retries + 1) x timeout plus a few seconds of backoff. "
+            "Env: TGSPARQL_LLM_RETRIES.",
         ),
     ]
     for option in reversed(options):
@@ -205,21 +229,31 @@ def constrain_option(function: F) -> F:
 
 
 @contextmanager
-def opened(target: StoreTarget) -> Iterator[Store]:
+def opened(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
     try:
-        with store_for(target) as store:
+        with store_for(target, waits_for_llm=waits_for_llm) as store:
             yield store
     except StoreError as error:
         raise Failure(str(error)) from None
 
 
 @contextmanager
-def store_for(target: StoreTarget) -> Iterator[Store]:
+def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
     """The store a command was pointed at: an endpoint, memory, or a directory, which it
-    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it."""
+    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it.
+
+    `waits_for_llm`: a directory is held only while it is used, not while the LLM is awaited,
+    so other writer processes are not kept out by a slow or dead LLM."""
     if isinstance(target, Path):
         context = click.get_current_context(silent=True)
         timeout = context.meta.get(LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT) if context else 0.0
+        if waits_for_llm:
+            shared = TurnTakingStore(target, timeout=timeout)
+            try:
+                yield shared
+            finally:
+                shared.close()
+            return
         with exclusive_store(target, timeout=timeout) as store:
             yield store
         return
@@ -254,9 +288,12 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None] | Non
 
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
                  api_key: str | None, constrain: str) -> Backend:
+    context = click.get_current_context(silent=True)
+    waits = context.meta.get(LLM_WAIT, {}) if context else {}
     try:
         return make_backend(
-            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain  # type: ignore[arg-type]
+            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain,  # type: ignore[arg-type]
+            **waits,
         )
     except LLMError as error:
         raise Failure(str(error)) from None
@@ -281,7 +318,7 @@ def demo(store_path: StoreTarget, question: str, llm: str | None, model: str | N
          base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Load the bundled sample (the Curies) and answer a question with its explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
-    with opened(store_path) as store:
+    with opened(store_path, waits_for_llm=True) as store:
         with as_file(files("tgsparql.demo").joinpath("curie.trig")) as sample:
             report = load_files(store, [sample])
         if report.failed:
@@ -378,7 +415,7 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
     except ChunkingError as error:
         raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
     backend = backend_from(llm, model, base_url, api_key, "none")
-    with opened(store_path) as store:
+    with opened(store_path, waits_for_llm=True) as store:
         if store_path is None:
             click.echo("warning: no --store given: the facts go to an in-memory store and are "
                        "lost on exit", err=True)
@@ -430,20 +467,32 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
 @click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
               help="Seed entities at most.")
 @click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
+@click.option("--max-reason-chars", type=click.IntRange(1),
+              default=OutputLimits.reason_chars, show_default=True,
+              envvar="TGSPARQL_MAX_REASON_CHARS",
+              help="Characters kept of each reason the LLM gives; a longer one is cut and "
+              "flagged tg:truncated. Env: TGSPARQL_MAX_REASON_CHARS.")
+@click.option("--max-answer-chars", type=click.IntRange(1),
+              default=OutputLimits.answer_chars, show_default=True,
+              envvar="TGSPARQL_MAX_ANSWER_CHARS",
+              help="Characters kept (printed and stored) of the LLM's answer; the rest is not "
+              "read, and the answer is flagged tg:truncated. Env: TGSPARQL_MAX_ANSWER_CHARS.")
 @click.option("--validate", "validate_", is_flag=True,
               help="Validate the new session against the bundled shapes; exit 1 if it does "
               "not conform.")
 def query(store_path: StoreTarget, question: str, collection: str, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
           no_stream: bool, format_: str, max_path_length: int, triple_limit: int,
-          entity_limit: int, max_subgraph_size: int, validate_: bool) -> None:
+          entity_limit: int, max_subgraph_size: int, max_reason_chars: int,
+          max_answer_chars: int, validate_: bool) -> None:
     """Answer QUESTION from the KG and record the session's explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
     limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
-    with opened(store_path) as store:
+    output_limits = OutputLimits(max_reason_chars, max_answer_chars)
+    with opened(store_path, waits_for_llm=True) as store:
         if store_path is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
-        rag = _rag(store, backend, collection, limits)
+        rag = _rag(store, backend, collection, limits, output_limits)
         messages = rag.query(question, stream=not no_stream)
         if format_ == "jsonl":
             failed = False
@@ -490,7 +539,8 @@ def sessions(ctx: click.Context, store_path: StoreTarget, collection: str, limit
         click.echo(f"no sessions in collection {collection!r}", err=True)
         return
     rows = [("STARTED", "STATUS", "SESSION", "QUESTION")] + [
-        (s.started, s.status or "open", s.session, _one_line(s.question, 60)) for s in found
+        (s.started, s.status or "open", s.session, visible(_one_line(s.question, 60)))
+        for s in found
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
@@ -815,9 +865,11 @@ def _finish(labels_indexed: int, errors: list[str]) -> None:
 
 
 def _rag(store: Store, backend: Backend, collection: str,
-         limits: RetrievalLimits | None = None) -> GraphRag:
+         limits: RetrievalLimits | None = None,
+         output_limits: OutputLimits | None = None) -> GraphRag:
     try:
-        return GraphRag(store, backend, collection=collection, limits=limits)
+        return GraphRag(store, backend, collection=collection, limits=limits,
+                        output_limits=output_limits)
     except (StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
 
@@ -832,7 +884,7 @@ def _stream_text(messages: Iterator[GraphRagResponse]) -> str:
         if message.message_type == "explain" and message.explain_id and not session:
             session = message.explain_id
         if message.message_type == "chunk" and message.response:
-            click.echo(message.response, nl=False)
+            click.echo(visible(message.response, keep="\n\t"), nl=False)
     click.echo()
     return session
 
@@ -850,23 +902,24 @@ def render_text(e: Explanation) -> str:
     add = out.append
     add(click.style("Explanation", bold=True) + f"  {e.session}")
     add(f"  status     {e.status or 'open (not ended)'}"
-        + (f" — {e.error}" if e.error else ""))
-    add(f"  asked      {e.question}")
+        + (f" — {visible(e.error)}" if e.error else ""))
+    add(f"  asked      {visible(e.question)}")
     add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
-    seeds = ", ".join(label for _, label in e.entities) or "none"
-    add(f"  grounding  concepts: {', '.join(e.concepts) or 'none'}; seed entities: {seeds}")
+    seeds = ", ".join(visible(label) for _, label in e.entities) or "none"
+    add(f"  grounding  concepts: {visible(', '.join(e.concepts)) or 'none'}; seed entities: {seeds}")
     add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
     usage = _usage_text(e.selection_usage)
     invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + " — ".join(edge.labels))
-        add(_wrap("why: " + edge.reasoning, 8))
+            + visible(" — ".join(edge.labels)))
+        cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
+        add(_wrap("why: " + edge.reasoning + cut, 8))
         if not edge.sources:
             add("        from: no recorded source")
         for source in edge.sources:
-            where = f'"{source.title}"' if source.title else source.document
+            where = f'"{visible(source.title)}"' if source.title else source.document
             if source.page_number is not None:
                 where += f", page {source.page_number}"
             if source.chunk_index is not None:
@@ -878,7 +931,8 @@ def render_text(e: Explanation) -> str:
                 add(_wrap(f"“{_one_line(source.text, 300)}”", 14))
     if e.answer is not None:
         check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
-        add(f"  answer     ({check}{_usage_text(e.answer_usage)})")
+        cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{cut})")
         add(_wrap(e.answer, 8))
     return "\n".join(out)
 
@@ -893,7 +947,9 @@ def _usage_text(usage: dict[str, Any]) -> str:
 
 
 def _wrap(text: str, indent: int) -> str:
-    return textwrap.fill(text, width=100, initial_indent=" " * indent,
+    """`text` filled to the width, on lines of its own: its line breaks become spaces (as
+    textwrap makes them) and any other control character shows as an escape."""
+    return textwrap.fill(visible(" ".join(text.split())), width=100, initial_indent=" " * indent,
                          subsequent_indent=" " * indent, break_on_hyphens=False,
                          break_long_words=False)
 

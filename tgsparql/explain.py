@@ -44,6 +44,8 @@ class ExplainedEdge:
     labels: LabelTriple
     reasoning: str
     sources: list[Source] = field(default_factory=list)
+    reasoning_truncated: bool = False
+    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,7 @@ class ExplainedEdge:
             "edge": rdf_text(self.edge),
             "labels": list(self.labels),
             "reasoning": self.reasoning,
+            "reasoning_truncated": self.reasoning_truncated,
             "sources": [source.to_json() for source in self.sources],
         }
 
@@ -77,6 +80,8 @@ class Explanation:
     answer_intact: bool | None = None
     """Whether the answer's SHA-256 in the librarian matches its text."""
     answer_usage: dict[str, Any] = field(default_factory=dict)
+    answer_truncated: bool = False
+    """The LLM's answer was longer than the limit: `answer` is its beginning (tg:truncated)."""
     triples: list[ox.Triple] = field(default_factory=list)
     """Every triple recorded for the session, as stored."""
 
@@ -142,6 +147,7 @@ def explain_session(
     out.invalid_ids = facts.integer(ids.selection, TG + "invalidIdCount")
     out.selection_usage = facts.usage(ids.selection)
     out.answer_usage = facts.usage(ids.answer)
+    out.answer_truncated = facts.flag(ids.answer, TG + "truncated")
 
     selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
     for iri in facts.all(ids.selection, TG + "selectedEdge"):
@@ -167,6 +173,7 @@ def explain_session(
                 labels=names,
                 reasoning=reasoning,
                 sources=[s for s in sources if s.edge_selection == iri.value],
+                reasoning_truncated=facts.flag(iri, TG + "truncated"),
             )
         )
     document_iri = facts.one(ids.answer, TG + "document")
@@ -202,6 +209,10 @@ class _Facts:
             return int(value) if value is not None else None
         except ValueError:
             return None
+
+    def flag(self, subject: Term, predicate: str) -> bool:
+        """An xsd:boolean that is there and true."""
+        return self.one(subject, predicate) == ox.Literal(True)
 
     def usage(self, subject: Term) -> dict[str, Any]:
         usage = {

@@ -32,6 +32,7 @@ from tgsparql.extraction import Fact, parse_facts
 from tgsparql.grounding import update_label_index
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
+from tgsparql.locking import stepping_aside
 from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
 from tgsparql.store import Store, StoreError
 from tgsparql.templates import TemplateError, Templates
@@ -202,7 +203,8 @@ def ingest_document(
         chunk_rows.append(_Chunk(chunk_iri, page_iris[chunk.page], chunk.index, chunk.start,
                                  chunk.length))
         try:
-            output = backend.extract(ExtractionRequest(chunk.text, source.title))
+            with stepping_aside(store):  # other writer processes may write meanwhile
+                output = backend.extract(ExtractionRequest(chunk.text, source.title))
         except ExtractionUnsupported:
             raise
         except LLMError as error:

@@ -148,6 +148,7 @@ class EdgeSelectionRecord:
     iri: ox.NamedNode
     triple: ox.Triple
     reasoning: str
+    truncated: bool = False
 
 
 class RecordedTriples(Sequence[ox.Triple]):
@@ -247,7 +248,8 @@ class Recorder:
         usage: Usage | None,
     ) -> Record:
         items = [
-            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning)
+            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning,
+                                edge.reasoning_truncated)
             for i, edge in enumerate(edges)
         ]
         return self._render(
@@ -259,7 +261,9 @@ class Recorder:
             **_usage(usage),
         )
 
-    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> Record:
+    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime, *,
+               truncated: bool = False) -> Record:
+        """`truncated`: the LLM's answer was longer than the limit and its text is cut."""
         return self._render(
             "record_answer",
             session=ids.session,
@@ -267,6 +271,7 @@ class Recorder:
             answer=ids.answer,
             document=ids.answer_document,
             ended=ended,
+            truncated=truncated,
             **_usage(usage),
         )
 

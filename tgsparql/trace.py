@@ -19,6 +19,7 @@ from tgsparql.messages import Source, rdf_text
 from tgsparql.provenance import SESSION_PREFIX, SessionIds
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
+from tgsparql.terminal import visible
 
 EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
 _EDGE_SELECTION = re.compile(
@@ -388,7 +389,7 @@ def render_text(found: Trace) -> str:
     out: list[str] = []
     if isinstance(found, SessionTrace):
         out.append(f"session {found.session}  [{found.status or 'open'}, started {found.started}]")
-        out.append(f"  asked: {found.question}")
+        out.append(f"  asked: {visible(found.question)}")
         if not found.edges:
             out.append("  no selected edges")
         for edge in found.edges:
@@ -397,12 +398,13 @@ def render_text(found: Trace) -> str:
         out.append(f"edge selection {found.edge.edge_selection}  (session {found.session})")
         _edge_lines(out, found.edge, 2)
     else:
-        out.append(f"document {found.document}" + (f"  “{found.title}”" if found.title else ""))
+        title = f"  “{visible(found.title)}”" if found.title else ""
+        out.append(f"document {found.document}{title}")
         if not found.sessions:
             out.append("  used by no session")
         for use in found.sessions:
             out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
-            out.append(f"    asked: {use.question}")
+            out.append(f"    asked: {visible(use.question)}")
             if use.answer_text is not None:
                 out.append(f"    answer: {_one_line(use.answer_text)}")
             for edge in use.edges:
@@ -423,7 +425,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
     if not edge.sources:
         out.append(f"{pad}    no recorded source")
     for source in edge.sources:
-        title = f"“{source.title}”" if source.title else source.document
+        title = f"“{visible(source.title)}”" if source.title else source.document
         out.append(f"{pad}    document {title}  {source.document}")
         out.append(f"{pad}      {_where(source.page_number, source.chunk_index)}"
                    + _span(" characters", source.char_offset, source.char_length)
@@ -437,7 +439,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
 
 
 def _edge_text(edge: TracedEdge | UsedEdge) -> str:
-    return " — ".join(edge.labels) if edge.labels else rdf_text(edge.edge)
+    return visible(" — ".join(edge.labels) if edge.labels else rdf_text(edge.edge))
 
 
 def _where(page_number: int | None, chunk_index: int | None) -> str:
@@ -453,7 +455,8 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
+    """`text` on one line, cut at `limit`, its control characters shown as escapes."""
+    flat = visible(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

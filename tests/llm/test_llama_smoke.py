@@ -73,8 +73,11 @@ def positive_integer(term) -> bool:
 
 
 def test_streamed_query_against_llama_cpp_is_recorded_completely(demo_store, llama_url: str) -> None:
+    # A CPU model on a busy machine sends its whole selection after longer than the default
+    # wait, which is sized to give up on a dead server within a minute.
     backend = OpenAIBackend(
-        base_url=llama_url + "/v1", model="smollm2", constraint="grammar", max_tokens=256
+        base_url=llama_url + "/v1", model="smollm2", constraint="grammar", max_tokens=256,
+        timeout=600,
     )
     rag = GraphRag(demo_store, backend)
     messages = list(rag.query("Where was the scientist who discovered polonium born?", stream=True))

@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from tgsparql.llm.base import Backend, Constraint, LLMError
+from tgsparql.llm.base import (
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend, Constraint, LLMError,
+)
 from tgsparql.llm.offline import OfflineBackend
 
 BackendName = Literal["offline", "openai"]
@@ -19,6 +21,8 @@ def make_backend(
     base_url: str | None = None,
     api_key: str | None = None,
     constraint: Constraint = "none",
+    timeout: float = DEFAULT_LLM_TIMEOUT,
+    max_retries: int = DEFAULT_LLM_RETRIES,
     environ: Mapping[str, str] | None = None,
 ) -> Backend:
     """`openai` when asked for or when an LLM is configured in the environment, else `offline`.
@@ -43,5 +47,6 @@ def make_backend(
         # Imported here: the openai client takes ~2 s to import, which offline runs never need.
         from tgsparql.llm.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(model=model, base_url=base_url, api_key=api_key, constraint=constraint)
+        return OpenAIBackend(model=model, base_url=base_url, api_key=api_key, constraint=constraint,
+                             timeout=timeout, max_retries=max_retries)
     raise LLMError(f"unknown LLM backend {name!r}; choose offline or openai")

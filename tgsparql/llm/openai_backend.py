@@ -9,6 +9,8 @@ import openai
 
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
+    DEFAULT_LLM_RETRIES,
+    DEFAULT_LLM_TIMEOUT,
     Constraint,
     ExtractionOutput,
     ExtractionRequest,
@@ -30,8 +32,8 @@ class OpenAIBackend:
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
+        timeout: float = DEFAULT_LLM_TIMEOUT,
+        max_retries: int = DEFAULT_LLM_RETRIES,
         max_tokens: int = 1024,
         temperature: float = 0.0,
         constraint: Constraint = "none",
@@ -169,6 +171,8 @@ class OpenAIAnswer:
             raise LLMError(
                 f"LLM stream from {self.backend.where} broke off: {_describe(error)}"
             ) from None
+        finally:  # also when the reader stops early: the rest is not read
+            chunks.close()
         self.usage = self.backend._usage(model, usage)
 
 
