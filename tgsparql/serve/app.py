@@ -61,6 +61,7 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
 from tgsparql.serve import pages
+from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, Result, \
@@ -68,7 +69,8 @@ from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest
 from tgsparql.store import EmbeddedStore, Store, StoreError
 from tgsparql.templates import Templates
 
-SAVED_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json"}
+SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
+"""The extensions of /queries/NAME.EXT; `.json?shape=objects` is records in one array."""
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
 SECURITY_HEADERS = {
@@ -355,11 +357,13 @@ def _run_job(
             if kind == "sparql":
                 return execute(store, args[0], config.max_results)
             if kind == "saved":
-                name, params, extension = args
+                name, params, fmt = args
                 saved = saved_queries()[name]
                 text = templates.render(saved.template, **saved.bind(params))
                 refuse_service(text)
-                return serialize(store.query(text), SAVED_FORMATS[extension], config.max_results)
+                if fmt in SHAPES:
+                    return serialize_records(store.query(text), fmt, config.max_results)
+                return serialize(store.query(text), fmt, config.max_results)
             if kind == "sessions":
                 return _sessions_page(store, templates, config, *args)
             return _session_page(store, templates, config, *args)
@@ -399,6 +403,18 @@ def _session_page(
         raise ProtocolError(404, f"no session {uuid} in collection {config.collection!r}") \
             from None
     return Answer(200, HTML, pages.render_session(view).encode("utf-8"))
+
+
+def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
+    """The answer's format: the extension's, or records for `.json?shape=objects`; the
+    `shape` parameter is taken out of the query's own parameters."""
+    shapes = params.pop("shape", None)
+    if shapes is None:
+        return extension
+    if extension != "json" or shapes not in (["objects"], ["sparql"]):
+        raise ProtocolError(400, "shape is for NAME.json only, once: shape=objects (records) or "
+                                 "shape=sparql (SPARQL JSON results, the default)")
+    return "objects" if shapes == ["objects"] else "json"
 
 
 def _value(term: Any) -> str | None:
@@ -587,9 +603,10 @@ class Handler(BaseHTTPRequestHandler):
             name, _, extension = path[len("/queries/"):].rpartition(".")
             if name not in saved_queries() or extension not in SAVED_FORMATS:
                 raise ProtocolError(404, f"no saved query {path[len('/queries/'):]!r}; see "
-                                         "/queries (NAME.csv, NAME.tsv or NAME.json)")
+                                         "/queries (NAME.csv, NAME.tsv, NAME.json or "
+                                         "NAME.ndjson)")
             params = parse_qs(query, keep_blank_values=True)
-            return pool.run(("saved", name, params, extension))
+            return pool.run(("saved", name, params, _saved_format(extension, params)))
         if path == "/sessions":
             params = parse_qs(query, keep_blank_values=True)
             unknown = sorted(set(params) - {"q", "limit"})
