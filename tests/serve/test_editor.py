@@ -8,15 +8,19 @@ import html
 import io
 import json
 import re
+import shutil
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
 from tgsparql.serve import editor
 from tgsparql.serve.sparql import NO_SERVICE, READ_ONLY
 
+from .browser import browser
 from .conftest import FAILED_QUESTION, Served
+from .test_pages import ARTIFACTS
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 SESSIONS = ("PREFIX tg: <https://trustgraph.ai/ns/> SELECT ?session ?question WHERE { GRAPH "
@@ -169,3 +173,51 @@ def test_every_saved_query_runs_from_its_link(served: Served, example: editor.Ex
     reply = served.get(example.url)
     assert reply.status == 200, reply.text[-500:]
     assert box(reply.text) == example.query and 'id="results-table"' in reply.text
+
+
+def test_in_chromium_a_query_typed_and_run_shows_its_table_and_an_error_shows_in_place(
+    served: Served, tmp_path: Path
+) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    with browser(chromium, tmp_path / "profile") as chrome:
+        tab = chrome.open()
+        tab.go(served.url + "/sparql")
+        assert tab.evaluate("document.querySelector('#query').value").startswith(
+            editor.prefixes())
+        assert tab.evaluate("document.querySelectorAll('#examples a').length") == len(
+            editor.examples("rdf12", "explainability"))
+
+        tab.evaluate(f"document.querySelector('#query').value = {json.dumps(SESSIONS)}")
+        tab.click("#run")
+        assert tab.evaluate("location.pathname + '|' + new URLSearchParams(location.search)"
+                            ".get('format')") == "/sparql|html"
+        assert tab.evaluate("document.querySelectorAll('#results-table tbody tr').length") == 3
+        assert tab.evaluate("document.querySelector('#query').value") == SESSIONS
+        links = tab.evaluate("[...document.querySelectorAll('#results-table a')]"
+                             ".map(a => a.pathname)")
+        assert sorted(links) == sorted(f"/sessions/{s.rsplit(':', 1)[1]}"
+                                       for s in served.sessions + [served.failed])
+        ARTIFACTS.mkdir(exist_ok=True)
+        tab.screenshot(ARTIFACTS / "sparql_page.png")
+        assert (ARTIFACTS / "sparql_page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        tab.click("#results-table a")  # a session IRI opens its page
+        assert tab.evaluate("location.pathname").startswith("/sessions/")
+        tab.go(served.url + "/sparql")
+
+        tab.evaluate("document.querySelector('#query').value = 'SELECT ?x WHERE { ?x }'")
+        tab.click("#run")
+        assert "not a SPARQL query" in tab.evaluate("document.querySelector('#error').textContent")
+        assert tab.evaluate("document.querySelector('#query').value") == "SELECT ?x WHERE { ?x }"
+        assert tab.evaluate("document.querySelector('#results-table')") is None
+
+        tab.click("#bi-edges_per_session")
+        assert tab.evaluate("document.querySelectorAll('#results-table tbody tr').length") == 3
+        assert "BI: retrieved vs selected" in tab.evaluate(
+            "document.querySelector('#query').value")
+        blocked = [entry for entry in tab.log()
+                   if "Content Security Policy" in json.dumps(entry)
+                   or entry.get("entry", {}).get("source") == "security"]
+        assert blocked == []
