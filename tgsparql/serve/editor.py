@@ -24,8 +24,8 @@ from tgsparql import vocab
 from tgsparql.provenance import SESSION_PREFIX
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import Answer, QueryForm, QueryRequest, Queryable, capped, \
-    check_query, evaluate
+from tgsparql.serve.sparql import Answer, QueryForm, QueryRequest, Queryable, Result, \
+    capped, check_query, evaluate
 from tgsparql.templates import Templates
 
 HTML = "text/html; charset=utf-8"
@@ -165,7 +165,7 @@ def results_page(store: Queryable, request: QueryRequest, max_results: int, dial
     return page(request.query, dialect, collection, request=request, results=results)
 
 
-def tabulate(result: object, max_results: int) -> Results:
+def tabulate(result: Result, max_results: int) -> Results:
     """A result as table rows, the first PAGE_ROWS of at most `max_results`."""
     if isinstance(result, ox.QueryBoolean):
         return Results("ask", [], [], 1, bool(result))
