@@ -59,3 +59,11 @@ def test_every_row_is_one_json_line_with_every_variable(values: list[object]) ->
     for line in lines:
         row = json.loads(line)
         assert list(row) == ["row", "value", "missing"] and row["missing"] is None
+
+
+def test_a_line_break_inside_a_value_does_not_break_the_line() -> None:
+    store = ox.Store()
+    result = store.query('SELECT ?text WHERE { VALUES ?text { "a\\u0085b\\u2028c\\u2029d\\ne" } }')
+    body = serialize_records(result, "ndjson", 10).body.decode("utf-8")
+    assert len(body.splitlines()) == 1
+    assert json.loads(body) == {"text": "a\x85b\u2028c\u2029d\ne"}

@@ -79,4 +79,10 @@ def typed(term: Any) -> Any:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    """One line of JSON, whatever line splitter reads it: U+0085, U+2028 and U+2029, which
+    some split lines at, are escaped like the control characters."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return text.translate(_LINE_BREAKS)
+
+
+_LINE_BREAKS = {ord(char): f"\\u{ord(char):04x}" for char in "\x85\u2028\u2029"}
