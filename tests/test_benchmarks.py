@@ -140,6 +140,20 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
     assert "- store: 200 sessions, 5,000 facts, 100 documents" in text
 
 
+def test_tiny_serve_benchmark_measures_the_saved_queries_it_is_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "serve.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serve_bench", "--sessions", "50", "--seconds", "0.2",
+         "--clients", "1", "--query", "edges_per_session", "--query", "sessions_per_day",
+         "--work", str(tmp_path / "work"), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    names = [line.split("|")[1].strip() for line in out.read_text(encoding="utf-8").splitlines()
+             if "| tgsparql serve |" in line]
+    assert names == ["edges_per_session", "sessions_per_day"]
+
+
 def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_engine(
     tmp_path: Path,
 ) -> None:

@@ -171,6 +171,10 @@ def test_chromium_renders_every_page_under_the_content_security_policy(
         session = f"{served.url}/sessions/{uuid_of(served.sessions[0])}"
         for url, expected in ((session, SCRIPT_LABEL), (f"{served.url}/sessions", QUESTIONS[1]),
                               (f"{served.url}/queries", "Failed sessions"),
+                              (f"{served.url}/sparql", "PREFIX tg: &lt;https://trustgraph"),
+                              (f"{served.url}/sparql?format=html&query=ASK%7B%7D",
+                               '<strong id="boolean">true</strong>'),
+                              (f"{served.url}/sparql?format=html&query=ASK", "not a SPARQL"),
                               (f"{served.url}/sessions/nope", "no session")):
             dom = subprocess.run(chromium_flags() + ["--enable-logging=stderr", "--v=0",
                                                      "--dump-dom", url],

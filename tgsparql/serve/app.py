@@ -49,7 +49,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -60,7 +60,8 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
-from tgsparql.serve import pages
+from tgsparql.serve import editor, pages
+from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, Result, \
@@ -68,7 +69,8 @@ from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest
 from tgsparql.store import EmbeddedStore, Store, StoreError
 from tgsparql.templates import Templates
 
-SAVED_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json"}
+SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
+"""The extensions of /queries/NAME.EXT; `.json?shape=objects` is records in one array."""
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
 SECURITY_HEADERS = {
@@ -336,12 +338,11 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
         except MemoryError:
             os._exit(OUT_OF_MEMORY_EXIT)  # the pool answers 503 and starts a fresh process
         except ProtocolError as error:
-            answer = _error(error.status, error.message, html=job[0] in ("sessions", "session"))
+            answer = _failure(config, job, error.status, error.message)
         except Exception as error:  # a failing request must not take the worker with it
             # One line: what follows the first (a response body quoted in it) is not repeated.
             first = (str(error).splitlines() or [""])[0][:300]
-            answer = _error(500, f"{type(error).__name__}: {first}",
-                            html=job[0] in ("sessions", "session"))
+            answer = _failure(config, job, 500, f"{type(error).__name__}: {first}")
         conn.send((answer.status, answer.content_type, answer.body))
 
 
@@ -352,14 +353,19 @@ def _run_job(
     kind, *args = job
     for attempt in (1, 2):
         try:
+            if kind == "sparql" and _on_page(args[0]):
+                return editor.results_page(store, args[0], config.max_results,
+                                           templates.dialect, config.collection)
             if kind == "sparql":
                 return execute(store, args[0], config.max_results)
             if kind == "saved":
-                name, params, extension = args
+                name, params, fmt = args
                 saved = saved_queries()[name]
                 text = templates.render(saved.template, **saved.bind(params))
                 refuse_service(text)
-                return serialize(store.query(text), SAVED_FORMATS[extension], config.max_results)
+                if fmt in SHAPES:
+                    return serialize_records(store.query(text), fmt, config.max_results)
+                return serialize(store.query(text), fmt, config.max_results)
             if kind == "sessions":
                 return _sessions_page(store, templates, config, *args)
             return _session_page(store, templates, config, *args)
@@ -401,8 +407,38 @@ def _session_page(
     return Answer(200, HTML, pages.render_session(view).encode("utf-8"))
 
 
+def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
+    """The answer's format: the extension's, or records for `.json?shape=objects`; the
+    `shape` parameter is taken out of the query's own parameters."""
+    shapes = params.pop("shape", None)
+    if shapes is None:
+        return extension
+    if extension != "json" or shapes not in (["objects"], ["sparql"]):
+        raise ProtocolError(400, "shape is for NAME.json only, once: shape=objects (records) or "
+                                 "shape=sparql (SPARQL JSON results, the default)")
+    return "objects" if shapes == ["objects"] else "json"
+
+
 def _value(term: Any) -> str | None:
     return term.value if term is not None else None
+
+
+def _on_page(request: QueryRequest) -> bool:
+    """A query from the SPARQL page, answered as the page."""
+    return (request.format or "").lower() == "html"
+
+
+def _failure(config: ServerConfig, job: tuple[Any, ...], status: int, message: str) -> Answer:
+    """A job's error: in place on the SPARQL page for a query from it, else as its route's."""
+    if job[0] == "sparql" and _on_page(job[1]):
+        return editor.page(job[1].query, _dialect(config), config.collection, error=message,
+                           status=status)
+    return _error(status, message, html=job[0] in ("sessions", "session"))
+
+
+def _dialect(config: ServerConfig) -> str:
+    """The served store's dialect: an on-disk store's is RDF 1.2."""
+    return str(config.endpoint_options.get("dialect", "rdf12"))
 
 
 def _error(status: int, message: str, *, html: bool = False) -> Answer:
@@ -573,9 +609,26 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, path: str, query: str, body: bytes) -> Answer:
         pool = self.server.pool
         if path == "/sparql":
-            request = read_request(method, query, self.headers.get("Content-Type", ""), body,
-                                   self.headers.get("Accept", ""))
-            return pool.run(("sparql", request))
+            config = self.server.config
+            if method == "GET" and editor.wants_page(query, self.headers.get("Accept", "")):
+                return editor.page(editor.starting_query(config.collection), _dialect(config),
+                                   config.collection)
+            request = None
+            try:
+                request = read_request(method, query, self.headers.get("Content-Type", ""),
+                                       body, self.headers.get("Accept", ""))
+                return pool.run(("sparql", request))
+            except ProtocolError as error:
+                if request is not None:
+                    shown = request.query if _on_page(request) else None
+                else:  # refused before it was read: an empty box, an update
+                    shown = editor.query_on_page(query)
+                if shown is None:
+                    raise
+                answer = editor.page(shown, _dialect(config), config.collection,
+                                     error=error.message, status=error.status)
+                return replace(answer, headers={"Retry-After": str(error.retry_after)}
+                               if error.retry_after is not None else {})
         if method != "GET":
             raise ProtocolError(405, f"{path} answers GET only")
         if path in ("/", ""):
@@ -587,9 +640,10 @@ class Handler(BaseHTTPRequestHandler):
             name, _, extension = path[len("/queries/"):].rpartition(".")
             if name not in saved_queries() or extension not in SAVED_FORMATS:
                 raise ProtocolError(404, f"no saved query {path[len('/queries/'):]!r}; see "
-                                         "/queries (NAME.csv, NAME.tsv or NAME.json)")
+                                         "/queries (NAME.csv, NAME.tsv, NAME.json or "
+                                         "NAME.ndjson)")
             params = parse_qs(query, keep_blank_values=True)
-            return pool.run(("saved", name, params, extension))
+            return pool.run(("saved", name, params, _saved_format(extension, params)))
         if path == "/sessions":
             params = parse_qs(query, keep_blank_values=True)
             unknown = sorted(set(params) - {"q", "limit"})

@@ -196,6 +196,11 @@ def render_error(status: int, message: str) -> str:
     return _environment().get_template("error.html").render(status=status, message=message)
 
 
+def render_sparql(**context: Any) -> str:
+    """The SPARQL page (`editor.page` says what it holds)."""
+    return _environment().get_template("sparql.html").render(**context)
+
+
 @cache
 def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(

@@ -208,13 +208,17 @@ def execute(store: Queryable, request: QueryRequest, max_results: int) -> Answer
     """Check, run and serialize one query; at most `max_results` solutions or triples."""
     form = check_query(request.query)
     key = negotiate(form, request.accept, request.format)
+    return serialize(evaluate(store, request), key, max_results)
+
+
+def evaluate(store: Queryable, request: QueryRequest) -> Result:
+    """The result of a query `check_query` has let through, on the request's dataset."""
     defaults = [ox.NamedNode(iri) for iri in request.default_graphs]
     try:
-        result = store.query(request.query, default_graph=defaults or None,
-                             named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
+        return store.query(request.query, default_graph=defaults or None,
+                           named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
     except SyntaxError as error:
         raise ProtocolError(400, f"not a SPARQL query: {error}") from None
-    return serialize(result, key, max_results)
 
 
 def serialize(result: Result, key: str, max_results: int) -> Answer:
@@ -224,10 +228,10 @@ def serialize(result: Result, key: str, max_results: int) -> Answer:
         body = result.serialize(format=RESULT_FORMATS[key])
     elif isinstance(result, ox.QuerySolutions):
         variables = [variable.value for variable in result.variables]
-        rows = _capped(result, max_results, "results")
+        rows = capped(result, max_results, "results")
         body = _solutions(variables, rows).serialize(format=RESULT_FORMATS[key])
     else:
-        triples = _capped(result, max_results, "triples")
+        triples = capped(result, max_results, "triples")
         body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
     return Answer(200, media_type(form, key), body)
 
@@ -268,7 +272,8 @@ def _json_term(term: Any) -> dict[str, Any]:
     return out
 
 
-def _capped(items: Any, max_results: int, what: str) -> list[Any]:
+def capped(items: Any, max_results: int, what: str) -> list[Any]:
+    """The items, refusing (503) more than `max_results` of them."""
     kept = []
     for item in items:
         if len(kept) == max_results:
