@@ -48,6 +48,18 @@ def data_graph(names: Sequence[str]) -> DataGraph:
     return graphs
 
 
+def empty_graphs(store: Store, graph: DataGraph) -> list[str]:
+    """The graphs named on the command line that hold no triple: validating them proves nothing."""
+    if graph == "union" or graph is None:
+        return []
+    query = Templates(store.dialect).render("validation/any_triple")
+    return [
+        DEFAULT_GRAPH_NAME if isinstance(name, ox.DefaultGraph) else f"<{name.value}>"
+        for name in graph
+        if not store.ask(query, default_graph=[name])
+    ]
+
+
 def session_nodes(
     store: Store, templates: Templates, session: str, graph: DataGraph = "union"
 ) -> list[ox.NamedNode]:
