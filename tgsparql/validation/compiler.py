@@ -9,17 +9,26 @@ import pyoxigraph as ox
 
 from tgsparql.templates import Templates, TemplateError, Term
 from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.shapes import Constraint, Shape, Shapes
+from tgsparql.validation.sparql import SparqlConstraint
+
+
+SPARQL_BASED = ("Sparql", "SparqlComponent")
 
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """A query whose rows are violations; `?k` indexes `constraints` (absent for sh:sparql)."""
+    """A query whose rows are violations; `?k` indexes `constraints` (absent for SHACL-SPARQL).
+
+    With `per_focus_node`, `text` lists the focus nodes (?this) and `per_focus_node` is the
+    query to run for each with $this pre-bound to it."""
 
     shape: Shape
     component: ox.NamedNode
     constraints: tuple[Constraint, ...]
     text: str
+    per_focus_node: str | None = None
 
 
 def compile_shapes(
@@ -39,7 +48,7 @@ def compile_shapes(
             groups.setdefault(constraint.component, []).append(constraint)
         for component in sorted(groups):
             found = groups[component]
-            if component == "Sparql":
+            if component in SPARQL_BASED:
                 for constraint in found:
                     yield _sparql(shape, constraint, templates, focus_nodes)
                 continue
@@ -51,14 +60,29 @@ def compile_shapes(
 def _sparql(
     shape: Shape, constraint: Constraint, templates: Templates, focus_nodes: Sequence[Term] | None
 ) -> CompiledQuery:
-    text = _render(templates, "validation/_sparql_constraint", shape,
-                   shape=shape, constraint=constraint.value, focus_nodes=focus_nodes)
-    try:
-        ox.Store().query(text)
-    except SyntaxError as error:
-        message = str(error).splitlines()[0]
-        raise ShapesError(f"shape {shape.name}: sh:sparql query does not parse: {message}") from None
-    return CompiledQuery(shape, constraint.component_iri, (constraint,), text)
+    query: SparqlConstraint = constraint.value  # type: ignore[assignment]
+    params = dict(shape=shape, constraint=query, focus_nodes=focus_nodes)
+    per_node = None
+    if query.ask:
+        text = _render(templates, "validation/_sparql_ask", shape, **params)
+    elif query.one_query:
+        text = _render(templates, "validation/_sparql_constraint", shape, **params)
+    else:
+        text = _render(templates, "validation/_focus_nodes", shape, **params)
+        prefixes = _render(templates, "validation/_sparql_prefixes", shape, **params)
+        per_node = prefixes + query.text(_render(templates, "validation/_path", shape, path=shape.path))
+    # A query run per focus node is valid once $this is a constant (an aggregate may then
+    # project it without GROUP BY), so it is checked in that form.
+    bound = None if per_node is None else substitute(per_node, {"this": "<urn:focus>"})
+    for checked in (text, bound):
+        try:
+            if checked is not None:
+                ox.Store().query(checked)
+        except SyntaxError as error:
+            message = str(error).splitlines()[0]
+            what = "validator" if query.component is not None else "sh:sparql query"
+            raise ShapesError(f"shape {shape.name}: {what} does not parse: {message}") from None
+    return CompiledQuery(shape, constraint.component_iri, (constraint,), text, per_node)
 
 
 def _render(templates: Templates, name: str, owner: Shape, **params: object) -> str:
@@ -71,7 +95,7 @@ def _render(templates: Templates, name: str, owner: Shape, **params: object) -> 
 def _refuse_nested_sparql(shape: Shape) -> None:
     """sh:sparql cannot be inlined into another shape's pattern; say so rather than skip it."""
     for nested in _referenced(shape, set()):
-        if any(c.component == "Sparql" for c in nested.constraints):
+        if any(c.component in SPARQL_BASED for c in nested.constraints):
             raise ShapesError(
                 f"shape {nested.name}: sh:sparql in a shape used through sh:node, sh:not, sh:and, "
                 f"sh:or, sh:xone or sh:qualifiedValueShape (from {shape.name}) is not supported"

@@ -7,12 +7,15 @@ from collections.abc import Collection, Iterable
 
 import pyoxigraph as ox
 
-from tgsparql.store import DataGraph, Solution, Store
-from tgsparql.templates import Dialect, Templates, Term, to_iri
+from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
+from tgsparql.templates import Dialect, Templates, Term, render_term, to_iri
 from tgsparql.validation.compiler import CompiledQuery, compile_shapes
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
+from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.shapes import Shape, Shapes
+from tgsparql.validation.sparql import SparqlConstraint
 
 _PLACEHOLDER = re.compile(r"\{[?$]([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -42,6 +45,8 @@ class Validator:
         run = 0
         for query in queries:
             rows = store.select(query.text, default_graph=default_graph)
+            if query.per_focus_node is not None:
+                rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
             results.extend(self._result(query, row) for row in rows)
             checked.setdefault(id(query.shape), query.shape)
             run += 1
@@ -52,6 +57,31 @@ class Validator:
             queries_run=run,
         )
 
+    def _per_focus_node(
+        self, store: Store, text: str, focus_rows: list[Solution], default_graph: DataGraph
+    ) -> list[Solution]:
+        """The query's rows for each focus node in turn, $this pre-bound to it: written into
+        the text as a constant, or (a blank node, which no query text can name) handed to the
+        embedded store as a substitution."""
+        found: dict[Term, list[Solution]] = {}
+        rows: list[Solution] = []
+        for focus in focus_rows:
+            node = focus["this"]
+            if node not in found:
+                if _has_blank_node(node):
+                    if not isinstance(store, EmbeddedStore):
+                        raise ShapesError(
+                            "a SHACL-SPARQL query that needs one run per focus node cannot "
+                            "pre-bind the blank node focus node of an endpoint"
+                        )
+                    found[node] = store.select(text, default_graph=default_graph,
+                                               substitutions={"this": node})
+                else:
+                    bound = substitute(text, {"this": render_term(node, self.templates.dialect)})
+                    found[node] = store.select(bound, default_graph=default_graph)
+            rows += [{**focus, **row, "this": node} for row in found[node]]
+        return rows
+
     def _result(self, query: CompiledQuery, row: Solution) -> ValidationResult:
         shape = query.shape
         if "k" in row:
@@ -60,8 +90,14 @@ class Validator:
             messages = shape.messages
         else:
             constraint = query.constraints[0]
-            source_constraint = constraint.value.node  # type: ignore[attr-defined]
-            messages = constraint.value.messages or shape.messages  # type: ignore[attr-defined]
+            sparql: SparqlConstraint = constraint.value  # type: ignore[assignment]
+            if sparql.component is None:
+                source_constraint = sparql.node
+                messages = sparql.messages or shape.messages
+            else:  # §6: a component's results name no constraint; the shape's messages first
+                source_constraint = None
+                messages = shape.messages or sparql.messages
+                row = {**dict(sparql.parameters), **row}
         path: Term | None = row.get("path")
         if path is None and shape.path is not None:
             path = shape.path.node
@@ -95,6 +131,12 @@ def _substitute(message: ox.Literal, row: Solution) -> ox.Literal:
     if message.language:
         return ox.Literal(text, language=message.language)
     return ox.Literal(text, datatype=message.datatype)
+
+
+def _has_blank_node(term: Term) -> bool:
+    if isinstance(term, ox.Triple):
+        return any(_has_blank_node(t) for t in (term.subject, term.predicate, term.object))
+    return isinstance(term, ox.BlankNode)
 
 
 def _plain(term: Term) -> str:
