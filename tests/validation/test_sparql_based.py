@@ -100,6 +100,10 @@ def test_a_constraint_without_this_in_inner_scopes_is_one_query_for_all_focus_no
     shapes = Shapes.from_text(PREFIXES + DECLARE + sparql_shape(
         "SELECT $this WHERE { { ?s ex:p ?o FILTER(?s = $this) } }"))
     assert Validator(shapes).queries[0].per_focus_node is not None
+    shapes = Shapes.from_text(PREFIXES + DECLARE + sparql_shape(
+        "SELECT $this WHERE { $this ex:n ?n { SELECT $this (COUNT(?o) AS ?c) WHERE { $this ex:p ?o } "
+        "GROUP BY $this } FILTER(?c != ?n) }"))
+    assert Validator(shapes).queries[0].per_focus_node is None
 
 
 def test_path_is_the_shapes_path_wherever_it_is() -> None:

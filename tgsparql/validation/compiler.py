@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -32,16 +32,22 @@ class CompiledQuery:
 
 
 def compile_shapes(
-    shapes: Shapes, templates: Templates, focus_nodes: Sequence[Term] | None = None
+    shapes: Shapes,
+    templates: Templates,
+    focus_nodes: Sequence[Term] | None = None,
+    active: Collection[int] | None = None,
 ) -> Iterator[CompiledQuery]:
-    """Every query validation runs, in a stable order; shapes no focus node reaches run none.
+    """Every query validation runs, in a stable order; shapes no focus node reaches run none
+    (nor, given `active`, the shapes whose id is not in it).
 
     One at a time: each query lists every focus node, so holding all of them at once would cost
-    (queries x focus nodes) of text, tens of MB for a few thousand nodes.
+    (queries x focus nodes) of text, tens of MB for a few thousand nodes. With a few focus
+    nodes, SHACL-SPARQL queries run once per focus node, starting from it (a join would
+    evaluate their pattern over the whole store).
     """
     for shape in shapes:
         _refuse_nested_sparql(shape)
-        if not shape.has_focus:
+        if not shape.has_focus or (active is not None and id(shape) not in active):
             continue
         groups: dict[str, list[Constraint]] = {}
         for constraint in shape.constraints:
@@ -63,16 +69,27 @@ def _sparql(
     query: SparqlConstraint = constraint.value  # type: ignore[assignment]
     params = dict(shape=shape, constraint=query, focus_nodes=focus_nodes)
     per_node = None
-    if query.ask:
-        text = _render(templates, "validation/_sparql_ask", shape, **params)
-    elif query.one_query:
-        text = _render(templates, "validation/_sparql_constraint", shape, **params)
-    else:
-        text = _render(templates, "validation/_focus_nodes", shape, **params)
+    if not query.ask:
         prefixes = _render(templates, "validation/_sparql_prefixes", shape, **params)
         per_node = prefixes + query.text(_render(templates, "validation/_path", shape, path=shape.path))
-    # A query run per focus node is valid once $this is a constant (an aggregate may then
-    # project it without GROUP BY), so it is checked in that form.
+    run_per_node = not query.ask and not (query.one_query and focus_nodes is None)
+    if query.ask:
+        text = _render(templates, "validation/_sparql_ask", shape, **params)
+    elif run_per_node:
+        text = _render(templates, "validation/_focus_nodes", shape, **params)
+    else:
+        text = _render(templates, "validation/_sparql_constraint", shape, **params)
+    if focus_nodes is None:  # checked once, when the validator is built
+        _check(shape, query, None if run_per_node else text, per_node)
+    return CompiledQuery(
+        shape, constraint.component_iri, (constraint,), text, per_node if run_per_node else None
+    )
+
+
+def _check(shape: Shape, query: SparqlConstraint, text: str | None, per_node: str | None) -> None:
+    """A query that does not parse is an error of the shapes graph, not of the data. A query
+    run per focus node is valid once $this is a constant (an aggregate may then project it
+    without GROUP BY), so it is checked in that form."""
     bound = None if per_node is None else substitute(per_node, {"this": "<urn:focus>"})
     for checked in (text, bound):
         try:
@@ -82,7 +99,6 @@ def _sparql(
             message = str(error).splitlines()[0]
             what = "validator" if query.component is not None else "sh:sparql query"
             raise ShapesError(f"shape {shape.name}: {what} does not parse: {message}") from None
-    return CompiledQuery(shape, constraint.component_iri, (constraint,), text, per_node)
 
 
 def _render(templates: Templates, name: str, owner: Shape, **params: object) -> str:

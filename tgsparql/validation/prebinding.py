@@ -105,28 +105,32 @@ def _bare(projection: list[Token]) -> Iterator[Token]:
 
 def one_query_for_all(text: str, names: Collection[str]) -> bool:
     """Whether joining every focus node at the start of the outermost group gives what
-    pre-binding each in turn gives: each use of the variables is joined with it (`_joined`);
-    no subquery, no LIMIT or OFFSET, and any grouping by the variables."""
+    pre-binding each in turn gives: each use of the variables is joined with it (`_joined`),
+    no LIMIT or OFFSET, and every query level that aggregates groups by the variables."""
     found = tokens(text)
     first = next((i for i, t in enumerate(found) if t.text == "{"), None)
-    if first is None:
+    if first is None or {t.word for t in found} & PER_SOLUTION_MODIFIERS:
         return False
-    words = {t.word for t in found}
-    if sum(t.word == "SELECT" for t in found) > 1 or words & PER_SOLUTION_MODIFIERS:
-        return False
-    if words & AGGREGATES and not _grouped_by(found, names):
-        return False
+    levels: list[list[Token]] = [found[:first]]
+    open_levels: list[tuple[int, list[Token]]] = [(0, levels[0])]
     groups: list[str] = []
     parens: list[int] = [0]
     previous = ""
     for token in found[first:]:
+        if token.word == "SELECT":
+            levels.append([])
+            open_levels.append((len(groups), levels[-1]))
+        open_levels[-1][1].append(token)
         if token.text == "{":
-            groups.append("exists" if previous == "EXISTS" else "optional" if previous == "OPTIONAL" else "group")
+            groups.append({"EXISTS": "exists", "OPTIONAL": "optional"}.get(previous, "group"))
             parens.append(0)
         elif token.text == "}":
             if groups:
                 groups.pop()
-            parens.pop() if len(parens) > 1 else None
+            if len(parens) > 1:
+                parens.pop()
+            if len(open_levels) > 1 and len(groups) < open_levels[-1][0]:
+                open_levels.pop()
         elif token.text == "(":
             parens[-1] += 1
         elif token.text == ")":
@@ -134,14 +138,14 @@ def one_query_for_all(text: str, names: Collection[str]) -> bool:
         elif token.variable in names and groups and not _joined(groups[1:], parens[-1] > 0):
             return False
         previous = token.word
-    return True
+    return all(_grouped_by(level, names) for level in levels if {t.word for t in level} & AGGREGATES)
 
 
 def _joined(inner: list[str], in_expression: bool) -> bool:
     """Whether a use of a variable, inside the groups `inner` of the outermost group, sees the
     focus node joined there: inside an EXISTS everything is substituted; a triple pattern of
-    plain, GRAPH or UNION groups is joined on the variable; so is one of an OPTIONAL directly
-    under the outermost group, the focus pattern being on its left."""
+    plain, GRAPH, UNION groups and subqueries (grouped by it) is joined on the variable; so is
+    one of an OPTIONAL directly under the outermost group, the focus pattern being on its left."""
     if not inner or inner[0] == "exists":
         return True
     if in_expression:
@@ -149,13 +153,10 @@ def _joined(inner: list[str], in_expression: bool) -> bool:
     return inner == ["optional"] or all(kind == "group" for kind in inner)
 
 
-def _grouped_by(found: list[Token], names: Collection[str]) -> bool:
-    for index, token in enumerate(found):
-        if token.word == "GROUP" and index + 1 < len(found) and found[index + 1].word == "BY":
-            after = found[index + 2:]
-            return all(
-                any(t.variable == name for t in after) for name in names
-            )
+def _grouped_by(level: list[Token], names: Collection[str]) -> bool:
+    for index, token in enumerate(level):
+        if token.word == "GROUP" and index + 1 < len(level) and level[index + 1].word == "BY":
+            return all(any(t.variable == name for t in level[index + 2:]) for name in names)
     return False
 
 

@@ -39,7 +39,8 @@ class Validator:
         queries: Iterable[CompiledQuery] = self.queries
         if focus is not None:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
-            queries = compile_shapes(self.shapes, self.templates, nodes)
+            active = self._reached(store, nodes, default_graph)
+            queries = compile_shapes(self.shapes, self.templates, nodes, active)
         results: list[ValidationResult] = []
         checked: dict[int, Shape] = {}
         run = 0
@@ -56,6 +57,36 @@ class Validator:
             paths=self.paths,
             queries_run=run,
         )
+
+    def _reached(
+        self, store: Store, nodes: list[ox.NamedNode], default_graph: DataGraph
+    ) -> set[int]:
+        """The shapes (by id) that have a focus node among `nodes`: the others have no result,
+        so validating a few nodes runs only the queries of the shapes that reach them."""
+        targets: dict[str, set[Term]] = {}
+        for shape in self.shapes:
+            for kind, target in shape.target_pairs:
+                targets.setdefault(kind, set()).add(target)
+        ordered = {kind: sorted(found, key=str) for kind, found in targets.items()}
+        rows = store.select(
+            self.templates.render("validation/_targeted", targets=ordered, focus_nodes=nodes),
+            default_graph=default_graph,
+        )
+        met = {(row["kind"].value, row["target"]) for row in rows}
+        met |= {("targetNode", node) for node in nodes}
+        active: set[int] = set()
+
+        def reached(shape: Shape) -> bool:
+            if id(shape) not in active and not shape.deactivated and (
+                any(pair in met for pair in shape.target_pairs)
+                or any(reached(parent) for parent in shape.parents)
+            ):
+                active.add(id(shape))
+            return id(shape) in active
+
+        for shape in self.shapes:
+            reached(shape)
+        return active
 
     def _per_focus_node(
         self, store: Store, text: str, focus_rows: list[Solution], default_graph: DataGraph
