@@ -695,7 +695,8 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
     could not be validated (bad shapes, a store that cannot be opened, an unknown session).
     """
     from tgsparql.validate_session import (
-        GraphNameError, data_graph, empty_graphs, render, session_nodes, verdict,
+        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes,
+        verdict,
     )
     from tgsparql.validation import Shapes, ShapesError, Validator
 
@@ -712,9 +713,10 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
         raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
     try:
         with store_for(store_path) as store:
-            validator = Validator(
-                shapes if shapes is not None else Shapes.bundled(store.dialect),
-                dialect=store.dialect,
+            validator = (
+                bundled_validator(store.dialect)
+                if shapes is None
+                else Validator(shapes, dialect=store.dialect)
             )
             for name in empty_graphs(store, graph):
                 raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")

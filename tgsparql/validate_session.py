@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from typing import Literal
 
 import pyoxigraph as ox
@@ -16,7 +17,7 @@ import pyoxigraph as ox
 from tgsparql.explain import SessionNotFound
 from tgsparql.provenance import SessionIds
 from tgsparql.store import DataGraph, Store
-from tgsparql.templates import Templates
+from tgsparql.templates import Dialect, Templates
 from tgsparql.validation import Shapes, ValidationReport, Validator
 
 DEFAULT_GRAPH_NAME = "default"
@@ -92,8 +93,17 @@ def validate_session(
     are given)."""
     templates = Templates(store.dialect)
     nodes = session_nodes(store, templates, session, graph)
-    validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
+    validator = (
+        bundled_validator(store.dialect) if shapes is None else Validator(shapes, store.dialect)
+    )
     return validator.validate(store, default_graph=graph, focus=nodes)
+
+
+@cache
+def bundled_validator(dialect: Dialect) -> Validator:
+    """The bundled shapes' validator, built once per process and dialect (building renders
+    every query)."""
+    return Validator(Shapes.bundled(dialect), dialect=dialect)
 
 
 def verdict(report: ValidationReport) -> str:

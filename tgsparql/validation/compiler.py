@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -35,28 +35,29 @@ def compile_shapes(
     shapes: Shapes,
     templates: Templates,
     focus_nodes: Sequence[Term] | None = None,
-    active: Collection[int] | None = None,
+    check: bool = False,
 ) -> Iterator[CompiledQuery]:
-    """Every query validation runs, in a stable order; shapes no focus node reaches run none
-    (nor, given `active`, the shapes whose id is not in it).
+    """Every query validation runs, in a stable order; shapes no focus node reaches run none.
+    `check` parses each SHACL-SPARQL query, so a shapes graph is refused when it is read.
 
     One at a time: each query lists every focus node, so holding all of them at once would cost
-    (queries x focus nodes) of text, tens of MB for a few thousand nodes. With a few focus
-    nodes, SHACL-SPARQL queries run once per focus node, starting from it (a join would
-    evaluate their pattern over the whole store).
+    (queries x focus nodes) of text, tens of MB for a few thousand nodes. Over all focus nodes,
+    one query per component of a shape keeps each query simple for the engine; for a few focus
+    nodes, where each query costs little but its round trip, one query per shape.
     """
     for shape in shapes:
         _refuse_nested_sparql(shape)
-        if not shape.has_focus or (active is not None and id(shape) not in active):
+        if not shape.has_focus:
             continue
         groups: dict[str, list[Constraint]] = {}
         for constraint in shape.constraints:
-            groups.setdefault(constraint.component, []).append(constraint)
-        for component in sorted(groups):
-            found = groups[component]
-            if component in SPARQL_BASED:
+            key = constraint.component if focus_nodes is None else "all"
+            groups.setdefault("" if constraint.component in SPARQL_BASED else key, []).append(constraint)
+        for key in sorted(groups):
+            found = groups[key]
+            if not key:
                 for constraint in found:
-                    yield _sparql(shape, constraint, templates, focus_nodes)
+                    yield _sparql(shape, constraint, templates, focus_nodes, check)
                 continue
             text = _render(templates, "validation/_constraint", shape,
                            shape=shape, constraints=found, focus_nodes=focus_nodes)
@@ -64,7 +65,11 @@ def compile_shapes(
 
 
 def _sparql(
-    shape: Shape, constraint: Constraint, templates: Templates, focus_nodes: Sequence[Term] | None
+    shape: Shape,
+    constraint: Constraint,
+    templates: Templates,
+    focus_nodes: Sequence[Term] | None,
+    check: bool,
 ) -> CompiledQuery:
     query: SparqlConstraint = constraint.value  # type: ignore[assignment]
     params = dict(shape=shape, constraint=query, focus_nodes=focus_nodes)
@@ -72,14 +77,14 @@ def _sparql(
     if not query.ask:
         prefixes = _render(templates, "validation/_sparql_prefixes", shape, **params)
         per_node = prefixes + query.text(_render(templates, "validation/_path", shape, path=shape.path))
-    run_per_node = not query.ask and not (query.one_query and focus_nodes is None)
+    run_per_node = not query.ask and not query.one_query
     if query.ask:
         text = _render(templates, "validation/_sparql_ask", shape, **params)
     elif run_per_node:
         text = _render(templates, "validation/_focus_nodes", shape, **params)
     else:
         text = _render(templates, "validation/_sparql_constraint", shape, **params)
-    if focus_nodes is None:  # checked once, when the validator is built
+    if check:
         _check(shape, query, None if run_per_node else text, per_node)
     return CompiledQuery(
         shape, constraint.component_iri, (constraint,), text, per_node if run_per_node else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
+from dataclasses import replace
+from functools import cached_property
 
 import pyoxigraph as ox
 
@@ -18,6 +20,8 @@ from tgsparql.validation.shapes import Shape, Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
 _PLACEHOLDER = re.compile(r"\{[?$]([A-Za-z_][A-Za-z0-9_]*)\}")
+FOCUS_NODES = ox.NamedNode("urn:x-tgsparql:focus-nodes")
+_FOCUS_NODES_TEXT = f"<{FOCUS_NODES.value}>"
 
 
 class Validator:
@@ -26,8 +30,16 @@ class Validator:
     def __init__(self, shapes: Shapes, dialect: Dialect = "rdf12") -> None:
         self.shapes = shapes
         self.templates = Templates(dialect)
-        self.queries: list[CompiledQuery] = list(compile_shapes(shapes, self.templates))
         self.paths = shapes.paths()
+        self.scoped: list[CompiledQuery] = list(
+            compile_shapes(shapes, self.templates, [FOCUS_NODES], check=True)
+        )
+        """The queries for a few focus nodes, rendered once: `FOCUS_NODES` stands for them."""
+
+    @cached_property
+    def queries(self) -> list[CompiledQuery]:
+        """The queries of a run over every focus node (rendered on first use)."""
+        return list(compile_shapes(self.shapes, self.templates))
 
     def validate(
         self,
@@ -36,11 +48,18 @@ class Validator:
         focus: Collection[str | ox.NamedNode] | None = None,
     ) -> ValidationReport:
         """Every result over the data graph; `focus` restricts the targeted focus nodes."""
-        queries: Iterable[CompiledQuery] = self.queries
-        if focus is not None:
+        queries: Iterable[CompiledQuery]
+        if focus is None:
+            queries = self.queries
+        else:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
             active = self._reached(store, nodes, default_graph)
-            queries = compile_shapes(self.shapes, self.templates, nodes, active)
+            listed = " ".join(render_term(node, self.templates.dialect) for node in nodes)
+            queries = [
+                replace(query, text=query.text.replace(_FOCUS_NODES_TEXT, listed))
+                for query in self.scoped
+                if id(query.shape) in active
+            ]
         results: list[ValidationResult] = []
         checked: dict[int, Shape] = {}
         run = 0
@@ -145,7 +164,7 @@ class Validator:
             value=value,
             severity=shape.severity,
             source_shape=shape.node,
-            source_constraint_component=query.component,
+            source_constraint_component=constraint.component_iri,
             source_constraint=source_constraint,
             message=text,
             messages=messages,
