@@ -29,10 +29,11 @@ def ex(name: str) -> ox.NamedNode:
     return ox.NamedNode(EX + name)
 
 
-def validate(shapes: str, data: str) -> ValidationReport:
+def validate(shapes: str, data: str, focus: list[str] | None = None) -> ValidationReport:
     store = open_store()
     store.oxigraph.load(PREFIXES + data, format=ox.RdfFormat.TURTLE)
-    return Validator(Shapes.from_text(PREFIXES + DECLARE + shapes)).validate(store, default_graph=None)
+    validator = Validator(Shapes.from_text(PREFIXES + DECLARE + shapes))
+    return validator.validate(store, default_graph=None, focus=focus)
 
 
 def sparql_shape(select: str, target: str = "sh:targetClass ex:A") -> str:
@@ -77,8 +78,12 @@ DATA = "ex:a a ex:A ; ex:p ex:x . ex:b a ex:A . ex:c a ex:A ; ex:p ex:c ."
         ("ORDER BY", "SELECT $this ?o WHERE { $this ex:p ?o } ORDER BY $this", ["a", "c"]),
     ],
 )
-def test_this_is_pre_bound_in_every_position(where: str, select: str, violating: list[str]) -> None:
-    report = validate(sparql_shape(select), DATA)
+@pytest.mark.parametrize("focus", [None, [EX + "a", EX + "b", EX + "c"]], ids=["all", "focused"])
+def test_this_is_pre_bound_in_every_position(
+    where: str, select: str, violating: list[str], focus: list[str] | None
+) -> None:
+    """Alike over every focus node and over a few named ones (`validate --session`)."""
+    report = validate(sparql_shape(select), DATA, focus)
     assert focus_nodes(report) == [EX + name for name in violating], where
 
 
@@ -310,3 +315,17 @@ def test_current_shape_is_the_shape() -> None:
         "ex:a ex:p 1 .",
     )
     assert [r.value for r in report.results] == [ex("S")]
+
+
+def test_components_give_the_same_results_for_a_few_named_focus_nodes() -> None:
+    shapes = COMPONENT + """ex:S a sh:NodeShape ; sh:targetClass ex:A ; ex:maxWords 2 ;
+        sh:property [ sh:path ex:label ; ex:maxWords 3 ] ."""
+    data = 'ex:a a ex:A ; ex:label "one two three", "a b c d" . ex:b a ex:A ; ex:label "one" .'
+    def seen(report: ValidationReport) -> list[tuple[object, ...]]:
+        return [(r.focus_node, r.result_path, r.value, r.source_constraint_component, r.message)
+                for r in report.results]
+
+    whole = seen(validate(shapes, data))
+    assert len(whole) == 3
+    assert seen(validate(shapes, data, focus=[EX + "a", EX + "b"])) == whole
+    assert seen(validate(shapes, data, focus=[EX + "b"])) == []
