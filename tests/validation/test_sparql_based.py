@@ -329,3 +329,19 @@ def test_components_give_the_same_results_for_a_few_named_focus_nodes() -> None:
     assert len(whole) == 3
     assert seen(validate(shapes, data, focus=[EX + "a", EX + "b"])) == whole
     assert seen(validate(shapes, data, focus=[EX + "b"])) == []
+
+
+@pytest.mark.parametrize("focus", [None, [EX + "a"]], ids=["all", "focused"])
+def test_value_and_parameters_are_pre_bound_in_inner_scopes_of_an_ask_validator(focus) -> None:
+    report = validate(
+        """ex:OkComponent a sh:ConstraintComponent ; sh:parameter [ sh:path ex:okFlag ] ;
+             sh:validator [ sh:prefixes ex:decl ; sh:ask \"\"\"ASK {
+               { FILTER(isLiteral($value)) } UNION { $value ex:ok ?flag FILTER(?flag = $okFlag) }
+               FILTER NOT EXISTS { { SELECT $value $okFlag WHERE { $value ex:banned $okFlag } } } }\"\"\" ] .
+           ex:S a sh:NodeShape ; sh:targetNode ex:a ;
+             sh:property [ sh:path ex:p ; ex:okFlag true ] .""",
+        """ex:a ex:p "lit", ex:good, ex:bad, ex:banned .
+           ex:good ex:ok true . ex:bad ex:ok false . ex:banned ex:ok true ; ex:banned true .""",
+        focus,
+    )
+    assert sorted(str(r.value) for r in report.results) == [f"<{EX}bad>", f"<{EX}banned>"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -31,10 +31,15 @@ class CompiledQuery:
     per_focus_node: str | None = None
 
 
+FOCUS_STAND_IN = "urn:x-tgsparql:focus-nodes:"
+"""In the queries for a few focus nodes, `<FOCUS_STAND_IN{shape.key}>` stands for the nodes the
+targets of that shape reach; the validator writes them in before each run."""
+
+
 def compile_shapes(
     shapes: Shapes,
     templates: Templates,
-    focus_nodes: Sequence[Term] | None = None,
+    scoped: bool = False,
     check: bool = False,
 ) -> Iterator[CompiledQuery]:
     """Every query validation runs, in a stable order; shapes no focus node reaches run none.
@@ -45,6 +50,7 @@ def compile_shapes(
     one query per component of a shape keeps each query simple for the engine; for a few focus
     nodes, where each query costs little but its round trip, one query per shape.
     """
+    focus_nodes = FOCUS_STAND_IN if scoped else None
     for shape in shapes:
         _refuse_nested_sparql(shape)
         if not shape.has_focus:
@@ -68,7 +74,7 @@ def _sparql(
     shape: Shape,
     constraint: Constraint,
     templates: Templates,
-    focus_nodes: Sequence[Term] | None,
+    focus_nodes: str | None,
     check: bool,
 ) -> CompiledQuery:
     query: SparqlConstraint = constraint.value  # type: ignore[assignment]

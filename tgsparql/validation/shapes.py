@@ -137,6 +137,11 @@ class Shape:
     label: str | None = None
 
     @property
+    def key(self) -> int:
+        """This shape's identity (no two shapes share it), for stand-ins in query text."""
+        return id(self)
+
+    @property
     def name(self) -> str:
         """How people see the shape: its IRI, else its label, else the path it constrains."""
         if isinstance(self.node, ox.NamedNode):

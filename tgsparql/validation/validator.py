@@ -11,7 +11,7 @@ import pyoxigraph as ox
 
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
 from tgsparql.templates import Dialect, Templates, Term, render_term, to_iri
-from tgsparql.validation.compiler import CompiledQuery, compile_shapes
+from tgsparql.validation.compiler import FOCUS_STAND_IN, CompiledQuery, compile_shapes
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.errors import ShapesError
@@ -20,8 +20,7 @@ from tgsparql.validation.shapes import Shape, Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
 _PLACEHOLDER = re.compile(r"\{[?$]([A-Za-z_][A-Za-z0-9_]*)\}")
-FOCUS_NODES = ox.NamedNode("urn:x-tgsparql:focus-nodes")
-_FOCUS_NODES_TEXT = f"<{FOCUS_NODES.value}>"
+_STAND_IN = re.compile(f"<{re.escape(FOCUS_STAND_IN)}([0-9]+)>")
 
 
 class Validator:
@@ -32,9 +31,9 @@ class Validator:
         self.templates = Templates(dialect)
         self.paths = shapes.paths()
         self.scoped: list[CompiledQuery] = list(
-            compile_shapes(shapes, self.templates, [FOCUS_NODES], check=True)
+            compile_shapes(shapes, self.templates, scoped=True, check=True)
         )
-        """The queries for a few focus nodes, rendered once: `FOCUS_NODES` stands for them."""
+        """The queries for a few focus nodes, rendered once with stand-ins for the nodes."""
 
     @cached_property
     def queries(self) -> list[CompiledQuery]:
@@ -53,12 +52,15 @@ class Validator:
             queries = self.queries
         else:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
-            active = self._reached(store, nodes, default_graph)
-            listed = " ".join(render_term(node, self.templates.dialect) for node in nodes)
+            targeted, reached = self._reaching(store, nodes, default_graph)
+            listed = {
+                key: " ".join(render_term(n, self.templates.dialect) for n in sorted(found, key=str))
+                for key, found in targeted.items()
+            }
             queries = [
-                replace(query, text=query.text.replace(_FOCUS_NODES_TEXT, listed))
+                replace(query, text=_STAND_IN.sub(lambda m: listed.get(int(m[1]), ""), query.text))
                 for query in self.scoped
-                if id(query.shape) in active
+                if query.shape.key in reached
             ]
         results: list[ValidationResult] = []
         checked: dict[int, Shape] = {}
@@ -68,7 +70,7 @@ class Validator:
             if query.per_focus_node is not None:
                 rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
             results.extend(self._result(query, row) for row in rows)
-            checked.setdefault(id(query.shape), query.shape)
+            checked.setdefault(query.shape.key, query.shape)
             run += 1
         return ValidationReport(
             results=results,
@@ -77,11 +79,12 @@ class Validator:
             queries_run=run,
         )
 
-    def _reached(
+    def _reaching(
         self, store: Store, nodes: list[ox.NamedNode], default_graph: DataGraph
-    ) -> set[int]:
-        """The shapes (by id) that have a focus node among `nodes`: the others have no result,
-        so validating a few nodes runs only the queries of the shapes that reach them."""
+    ) -> tuple[dict[int, set[Term]], set[int]]:
+        """(the nodes each shape's own targets reach, by shape key; the keys of the shapes with
+        a focus node among `nodes`, by their targets or their ancestors' through sh:property).
+        The other shapes have no result, so validating a few nodes runs only these queries."""
         targets: dict[str, set[Term]] = {}
         for shape in self.shapes:
             for kind, target in shape.target_pairs:
@@ -91,21 +94,28 @@ class Validator:
             self.templates.render("validation/_targeted", targets=ordered, focus_nodes=nodes),
             default_graph=default_graph,
         )
-        met = {(row["kind"].value, row["target"]) for row in rows}
-        met |= {("targetNode", node) for node in nodes}
-        active: set[int] = set()
+        met: dict[tuple[str, Term], set[Term]] = {}
+        for row in rows:
+            met.setdefault((row["kind"].value, row["target"]), set()).add(row["node"])
+        for node in nodes:
+            met[("targetNode", node)] = {node}
+        targeted = {
+            shape.key: set().union(*(met.get(pair, set()) for pair in shape.target_pairs))
+            for shape in self.shapes
+            if not shape.deactivated
+        }
+        reached: set[int] = set()
 
-        def reached(shape: Shape) -> bool:
-            if id(shape) not in active and not shape.deactivated and (
-                any(pair in met for pair in shape.target_pairs)
-                or any(reached(parent) for parent in shape.parents)
+        def reaches(shape: Shape) -> bool:
+            if shape.key not in reached and not shape.deactivated and (
+                targeted.get(shape.key) or any(reaches(parent) for parent in shape.parents)
             ):
-                active.add(id(shape))
-            return id(shape) in active
+                reached.add(shape.key)
+            return shape.key in reached
 
         for shape in self.shapes:
-            reached(shape)
-        return active
+            reaches(shape)
+        return targeted, reached
 
     def _per_focus_node(
         self, store: Store, text: str, focus_rows: list[Solution], default_graph: DataGraph
