@@ -412,6 +412,7 @@ def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]
         walls.append(time.perf_counter() - wall)
     walls.sort()
     return {
+        "load": os.getloadavg()[0],
         "timed": len(chosen),
         "p50_ms": 1000 * statistics.median(walls),
         "p90_ms": 1000 * walls[int(0.9 * (len(walls) - 1))],
@@ -519,22 +520,23 @@ def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions:
         "",
         "`validate_session` (what `validate --session` and `query --validate` run) with the bundled "
         "shapes, on sessions spread over the store, each timed alone in one process after an untimed "
-        "first session builds the validator; wall and CPU (this process) per session.",
+        "first session builds the validator; wall and CPU (this process) per session; load: the "
+        "machine's 1-minute load average then (2 CPUs).",
         "",
-        "| store sessions | dialect | quads | sessions timed | p50 ms | p90 ms | CPU p50 ms | full-store run s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| store sessions | dialect | quads | sessions timed | p50 ms | p90 ms | CPU p50 ms | full-store run s | load |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in scoped:
+    for row in sorted(scoped, key=lambda r: (r.sessions, r.dialect)):
         full = next((m for m in measured if m.engine == "tgsparql" and m.dialect == row.dialect
                      and m.walls and row.sessions == main_sessions), None)
         full_s = f"{full.wall:.2f}" if full else "—"
         if row.measured is None:
-            lines.append(f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | — | — | — | — | {full_s} (failed: {row.error}) |")
+            lines.append(f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | — | — | — | — | {full_s} | failed: {row.error} |")
             continue
         m = row.measured
         lines.append(
             f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | {m['timed']} | {m['p50_ms']:.1f} | "
-            f"{m['p90_ms']:.1f} | {m['cpu_p50_ms']:.1f} | {full_s} |"
+            f"{m['p90_ms']:.1f} | {m['cpu_p50_ms']:.1f} | {full_s} | {m['load']:.1f} |"
         )
     worst = max((float(r.measured["p50_ms"]) for r in scoped if r.measured), default=None)  # type: ignore[arg-type]
     if worst is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from tgsparql.templates import Templates, TemplateError, Term
+from tgsparql.templates import Templates, TemplateError
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.shapes import Constraint, Shape, Shapes

@@ -1,8 +1,9 @@
-"""SHACL-SPARQL `sh:sparql` constraints: their SELECT text, split where the focus nodes go.
+"""SHACL-SPARQL read from the shapes graph: `sh:sparql` constraints (§5) and SPARQL-based
+constraint components (§6), as query text split where the focus nodes and $PATH go.
 
-Pre-binding `$this` for every focus node in one query means joining the focus-node pattern at
-the start of the query's outermost group. The text is only lexed (strings, IRIs and comments
-skipped), never rewritten: the compiler's template places the focus pattern between the parts.
+Where one query serves every focus node (prebinding.one_query_for_all), the compiler's template
+joins the focus-node pattern at the start of the query's outermost group; otherwise the query
+runs once per focus node with $this written in. Parameters and $currentShape are written in here.
 """
 
 from __future__ import annotations
