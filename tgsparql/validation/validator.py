@@ -53,15 +53,21 @@ class Validator:
         else:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
             targeted, reached = self._reaching(store, nodes, default_graph)
-            listed = {
-                key: " ".join(render_term(n, self.templates.dialect) for n in sorted(found, key=str))
-                for key, found in targeted.items()
-            }
-            queries = [
-                replace(query, text=_STAND_IN.sub(lambda m: listed.get(int(m[1]), ""), query.text))
+            listed: dict[frozenset[Term], str] = {}  # one text per set of nodes, shared
+
+            def nodes_of(key: int) -> str:
+                found = targeted.get(key, frozenset())
+                if found not in listed:
+                    listed[found] = " ".join(
+                        render_term(n, self.templates.dialect) for n in sorted(found, key=str)
+                    )
+                return listed[found]
+
+            queries = (  # one at a time: each text lists the nodes
+                replace(query, text=_STAND_IN.sub(lambda m: nodes_of(int(m[1])), query.text))
                 for query in self.scoped
                 if query.shape.key in reached
-            ]
+            )
         results: list[ValidationResult] = []
         checked: dict[int, Shape] = {}
         run = 0
@@ -81,7 +87,7 @@ class Validator:
 
     def _reaching(
         self, store: Store, nodes: list[ox.NamedNode], default_graph: DataGraph
-    ) -> tuple[dict[int, set[Term]], set[int]]:
+    ) -> tuple[dict[int, frozenset[Term]], set[int]]:
         """(the nodes each shape's own targets reach, by shape key; the keys of the shapes with
         a focus node among `nodes`, by their targets or their ancestors' through sh:property).
         The other shapes have no result, so validating a few nodes runs only these queries."""
@@ -94,15 +100,18 @@ class Validator:
             self.templates.render("validation/_targeted", targets=ordered, focus_nodes=nodes),
             default_graph=default_graph,
         )
-        met: dict[tuple[str, Term], set[Term]] = {}
+        found: dict[tuple[str, Term], set[Term]] = {}
         for row in rows:
-            met.setdefault((row["kind"].value, row["target"]), set()).add(row["node"])
+            found.setdefault((row["kind"].value, row["target"]), set()).add(row["node"])
+        met = {pair: frozenset(reached) for pair, reached in found.items()}
         for node in nodes:
-            met[("targetNode", node)] = {node}
+            met[("targetNode", node)] = frozenset((node,))
+        shared: dict[frozenset[Term], frozenset[Term]] = {}  # shapes alike share one set
         targeted = {
-            shape.key: set().union(*(met.get(pair, set()) for pair in shape.target_pairs))
+            shape.key: shared.setdefault(union, union)
             for shape in self.shapes
             if not shape.deactivated
+            for union in [frozenset().union(*(met.get(pair, ()) for pair in shape.target_pairs))]
         }
         reached: set[int] = set()
 
