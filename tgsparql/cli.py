@@ -59,6 +59,8 @@ StoreTarget = Path | Remote | None
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
 DEFAULT_LOCK_TIMEOUT = 30.0
+STORE_MARKER = "CURRENT"
+"""The file the embedded store's database keeps in every store directory it has created."""
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 LLM_WAIT = "tgsparql.llm_wait"
 """Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
@@ -148,7 +150,7 @@ def store_option(function: F) -> F:
     chosen = click.option(
         "--store",
         "store_path",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         envvar="TGSPARQL_STORE",
         help="On-disk store directory (created if missing); in memory when omitted. "
         "Env: TGSPARQL_STORE.",
@@ -772,22 +774,31 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
     could not be validated (bad shapes, a store that cannot be opened, an unknown session).
     """
     from tgsparql.validate_session import (
-        GraphNameError, data_graph, render, session_nodes, verdict,
+        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes,
+        verdict,
     )
     from tgsparql.validation import Shapes, ShapesError, Validator
 
     if store_path is None:
         raise CannotValidate("no store to validate: give --store PATH or --endpoint URL")
-    if isinstance(store_path, Path) and not store_path.is_dir():
-        raise CannotValidate(f"no store at {store_path}")
+    if isinstance(store_path, Path):
+        _refuse_non_store(store_path)
     try:
         graph = data_graph(graphs)
         shapes = Shapes.from_files(shape_files) if shape_files else None
     except (GraphNameError, ShapesError) as error:
         raise CannotValidate(str(error)) from None
+    if shapes is not None and not len(shapes):
+        raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
     try:
         with store_for(store_path) as store:
-            validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
+            validator = (
+                bundled_validator(store.dialect)
+                if shapes is None
+                else Validator(shapes, dialect=store.dialect)
+            )
+            for name in empty_graphs(store, graph):
+                raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")
             focus = (
                 session_nodes(store, Templates(store.dialect), session, graph) if session else None
             )
@@ -805,6 +816,17 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
         click.echo(f"{verdict(report)}; report written to {output}", err=True)
     if report.violations:
         sys.exit(1)
+
+
+def _refuse_non_store(path: Path) -> None:
+    """`validate` reads a store that exists: it never creates one where a path names none."""
+    if not path.exists():
+        raise CannotValidate(f"no store at {path}")
+    if not path.is_dir():
+        raise CannotValidate(f"{path} is a file, not a store directory")
+    if not (path / STORE_MARKER).is_file():
+        what = "an empty directory" if not any(path.iterdir()) else "a directory"
+        raise CannotValidate(f"{path} is {what}, not a store")
 
 
 def _session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:

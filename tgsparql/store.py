@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 from pathlib import Path
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 import pyoxigraph as ox
@@ -104,13 +104,27 @@ class EmbeddedStore:
             raise StoreError(f"the store {self.path or '(in memory)'} is closed")
         return self._open
 
-    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
-        return list(self.select_iter(query, default_graph=default_graph))
+    def select(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> list[Solution]:
+        """The query's rows; `substitutions` pre-binds variables (blank nodes included)."""
+        return list(self.select_iter(query, default_graph=default_graph,
+                                     substitutions=substitutions))
 
-    def select_iter(self, query: str, *, default_graph: DataGraph = None) -> Iterator[Solution]:
+    def select_iter(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> Iterator[Solution]:
         """The rows of a SELECT one at a time, from a snapshot of the store: for results too
         big to hold, and safe to write to the store between rows."""
-        result = self._run(query, default_graph)
+        result = self._run(query, default_graph, substitutions)
         if not isinstance(result, ox.QuerySolutions):
             raise StoreError("expected a SELECT query")
         names = [variable.value for variable in result.variables]
@@ -179,14 +193,18 @@ class EmbeddedStore:
         self.close()
 
     def _run(
-        self, query: str, default_graph: DataGraph = None
+        self,
+        query: str,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
     ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+        bound = {ox.Variable(name): term for name, term in (substitutions or {}).items()}
         try:
             if default_graph is None:
-                return self._store.query(query)
+                return self._store.query(query, substitutions=bound)
             if default_graph == "union":
-                return self._store.query(query, use_default_graph_as_union=True)
-            return self._store.query(query, default_graph=list(default_graph))
+                return self._store.query(query, use_default_graph_as_union=True, substitutions=bound)
+            return self._store.query(query, default_graph=list(default_graph), substitutions=bound)
         except SyntaxError as error:
             raise StoreError(f"the store rejected a query: {error}") from None
         except OSError as error:

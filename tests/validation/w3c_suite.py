@@ -14,7 +14,7 @@ from typing import Literal
 import pyoxigraph as ox
 
 from tgsparql.store import EmbeddedStore
-from tgsparql.validation import Shapes, ShapesError, Validator
+from tgsparql.validation import Shapes, ShapesError, ValidationResult, Validator
 
 SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "w3c-shacl"
 MF = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#"
@@ -162,6 +162,27 @@ def run(case: Case) -> Verdict:
     if ox.Literal(report.conforms) == conforms:
         return Verdict("partial", _difference(ours, expected))
     return Verdict("fail", f"conforms is {report.conforms}; " + _difference(ours, expected))
+
+
+def scoped_against_full(case: Case) -> Verdict:
+    """The results on IRI focus nodes of a run focused on every IRI of the data, against those
+    of the whole run."""
+    store = EmbeddedStore()
+    quads = parse(case.data)
+    store.oxigraph.extend(ox.Quad(q.subject, q.predicate, q.object) for q in quads)
+    try:
+        validator = Validator(Shapes(parse(case.shapes), str(case.shapes)))
+    except ShapesError as error:
+        return Verdict("full", f"not run: {error}")
+    iris = {t for q in quads for t in (q.subject, q.object) if isinstance(t, ox.NamedNode)}
+
+    def on_iris(report: object) -> list[ValidationResult]:
+        return [r for r in report.results if isinstance(r.focus_node, ox.NamedNode)]  # type: ignore[attr-defined]
+
+    whole, focused = on_iris(validator.validate(store)), on_iris(validator.validate(store, focus=iris))
+    if whole == focused:
+        return Verdict("full", "")
+    return Verdict("fail", f"{len(focused)} results on IRIs focused, {len(whole)} in the whole run")
 
 
 def _difference(ours: list[ox.Quad], expected: list[ox.Quad]) -> str:
