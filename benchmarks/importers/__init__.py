@@ -60,8 +60,6 @@ TG_SOURCE_TEXT = ox.NamedNode(_TG + "sourceText")
 TG_SOURCE_OFFSET = ox.NamedNode(_TG + "sourceCharOffset")
 TG_SOURCE_LENGTH = ox.NamedNode(_TG + "sourceCharLength")
 MIME = "text/plain"
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
-"""`../shared/datasets/` relative to the repository root."""
 
 
 class DatasetError(ValueError):
