@@ -35,6 +35,16 @@ def test_the_plugin_loads_without_hypothesis_and_imports_no_validator() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_the_strategies_without_hypothesis_name_the_extra_to_install() -> None:
+    probe = ("import sys; sys.modules['hypothesis'] = None\n"
+             "try:\n    import tgsparql.testing.strategies\n"
+             "except ImportError as error:\n    print(error)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == ("tgsparql.testing.strategies needs hypothesis: "
+                                   "pip install 'tgsparql[testing]'")
+
+
 def test_the_plugin_is_registered_through_its_entry_point() -> None:
     from importlib.metadata import entry_points
 

@@ -17,7 +17,12 @@ from decimal import Decimal
 from typing import Literal as TypingLiteral
 
 import pyoxigraph as ox
-from hypothesis import strategies as st
+
+try:
+    from hypothesis import strategies as st
+except ImportError as missing:
+    raise ImportError("tgsparql.testing.strategies needs hypothesis: "
+                      "pip install 'tgsparql[testing]'") from missing
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, update_label_index
