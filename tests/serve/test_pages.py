@@ -81,7 +81,7 @@ def test_explain_writes_the_picture(served: Served, tmp_path: Path, fmt: str,
 
 
 WRITER = textwrap.dedent("""
-    import sys, time
+    import sys
     from tgsparql.llm.offline import OfflineBackend
     from tgsparql.pipeline import GraphRag
     from tgsparql.store import open_store
@@ -90,8 +90,7 @@ WRITER = textwrap.dedent("""
     for n in range(int(sys.argv[2])):
         list(rag.query(f"Where was Marie Curie born? (writer {n})"))
         print(n, flush=True)
-        time.sleep(0.3)
-    sys.stdin.readline()
+        sys.stdin.readline()  # the test has looked: record the next one (after the last: exit)
 """)
 
 
@@ -103,11 +102,14 @@ def test_serves_while_another_process_records_sessions(served: Served, tmp_path:
     try:
         with running(ServerConfig(store=store, port=0, timeout=20)) as server:
             seen = []
+            assert writer.stdin is not None and writer.stdout is not None
             for n in range(4):
-                assert writer.stdout is not None
                 assert writer.stdout.readline().split()[0] == str(n)
                 page = Served(server.url, store, [], "").get("/sessions?q=writer").text
                 seen.append(page.count("(writer "))
+                if n < 3:
+                    writer.stdin.write("\n")
+                    writer.stdin.flush()
             assert seen == [1, 2, 3, 4]  # every committed session, at once, lock still held
             assert writer.poll() is None
     finally:
