@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import sys
 import textwrap
@@ -89,6 +90,8 @@ _REMOTE_OPTIONS = [
                  show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
                  help="Seconds to wait for the endpoint to send more of a response."),
 ]
+_DIALECT_OF_OUTPUT = {"export"}
+"""Commands whose --dialect, without --endpoint, says how they write edge references."""
 _REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "kg_graph", "user",
                 "password", "token", "connect_timeout", "read_timeout")
 
@@ -110,8 +113,10 @@ def remote_options(function: F) -> F:
 def _remote(values: dict[str, Any]) -> Remote | None:
     endpoint = values.pop("endpoint")
     if endpoint is None:
-        source = click.get_current_context().get_parameter_source
-        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE]
+        context = click.get_current_context()
+        source = context.get_parameter_source
+        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE
+                 and not (key == "dialect" and context.command.name in _DIALECT_OF_OUTPUT)]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise click.UsageError(f"{flag} needs --endpoint URL (or TGSPARQL_ENDPOINT)")
@@ -327,7 +332,12 @@ def load(store_path: StoreTarget, files_: tuple[Path, ...]) -> None:
               help="Write to FILE instead of standard output.")
 def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
            output: Path | None) -> None:
-    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically."""
+    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically.
+
+    With --dialect reification (no --endpoint needed), edge references are written as
+    rdf:Statement IRIs with rdf:subject, rdf:predicate and rdf:object, for SPARQL 1.1 tools and
+    rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
+    """
     from tgsparql.export import export as export_store
     from tgsparql.validate_session import GraphNameError, data_graph
 
@@ -335,14 +345,25 @@ def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
         chosen = data_graph(graphs) if graphs else None
     except GraphNameError as error:
         raise click.BadParameter(str(error), param_hint="--graph") from None
+    dialect = click.get_current_context().params.get("dialect") or "rdf12"
+    if dialect == "rdfstar" and not isinstance(store_path, Remote):
+        raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
+                                 "endpoint stores it)", param_hint="--dialect")
+    if isinstance(store_path, Remote):
+        dialect = "rdf12"  # written as the endpoint's reads return them
     with opened(store_path) as store:
         try:
             if output is None:
-                export_store(store, sys.stdout.buffer, format_, chosen)  # type: ignore[arg-type]
+                export_store(store, sys.stdout.buffer, format_, chosen,  # type: ignore[arg-type]
+                             dialect)
                 sys.stdout.buffer.flush()
             else:
                 with output.open("wb") as file:
-                    export_store(store, file, format_, chosen)  # type: ignore[arg-type]
+                    export_store(store, file, format_, chosen, dialect)  # type: ignore[arg-type]
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): nothing to say, and nothing more to write.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except OSError as error:
             raise Failure(f"cannot write {output or 'standard output'}: "
                           f"{error.strerror or error}") from None
