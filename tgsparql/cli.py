@@ -392,12 +392,15 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
     from tgsparql.chunking import ChunkingError, check_settings
     from tgsparql.ingest import ingest_files
     from tgsparql.llm.base import ExtractionUnsupported
+    from tgsparql.llm.offline import EXTRACTION_REFUSED, OfflineBackend
 
     try:
         check_settings(chunk_size, chunk_overlap)
     except ChunkingError as error:
         raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
     backend = backend_from(llm, model, base_url, api_key, "none")
+    if isinstance(backend, OfflineBackend):  # refused before a store directory is made
+        raise Failure(EXTRACTION_REFUSED)
     with opened(store_path) as store:
         if store_path is None:
             click.echo("warning: no --store given: the facts go to an in-memory store and are "
@@ -479,9 +482,13 @@ def query(store_path: StoreTarget, question: str, collection: str, llm: str | No
                 sys.exit(1)
             return
         session = _stream_text(messages)
-        click.echo(f"explain: tgsparql explain {session}"
-                   + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
-                      else ""), err=True)
+        if store_path is None:  # nothing to explain once this process ends
+            click.echo(f"session {session} was recorded in memory and is gone with this "
+                       "process: pass --store DIR to keep sessions", err=True)
+        else:
+            click.echo(f"explain: tgsparql explain {session}"
+                       + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
+                          else ""), err=True)
         if validate_ and not _session_conforms(store, session, jsonl=False):
             sys.exit(1)
 
