@@ -1,4 +1,4 @@
-"""Ingestion: text files to facts with SPEC §8 provenance, via a scripted OpenAI-like server."""
+"""Ingestion: text files to facts with docs/spec.md §8 provenance, via a scripted OpenAI-like server."""
 
 from __future__ import annotations
 

@@ -242,7 +242,7 @@ def test_each_trace_query_renders_the_edge_references_of_each_dialect(
     path: Path, dialect: str
 ) -> None:
     """No quoted triple (a reifier in RDF 1.2) for rdf12, no triple term for rdfstar, and no
-    edge reference but statements for reification (SPEC §3)."""
+    edge reference but statements for reification (docs/spec.md §3)."""
     ids = SessionIds("3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
     text = Templates(dialect).render(  # type: ignore[arg-type]
         f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,

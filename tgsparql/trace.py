@@ -64,7 +64,7 @@ class ChunkSource:
     evidence_length: int | None = None
 
     def as_source(self, edge_selection: str | None, edge: ox.Triple) -> Source:
-        """The answer-side view (SPEC §6 sources): the evidence span, else the chunk text."""
+        """The answer-side view (docs/spec.md §6 sources): the evidence span, else the chunk text."""
         return Source(
             edge_selection=edge_selection,
             edge=edge,
@@ -357,7 +357,7 @@ def document_sessions(
 def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trace:
     """The tree behind an edge selection, a session (IRI or bare UUID) or a document.
 
-    One query each: the IRI's form says which (SPEC §2), and an edge selection is traced with
+    One query each: the IRI's form says which (docs/spec.md §2), and an edge selection is traced with
     its session's query. Raises TraceError for an IRI that is malformed or names none of these
     in the store.
     """
