@@ -9,6 +9,8 @@ import tomllib
 from conftest import REPO
 
 SPEC = REPO / "docs" / "spec.md"
+OLD_REFERENCE = "SPEC" + " §"
+"""How references read before the specification was in the repository (spelt apart here)."""
 
 
 def tracked_text_files() -> list[str]:
@@ -22,7 +24,7 @@ def test_every_spec_reference_names_a_section_of_docs_spec() -> None:
     cited: dict[str, set[str]] = {}
     for name in tracked_text_files():
         text = (REPO / name).read_text(encoding="utf-8")
-        assert "SPEC §" not in text, f"{name} cites the old specification"
+        assert OLD_REFERENCE not in text, f"{name} cites the old specification"
         for match in re.finditer(r"docs/spec\.md (§\d+(?:, §\d+)*)", text):
             for number in re.findall(r"\d+", match.group(1)):
                 cited.setdefault(number, set()).add(name)
