@@ -1,4 +1,5 @@
-"""Shared fixtures: fresh stores, the demo sample, a pipeline over it, and an Oxigraph server."""
+"""Shared fixtures: fresh stores, the demo sample, a pipeline over it, an Oxigraph server, and
+the datasets (our own small fixtures, and the third-party files of `TGSPARQL_DATA`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.data import MissingData, data_path
 from tests.servers import Server, oxigraph_binary, serve_oxigraph
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
@@ -20,7 +22,24 @@ from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"
+"""Files we wrote in the formats of the third-party datasets (`datasets/2wiki`, `/redocred`)."""
+
+
+def third_party(*parts: str) -> Path:
+    """A path under `TGSPARQL_DATA`; the test skips, saying why, when it is not there."""
+    try:
+        return data_path(*parts)
+    except MissingData as error:
+        pytest.skip(f"third-party data missing: {error}")
+
+
+@pytest.fixture(scope="module", params=["fixtures", "TGSPARQL_DATA"])
+def datasets(request: pytest.FixtureRequest) -> Path:
+    """The `datasets/` folder: ours, always; then the real one when it is there."""
+    return FIXTURES / "datasets" if request.param == "fixtures" else third_party("datasets")
+
+
 LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
            "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
 

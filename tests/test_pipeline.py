@@ -1,4 +1,4 @@
-"""The streamed messages of a query, and what every failure leaves behind (SPEC §5, §6)."""
+"""The streamed messages of a query, and what every failure leaves behind (docs/spec.md §5, §6)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import signal
 import sys
@@ -95,6 +96,8 @@ _REMOTE_OPTIONS = [
                  show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
                  help="Seconds to wait for the endpoint to send more of a response."),
 ]
+_DIALECT_OF_OUTPUT = {"export"}
+"""Commands whose --dialect, without --endpoint, says how they write edge references."""
 _REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "kg_graph", "user",
                 "password", "token", "connect_timeout", "read_timeout")
 
@@ -116,8 +119,10 @@ def remote_options(function: F) -> F:
 def _remote(values: dict[str, Any]) -> Remote | None:
     endpoint = values.pop("endpoint")
     if endpoint is None:
-        source = click.get_current_context().get_parameter_source
-        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE]
+        context = click.get_current_context()
+        source = context.get_parameter_source
+        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE
+                 and not (key == "dialect" and context.command.name in _DIALECT_OF_OUTPUT)]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise click.UsageError(f"{flag} needs --endpoint URL (or TGSPARQL_ENDPOINT)")
@@ -367,7 +372,12 @@ def load(store_path: StoreTarget, files_: tuple[Path, ...]) -> None:
               help="Write to FILE instead of standard output.")
 def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
            output: Path | None) -> None:
-    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically."""
+    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically.
+
+    With --dialect reification (no --endpoint needed), edge references are written as
+    rdf:Statement IRIs with rdf:subject, rdf:predicate and rdf:object, for SPARQL 1.1 tools and
+    rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
+    """
     from tgsparql.export import export as export_store
     from tgsparql.validate_session import GraphNameError, data_graph
 
@@ -375,14 +385,25 @@ def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
         chosen = data_graph(graphs) if graphs else None
     except GraphNameError as error:
         raise click.BadParameter(str(error), param_hint="--graph") from None
+    dialect = click.get_current_context().params.get("dialect") or "rdf12"
+    if dialect == "rdfstar" and not isinstance(store_path, Remote):
+        raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
+                                 "endpoint stores it)", param_hint="--dialect")
+    if isinstance(store_path, Remote):
+        dialect = "rdf12"  # written as the endpoint's reads return them
     with opened(store_path) as store:
         try:
             if output is None:
-                export_store(store, sys.stdout.buffer, format_, chosen)  # type: ignore[arg-type]
+                export_store(store, sys.stdout.buffer, format_, chosen,  # type: ignore[arg-type]
+                             dialect)
                 sys.stdout.buffer.flush()
             else:
                 with output.open("wb") as file:
-                    export_store(store, file, format_, chosen)  # type: ignore[arg-type]
+                    export_store(store, file, format_, chosen, dialect)  # type: ignore[arg-type]
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): nothing to say, and nothing more to write.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except OSError as error:
             raise Failure(f"cannot write {output or 'standard output'}: "
                           f"{error.strerror or error}") from None
@@ -411,12 +432,15 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
     from tgsparql.chunking import ChunkingError, check_settings
     from tgsparql.ingest import ingest_files
     from tgsparql.llm.base import ExtractionUnsupported
+    from tgsparql.llm.offline import EXTRACTION_REFUSED, OfflineBackend
 
     try:
         check_settings(chunk_size, chunk_overlap)
     except ChunkingError as error:
         raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
     backend = backend_from(llm, model, base_url, api_key, "none")
+    if isinstance(backend, OfflineBackend):  # refused before a store directory is made
+        raise Failure(EXTRACTION_REFUSED)
     with opened(store_path, waits_for_llm=True) as store:
         if store_path is None:
             click.echo("warning: no --store given: the facts go to an in-memory store and are "
@@ -510,9 +534,13 @@ def query(store_path: StoreTarget, question: str, collection: str, llm: str | No
                 sys.exit(1)
             return
         session = _stream_text(messages)
-        click.echo(f"explain: tgsparql explain {session}"
-                   + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
-                      else ""), err=True)
+        if store_path is None:  # nothing to explain once this process ends
+            click.echo(f"session {session} was recorded in memory and is gone with this "
+                       "process: pass --store DIR to keep sessions", err=True)
+        else:
+            click.echo(f"explain: tgsparql explain {session}"
+                       + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
+                          else ""), err=True)
         if validate_ and not _session_conforms(store, session, jsonl=False):
             sys.exit(1)
 

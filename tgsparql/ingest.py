@@ -1,4 +1,4 @@
-"""Ingestion: plain text and Markdown files into facts, with the provenance of SPEC §8.
+"""Ingestion: plain text and Markdown files into facts, with the provenance of docs/spec.md §8.
 
 Each file is one document, its form-feed-separated parts its pages, and each page is cut into
 chunks with exact offsets (`tgsparql.chunking`). Every chunk goes to the LLM, whose JSONL facts

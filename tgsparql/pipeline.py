@@ -1,4 +1,4 @@
-"""The GraphRAG query: session → retrieval → selection → answer, each stage recorded (SPEC §5)."""
+"""The GraphRAG query: session → retrieval → selection → answer, each stage recorded (docs/spec.md §5)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class StageError(RuntimeError):
 
 
 class GraphRag:
-    """Answers questions from the KG of a store and records how, per SPEC §2."""
+    """Answers questions from the KG of a store and records how, per docs/spec.md §2."""
 
     def __init__(
         self,
@@ -95,7 +95,7 @@ class GraphRag:
             update_label_index(store, self.templates)
 
     def query(self, question: str, *, stream: bool = False) -> Iterator[GraphRagResponse]:
-        """The messages of one session, in the order of SPEC §6; never raises for bad input."""
+        """The messages of one session, in the order of docs/spec.md §6; never raises for bad input."""
         try:
             check_question(question)
         except QuestionError as error:

@@ -1,4 +1,4 @@
-"""IRI minting for KG terms and extraction, and the query-time record of SPEC §2, in one place.
+"""IRI minting for KG terms and extraction, and the query-time record of docs/spec.md §2, in one place.
 
 Each stage's record is one INSERT DATA template of `queries/`, rendered into a `Record`; the
 Recorder writes one or more records in one update. The same template's quads, read back as TriG
@@ -54,7 +54,7 @@ def stable_uuid(*parts: str) -> str:
 
 @dataclass(frozen=True)
 class ExtractionIds:
-    """The IRIs of one document's extraction (SPEC §8), all derived from its text's SHA-256.
+    """The IRIs of one document's extraction (docs/spec.md §8), all derived from its text's SHA-256.
 
     Ingesting the same text again mints the same IRIs, so it can be recognised and skipped.
     """
@@ -89,7 +89,7 @@ INGEST_AGENT = ox.NamedNode("https://trustgraph.ai/agent/tgsparql-ingest")
 
 @dataclass(frozen=True)
 class SessionIds:
-    """The IRIs of one session; all share its UUID (SPEC §2)."""
+    """The IRIs of one session; all share its UUID (docs/spec.md §2)."""
 
     uuid: str
 

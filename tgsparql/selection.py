@@ -1,4 +1,4 @@
-"""Reading the selector's JSONL: tolerant of what LLMs write, exact about what it keeps (SPEC §5)."""
+"""Reading the selector's JSONL: tolerant of what LLMs write, exact about what it keeps (docs/spec.md §5)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 import urllib.error
 import urllib.request
@@ -46,6 +47,16 @@ class Served:
     def post(self, path: str, body: bytes, content_type: str,
              headers: Mapping[str, str] | None = None) -> Response:
         return fetch(self.url + path, body, {"Content-Type": content_type, **(headers or {})})
+
+    def recovered(self, headers: Mapping[str, str], within: float = 60.0) -> Response:
+        """`ASK {}` once a worker answers it. A worker killed at the timeout is replaced by a
+        fresh process, which takes its time to start on a loaded machine; until then each try
+        waits up to the server's timeout for an idle worker and is refused as busy."""
+        deadline = time.monotonic() + within
+        while (reply := self.get("/sparql?query=ASK%20%7B%7D", headers)).status != 200:
+            assert "every query worker stayed busy" in reply.text, reply.text
+            assert time.monotonic() < deadline, reply.text
+        return reply
 
 
 @dataclass

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.validation.w3c_suite import KNOWN_MISSES, SUITE, cases, run, scoped_against_full
+from benchmarks.data import MissingData
+from tests.validation.w3c_suite import KNOWN_MISSES, cases, run, scoped_against_full
 
-CASES = cases() if SUITE.exists() else []
+try:
+    CASES, MISSING = cases(), ""
+except MissingData as error:
+    CASES, MISSING = [], f"the W3C SHACL suite is missing: {error}"
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING)
 
 
 def test_the_suite_has_all_98_core_tests() -> None:

@@ -64,6 +64,8 @@ class OpenAIBackend:
         if self._model is None:
             try:
                 models = list(self.client.models.list())
+            except openai.APIConnectionError as error:
+                raise LLMError(self._unreachable(error)) from None
             except openai.OpenAIError as error:
                 raise LLMError(f"no model given and {self.where} did not list one: {error}") from None
             if not models:
@@ -129,8 +131,16 @@ class OpenAIBackend:
                 temperature=self.temperature,
                 **params,
             )
+        except openai.APIConnectionError as error:
+            raise LLMError(self._unreachable(error)) from None
         except (openai.OpenAIError, ValueError) as error:  # ValueError: a reply that is not JSON
             raise LLMError(f"LLM request to {self.where} failed: {_describe(error)}") from None
+
+    def _unreachable(self, error: openai.APIConnectionError) -> str:
+        """Said first, whatever was being asked: nothing else can work until the server answers."""
+        if isinstance(error, openai.APITimeoutError):
+            return f"the LLM server {self.where} did not answer in time ({_describe(error)})"
+        return f"the LLM server {self.where} is unreachable ({_describe(error)})"
 
     def _usage(self, model: str | None, usage: Any) -> Usage:
         return Usage(

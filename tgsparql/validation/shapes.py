@@ -36,7 +36,7 @@ EDGE_FILES: dict[Dialect, str] = {
     "rdfstar": "edges-triple-terms.ttl",
     "reification": "edges-reification.ttl",
 }
-"""The bundled file of each dialect's constraints on edge references (SPEC §3); the other
+"""The bundled file of each dialect's constraints on edge references (docs/spec.md §3); the other
 bundled files hold what every dialect shares."""
 
 
