@@ -506,11 +506,13 @@ def test_query_empty_question_fails_and_records_nothing(demo_dir: Path, question
     assert sessions_json(demo_dir) == []
 
 
-def test_query_without_store_warns_that_the_store_is_empty() -> None:
+def test_query_without_store_warns_that_the_store_is_empty_and_gone() -> None:
     run = ok("query", "Where was Marie Curie born?")
-    assert run.stderr.splitlines()[0] == (
-        "warning: no --store given: querying an empty in-memory store"
-    )
+    first, last = run.stderr.splitlines()[0], run.stderr.splitlines()[-1]
+    assert first == "warning: no --store given: querying an empty in-memory store"
+    assert "tgsparql explain" not in run.stderr
+    assert re.fullmatch(rf"session urn:trustgraph:session:{UUID} was recorded in memory and is "
+                        "gone with this process: pass --store DIR to keep sessions", last)
     assert run.stdout == "The knowledge graph holds no facts that answer this question.\n"
 
 

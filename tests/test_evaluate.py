@@ -1,4 +1,5 @@
-"""The evaluation at a tiny size, so it keeps working, and its answer scoring."""
+"""The evaluation at a tiny size (on our fixtures, and on real data when it is there), so it keeps
+working, and its answer scoring."""
 
 from __future__ import annotations
 
@@ -8,10 +9,6 @@ from pathlib import Path
 import pytest
 
 from benchmarks.evaluate import answer_lead, evaluate, exact_match, f1_score, main, render
-from tests.conftest import SHARED
-
-TWOWIKI = SHARED / "datasets" / "2wiki"
-REDOCRED = SHARED / "datasets" / "redocred"
 
 
 @pytest.mark.parametrize("prediction, gold, em, f1", [
@@ -33,21 +30,23 @@ def test_answer_lead() -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def tiny(datasets: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Up to 8 questions with the paragraphs of their subjects, and up to 10 Re-DocRED documents."""
     root = tmp_path_factory.mktemp("eval")
-    questions = json.loads((TWOWIKI / "questions_dev.json").read_text())[:8]
-    corpus = json.loads((TWOWIKI / "corpus.json").read_text())
+    questions = json.loads((datasets / "2wiki" / "questions_dev.json").read_text())[:8]
+    corpus = json.loads((datasets / "2wiki" / "corpus.json").read_text())
     subjects = {s for q in questions for s, _, _ in q["evidence"]}
     (root / "q.json").write_text(json.dumps(questions))
     (root / "c.json").write_text(json.dumps([p for p in corpus if p["title"] in subjects]))
-    docs = json.loads((REDOCRED / "dev_revised.json").read_text())[:10]
+    docs = json.loads((datasets / "redocred" / "dev_revised.json").read_text())[:10]
     (root / "d.json").write_text(json.dumps(docs))
-    return {"corpus": root / "c.json", "questions": root / "q.json", "docs": root / "d.json"}
+    return {"corpus": root / "c.json", "questions": root / "q.json", "docs": root / "d.json",
+            "rel_info": datasets / "redocred" / "rel_info.json", "count": len(questions)}
 
 
-def test_tiny_evaluation(tiny: dict[str, Path]) -> None:
-    ev = evaluate(tiny["corpus"], tiny["questions"], tiny["docs"], REDOCRED / "rel_info.json")
-    assert len(ev.results) == 8
+def test_tiny_evaluation(tiny: dict) -> None:
+    ev = evaluate(tiny["corpus"], tiny["questions"], tiny["docs"], tiny["rel_info"])
+    assert len(ev.results) == tiny["count"]
     assert all(r.error is None for r in ev.results)
     anchored = sum(r.anchored_selected for r in ev.results)
     assert anchored > 0
@@ -57,16 +56,24 @@ def test_tiny_evaluation(tiny: dict[str, Path]) -> None:
     for r in ev.results:
         assert 0 <= r.retrieved_gold <= r.gold and r.selected_gold <= r.selected
     table = render(ev)
-    assert "| **all** | 8 |" in table
+    assert f"| **all** | {tiny['count']} |" in table
     assert f"{anchored}/{anchored} (100.0%) — pass" in table
 
 
-def test_cli_writes_the_table_and_names_bad_input(tiny: dict[str, Path], tmp_path: Path,
+def test_cli_writes_the_table_and_names_bad_input(tiny: dict, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "evaluation.md"
     args = ["--corpus", str(tiny["corpus"]), "--questions", str(tiny["questions"]),
-            "--redocred", str(tiny["docs"]), "--out", str(out), "--limit", "2"]
+            "--redocred", str(tiny["docs"]), "--rel-info", str(tiny["rel_info"]),
+            "--out", str(out), "--limit", "2"]
     assert main(args) == 0
     assert "| **all** | 2 |" in out.read_text()
     assert main([*args[:-2], "--questions", str(tmp_path / "missing.json")]) == 1
     assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'missing.json'}: cannot read")
+
+
+def test_without_the_data_setting_the_cli_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("TGSPARQL_DATA", raising=False)
+    assert main(["--limit", "1"]) == 1
+    assert capsys.readouterr().err.startswith("error: TGSPARQL_DATA is not set")

@@ -1,4 +1,4 @@
-"""Ingestion: text files to facts with SPEC §8 provenance, via a scripted OpenAI-like server."""
+"""Ingestion: text files to facts with docs/spec.md §8 provenance, via a scripted OpenAI-like server."""
 
 from __future__ import annotations
 
@@ -730,6 +730,7 @@ def test_cli_ingest_without_an_llm_exits_non_zero_saying_one_is_needed(tmp_path:
         "error: ingesting needs an LLM to read the text, and the offline backend does not "
         "invent facts: set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
     ]
+    assert not (tmp_path / "kg").exists()  # refused before any store directory is made
 
 
 def test_cli_ingest_refuses_an_overlap_not_below_the_size(tmp_path: Path) -> None:

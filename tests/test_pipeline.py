@@ -1,4 +1,4 @@
-"""The streamed messages of a query, and what every failure leaves behind (SPEC §5, §6)."""
+"""The streamed messages of a query, and what every failure leaves behind (docs/spec.md §5, §6)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
+from tgsparql.pipeline import GraphRag, OutputLimits
 from tgsparql.store import EmbeddedStore, StoreError
 from tgsparql.testing import assert_conforms
 
@@ -374,6 +374,40 @@ def test_an_answer_stream_breaking_midway_fails_the_session_at_answer(demo_store
     assert kinds(messages) == ["explain", "explain", "explain", "chunk", "error"]
     assert messages[3].response == "War" and messages[3].end_of_stream is False
     assert f"urn:trustgraph:answer:{uuid}" not in subjects(demo_store, LIBRARY)
+
+
+class EndlessAnswer:
+    """An answer that never ends, and says whether its reader closed it."""
+
+    usage = None
+    closed = False
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            while True:
+                yield "Warsaw "
+        finally:
+            self.closed = True
+
+
+def test_an_endless_answer_is_cut_at_the_limit_its_stream_closed_and_the_session_completes(
+    demo_store,
+) -> None:
+    endless = EndlessAnswer()
+    backend = ScriptedBackend(pick=[("Marie Curie", "born in", "Warsaw")])
+    backend.answer = lambda question, facts, *, stream: endless  # type: ignore[method-assign]
+    rag = GraphRag(demo_store, backend, output_limits=OutputLimits(answer_chars=50))
+    messages = list(rag.query(QUESTION, stream=True))
+    chunks = [m for m in messages if m.message_type == "chunk" and not m.end_of_session]
+    assert "".join(m.response for m in chunks) == ("Warsaw " * 8)[:50]
+    assert [m.end_of_stream for m in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert endless.closed
+    assert messages[-1].error is None and messages[-1].end_of_session
+    uuid = uuid_of(messages)
+    assert demo_store.ask(f"""ASK {{ GRAPH ?g {{
+        <urn:trustgraph:session:{uuid}> <https://trustgraph.ai/ns/status> "complete" .
+        <urn:trustgraph:prov:answer:{uuid}> <https://trustgraph.ai/ns/truncated> true }} }}""")
+    assert_conforms(demo_store)
 
 
 @pytest.mark.parametrize(

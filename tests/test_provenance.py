@@ -1,4 +1,4 @@
-"""A recorded session matches SPEC §2 exactly: IRIs, types, typed literals, the chain, the librarian."""
+"""A recorded session matches docs/spec.md §2 exactly: IRIs, types, typed literals, the chain, the librarian."""
 
 from __future__ import annotations
 

@@ -44,6 +44,8 @@ class ExplainedEdge:
     labels: LabelTriple
     reasoning: str
     sources: list[Source] = field(default_factory=list)
+    reasoning_truncated: bool = False
+    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
     citations: list[str] = field(default_factory=list)
     """The sentences of the answer that cite this edge, in answer order."""
 
@@ -58,6 +60,7 @@ class ExplainedEdge:
             "edge": rdf_text(self.edge),
             "labels": list(self.labels),
             "reasoning": self.reasoning,
+            "reasoning_truncated": self.reasoning_truncated,
             "citations": list(self.citations),
             "sources": [source.to_json() for source in self.sources],
         }
@@ -84,6 +87,8 @@ class Explanation:
     answer_intact: bool | None = None
     """Whether the answer's SHA-256 in the librarian matches its text."""
     answer_usage: dict[str, Any] = field(default_factory=dict)
+    answer_truncated: bool = False
+    """The LLM's answer was longer than the limit: `answer` is its beginning (tg:truncated)."""
     invalid_citations: int | None = None
     """Markers in the answer that named no selected edge; None for an answer recorded
     before citations were."""
@@ -152,6 +157,7 @@ def explain_session(
     out.invalid_ids = facts.integer(ids.selection, TG + "invalidIdCount")
     out.selection_usage = facts.usage(ids.selection)
     out.answer_usage = facts.usage(ids.answer)
+    out.answer_truncated = facts.flag(ids.answer, TG + "truncated")
     out.invalid_citations = facts.integer(ids.answer, TG + "invalidCitationCount")
     cited_in: dict[Term, list[tuple[int, str]]] = {}
     for citation in facts.all(ids.answer, TG + "citation"):
@@ -187,6 +193,7 @@ def explain_session(
                 reasoning=reasoning,
                 sources=[replace(s, citations=tuple(citations))
                          for s in sources if s.edge_selection == iri.value],
+                reasoning_truncated=facts.flag(iri, TG + "truncated"),
                 citations=citations,
             )
         )
@@ -223,6 +230,10 @@ class _Facts:
             return int(value) if value is not None else None
         except ValueError:
             return None
+
+    def flag(self, subject: Term, predicate: str) -> bool:
+        """An xsd:boolean that is there and true."""
+        return self.one(subject, predicate) == ox.Literal(True)
 
     def usage(self, subject: Term) -> dict[str, Any]:
         usage = {

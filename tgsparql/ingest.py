@@ -1,4 +1,4 @@
-"""Ingestion: plain text and Markdown files into facts, with the provenance of SPEC §8.
+"""Ingestion: plain text and Markdown files into facts, with the provenance of docs/spec.md §8.
 
 Each file is one document, its form-feed-separated parts its pages, and each page is cut into
 chunks with exact offsets (`tgsparql.chunking`). Every chunk goes to the LLM, whose JSONL facts
@@ -34,6 +34,7 @@ from tgsparql.extraction import Fact, parse_facts
 from tgsparql.grounding import update_label_index
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
+from tgsparql.locking import stepping_aside
 from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
 from tgsparql.store import Store, StoreError
 from tgsparql.templates import TemplateError, Templates
@@ -235,7 +236,8 @@ def ingest_document(
         chunk_rows.append(_Chunk(chunk_iri, page_iris[chunk.page], chunk.index, chunk.start,
                                  chunk.length))
         try:
-            output = backend.extract(ExtractionRequest(chunk.text, source.title))
+            with stepping_aside(store):  # other writer processes may write meanwhile
+                output = backend.extract(ExtractionRequest(chunk.text, source.title))
         except ExtractionUnsupported:
             raise
         except LLMError as error:

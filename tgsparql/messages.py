@@ -1,4 +1,4 @@
-"""The streamed messages of a GraphRAG query (SPEC §6)."""
+"""The streamed messages of a GraphRAG query (docs/spec.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""IRI minting for KG terms and extraction, and the query-time record of SPEC §2, in one place.
+"""IRI minting for KG terms and extraction, and the query-time record of docs/spec.md §2, in one place.
 
 Each stage's record is one INSERT DATA template of `queries/`, rendered into a `Record`; the
 Recorder writes one or more records in one update. The same template's quads, read back as TriG
@@ -55,7 +55,7 @@ def stable_uuid(*parts: str) -> str:
 
 @dataclass(frozen=True)
 class ExtractionIds:
-    """The IRIs of one document's extraction (SPEC §8), all derived from its text's SHA-256.
+    """The IRIs of one document's extraction (docs/spec.md §8), all derived from its text's SHA-256.
 
     Ingesting the same text again mints the same IRIs, so it can be recognised and skipped.
     """
@@ -90,7 +90,7 @@ INGEST_AGENT = ox.NamedNode("https://trustgraph.ai/agent/tgsparql-ingest")
 
 @dataclass(frozen=True)
 class SessionIds:
-    """The IRIs of one session; all share its UUID (SPEC §2)."""
+    """The IRIs of one session; all share its UUID (docs/spec.md §2)."""
 
     uuid: str
 
@@ -152,6 +152,7 @@ class EdgeSelectionRecord:
     iri: ox.NamedNode
     triple: ox.Triple
     reasoning: str
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,8 @@ class Recorder:
         usage: Usage | None,
     ) -> Record:
         items = [
-            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning)
+            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning,
+                                edge.reasoning_truncated)
             for i, edge in enumerate(edges)
         ]
         return self._render(
@@ -278,9 +280,12 @@ class Recorder:
         usage: Usage | None,
         ended: dt.datetime,
         citations: Citations | None = None,
+        *,
+        truncated: bool = False,
     ) -> Record:
         """The Answer, with the edge selections its text cites, each citation's sentence, and
-        how many of its markers named no selected edge."""
+        how many of its markers named no selected edge. `truncated`: the LLM's answer was longer
+        than the limit and its text is cut."""
         citations = citations or Citations()
         items = [
             CitationRecord(ids.citation(i), ids.edge_selection(c.edge), c.sentence, c.offset,
@@ -297,6 +302,7 @@ class Recorder:
             cited=[ids.edge_selection(i) for i in citations.cited],
             citations=items,
             invalid_citations=len(citations.invalid_ids),
+            truncated=truncated,
             **_usage(usage),
         )
 

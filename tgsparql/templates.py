@@ -67,7 +67,7 @@ def to_iri(value: str | ox.NamedNode) -> ox.NamedNode:
 
 
 def to_literal(value: Any, language: str | None = None) -> ox.Literal:
-    """A typed literal for a Python value (SPEC §1: every literal is typed)."""
+    """A typed literal for a Python value (docs/spec.md §1: every literal is typed)."""
     if isinstance(value, ox.Literal):
         return value
     if language is not None:
@@ -104,7 +104,7 @@ def to_literal(value: Any, language: str | None = None) -> ox.Literal:
 
 
 def statement_iri(triple: ox.Triple) -> ox.NamedNode:
-    """Content-addressed IRI of a triple for the `reification` dialect (SPEC §3)."""
+    """Content-addressed IRI of a triple for the `reification` dialect (docs/spec.md §3)."""
     digest = hashlib.sha256(canonical_ntriples(triple).encode("utf-8")).hexdigest()
     return ox.NamedNode(f"urn:trustgraph:stmt:{digest}")
 

@@ -257,15 +257,16 @@ def test_malformed_json_reply_raises_llm_error(fake_openai: FakeOpenAI, kind: st
     assert fake_openai.base_url in str(info.value)
 
 
-def test_unreachable_server_raises_llm_error_naming_it() -> None:
+@pytest.mark.parametrize("model", ["m", None], ids=["model-given", "model-to-discover"])
+def test_unreachable_server_raises_llm_error_saying_so(model: str | None) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    llm = OpenAIBackend(model="m", base_url=url, max_retries=0, timeout=5)
+    llm = OpenAIBackend(model=model, base_url=url, max_retries=0, timeout=5)
     with pytest.raises(LLMError) as info:
         llm.select(SelectionRequest("Where?", CURIE_EDGES, []))
-    assert url in str(info.value)
+    assert str(info.value) == f"the LLM server {url} is unreachable (Connection error.)"
 
 
 # ---- model discovery

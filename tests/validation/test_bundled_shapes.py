@@ -486,6 +486,19 @@ SESSION_CASES = {
          violation(ANSWER, "Answer", "AnswerCitesItsSelectedEdges",
                    "urn:trustgraph:prov:edge:UUID:99")),
     ),
+    "an edge selection's truncation flag is a string": Case(
+        f'INSERT DATA {{ GRAPH <urn:graph:explainability> {{ <{EDGE0}> tg:truncated "yes" }} }}',
+        (violation(EDGE0, "EdgeSelection-truncated", "Datatype", "yes"),
+         violation(EDGE0, "EdgeSelection-truncated", "In", "yes")),
+        ("tg:truncated true",),
+    ),
+    "an answer says twice that it was cut": Case(
+        f"""INSERT DATA {{ GRAPH <urn:graph:explainability> {{
+            <{ANSWER}> tg:truncated true, false }} }}""",
+        (violation(ANSWER, "Answer-truncated", "MaxCount"),
+         violation(ANSWER, "Answer-truncated", "In", "false")),
+        ("tg:truncated true",),
+    ),
     "an edge selection belongs to no selection": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdge <{EDGE0}> }} }}",
         (violation(EDGE0, "EdgeSelection-selection", "MinCount"),

@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from tgsparql.llm.base import Backend, Constraint, LLMError
+from tgsparql.llm.base import (
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend, Constraint, LLMError,
+)
 from tgsparql.llm.log import LLMLog
 from tgsparql.llm.offline import OfflineBackend
 
@@ -22,6 +24,8 @@ def make_backend(
     constraint: Constraint = "none",
     max_tokens: int | None = None,
     log: LLMLog | None = None,
+    timeout: float = DEFAULT_LLM_TIMEOUT,
+    max_retries: int = DEFAULT_LLM_RETRIES,
     environ: Mapping[str, str] | None = None,
 ) -> Backend:
     """`openai` when asked for or when an LLM is configured in the environment, else `offline`.
@@ -49,5 +53,6 @@ def make_backend(
 
         limits = {} if max_tokens is None else {"max_tokens": max_tokens}
         return OpenAIBackend(model=model, base_url=base_url, api_key=api_key,
-                             constraint=constraint, log=log, **limits)
+                             constraint=constraint, log=log, timeout=timeout,
+                             max_retries=max_retries, **limits)
     raise LLMError(f"unknown LLM backend {name!r}; choose offline or openai")

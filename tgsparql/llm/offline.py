@@ -113,6 +113,12 @@ class _Scored:
     via: set[str] = field(default_factory=set)
 
 
+EXTRACTION_REFUSED = (
+    "ingesting needs an LLM to read the text, and the offline backend does not invent facts: "
+    "set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
+)
+
+
 class OfflineBackend:
     name = "offline"
 
@@ -169,10 +175,7 @@ class OfflineBackend:
 
     def extract(self, request: ExtractionRequest) -> ExtractionOutput:
         """Refuses: without a model, any facts it gave would be invented."""
-        raise ExtractionUnsupported(
-            "ingesting needs an LLM to read the text, and the offline backend does not invent "
-            "facts: set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
-        )
+        raise ExtractionUnsupported(EXTRACTION_REFUSED)
 
 
 def _answer_kind(question: str, edge: LabeledEdge) -> float:

@@ -12,6 +12,8 @@ import openai
 
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
+    DEFAULT_LLM_RETRIES,
+    DEFAULT_LLM_TIMEOUT,
     Constraint,
     ExtractionOutput,
     ExtractionRequest,
@@ -38,8 +40,8 @@ class OpenAIBackend:
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
+        timeout: float = DEFAULT_LLM_TIMEOUT,
+        max_retries: int = DEFAULT_LLM_RETRIES,
         max_tokens: int = 1024,
         temperature: float = 0.0,
         constraint: Constraint = "none",
@@ -75,6 +77,8 @@ class OpenAIBackend:
         if self._model is None:
             try:
                 models = list(self.client.models.list())
+            except openai.APIConnectionError as error:
+                raise LLMError(self._unreachable(error)) from None
             except openai.OpenAIError as error:
                 raise LLMError(f"no model given and {self.where} did not list one: {error}") from None
             if not models:
@@ -182,6 +186,10 @@ class OpenAIBackend:
         started = time.monotonic()
         try:
             response = self.client.chat.completions.create(**sent)
+        except openai.APIConnectionError as error:
+            message = self._unreachable(error)
+            self._log(call, sent, None, error=message, started=started)
+            raise LLMError(message) from None
         except (openai.OpenAIError, ValueError) as error:  # ValueError: a reply that is not JSON
             message = f"LLM request to {self.where} failed: {_describe(error)}"
             self._log(call, sent, None, error=message, started=started)
@@ -202,6 +210,12 @@ class OpenAIBackend:
         seconds = time.monotonic() - started if started is not None else None
         self.log.write(call, request=request, reply=reply, usage=usage, error=error,
                        seconds=seconds)
+
+    def _unreachable(self, error: openai.APIConnectionError) -> str:
+        """Said first, whatever was being asked: nothing else can work until the server answers."""
+        if isinstance(error, openai.APITimeoutError):
+            return f"the LLM server {self.where} did not answer in time ({_describe(error)})"
+        return f"the LLM server {self.where} is unreachable ({_describe(error)})"
 
     def _usage(self, model: str | None, usage: Any) -> Usage:
         return Usage(
@@ -248,6 +262,8 @@ class OpenAIAnswer:
             message = f"LLM stream from {self.backend.where} broke off: {_describe(error)}"
             self.backend._log("answer", sent, "".join(text), error=message, started=started)
             raise LLMError(message) from None
+        finally:  # also when the reader stops early: the rest is not read
+            chunks.close()
         self.usage = self.backend._usage(model, usage)
         self.backend._log("answer", sent, "".join(text), usage=self.usage, started=started)
 
