@@ -41,9 +41,12 @@ def compile_shapes(
     templates: Templates,
     scoped: bool = False,
     check: bool = False,
+    lexical: bool = False,
 ) -> Iterator[CompiledQuery]:
     """Every query validation runs, in a stable order; shapes no focus node reaches run none.
     `check` parses each SHACL-SPARQL query, so a shapes graph is refused when it is read.
+    `lexical` has sh:datatype read the data's own datatype and lexical form from the records
+    of tgsparql.lexical, for a store that holds some.
 
     One at a time: each query lists every focus node, so holding all of them at once would cost
     (queries x focus nodes) of text, tens of MB for a few thousand nodes. Over all focus nodes,
@@ -65,8 +68,8 @@ def compile_shapes(
                 for constraint in found:
                     yield _sparql(shape, constraint, templates, focus_nodes, check)
                 continue
-            text = _render(templates, "validation/_constraint", shape,
-                           shape=shape, constraints=found, focus_nodes=focus_nodes)
+            text = _render(templates, "validation/_constraint", shape, shape=shape,
+                           constraints=found, focus_nodes=focus_nodes, lexical=lexical)
             yield CompiledQuery(shape, found[0].component_iri, tuple(found), text)
 
 
