@@ -11,7 +11,9 @@ import pyoxigraph as ox
 from tgsparql.lexical import BY_VALUE, stored_forms
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
 from tgsparql.templates import Dialect, Templates, Term, render_term, to_iri
-from tgsparql.validation.compiler import FOCUS_STAND_IN, CompiledQuery, compile_shapes
+from tgsparql.validation.compiler import (
+    FOCUS_STAND_IN, CompiledQuery, check_shapes, compile_shape, compile_shapes,
+)
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.errors import ShapesError
@@ -30,9 +32,9 @@ class Validator:
         self.shapes = shapes
         self.templates = Templates(dialect)
         self.paths = shapes.paths()
-        self._compiled: dict[tuple[bool, bool], list[CompiledQuery]] = {}
-        self.scoped = self._compile(scoped=True, lexical=False, check=True)
-        """The queries for a few focus nodes, rendered once with stand-ins for the nodes."""
+        self._compiled: dict[bool, list[CompiledQuery]] = {}
+        self._by_shape: dict[tuple[int, bool], list[CompiledQuery]] = {}
+        check_shapes(shapes, self.templates)
         self._target_literals = {
             stored: written
             for stored, written in _inverse(stored_forms(
@@ -43,19 +45,29 @@ class Validator:
         """The shapes' own target-node literals the store keeps in another form, by that form."""
 
     @property
+    def scoped(self) -> list[CompiledQuery]:
+        """The queries for a few focus nodes, with stand-ins for the nodes (rendered on first
+        use; a run over a few nodes renders only those of the shapes it reaches)."""
+        return [query for shape in self.shapes for query in self._shape_queries(shape, False)]
+
+    def _shape_queries(self, shape: Shape, lexical: bool) -> list[CompiledQuery]:
+        key = (shape.key, lexical)
+        if key not in self._by_shape:
+            self._by_shape[key] = list(compile_shape(shape, self.templates, scoped=True, lexical=lexical)) \
+                if shape.has_focus else []
+        return self._by_shape[key]
+
+    @property
     def queries(self) -> list[CompiledQuery]:
         """The queries of a run over every focus node (rendered on first use)."""
-        return self._compile(scoped=False, lexical=False)
+        return self._compile(lexical=False)
 
-    def _compile(self, scoped: bool, lexical: bool, check: bool = False) -> list[CompiledQuery]:
-        """Each set of queries rendered once, on first use: those reading the records of
-        tgsparql.lexical only for a store that holds some."""
-        key = (scoped, lexical)
-        if key not in self._compiled:
-            self._compiled[key] = list(compile_shapes(
-                self.shapes, self.templates, scoped=scoped, check=check, lexical=lexical
-            ))
-        return self._compiled[key]
+    def _compile(self, lexical: bool) -> list[CompiledQuery]:
+        """The queries over every focus node, rendered once, on first use: those reading the
+        records of tgsparql.lexical only for a store that holds some."""
+        if lexical not in self._compiled:
+            self._compiled[lexical] = list(compile_shapes(self.shapes, self.templates, lexical=lexical))
+        return self._compiled[lexical]
 
     def validate(
         self,
@@ -67,7 +79,7 @@ class Validator:
         queries: Iterable[CompiledQuery]
         lexical = store.ask(self.templates.render("validation/any_lexical"))
         if focus is None:
-            queries = self._compile(scoped=False, lexical=lexical)
+            queries = self._compile(lexical)
         else:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
             targeted, reached = self._reaching(store, nodes, default_graph)
@@ -83,8 +95,9 @@ class Validator:
 
             queries = (  # one at a time: each text lists the nodes
                 replace(query, text=_STAND_IN.sub(lambda m: nodes_of(int(m[1])), query.text))
-                for query in self._compile(scoped=True, lexical=lexical)
-                if query.shape.key in reached
+                for shape in self.shapes
+                if shape.key in reached
+                for query in self._shape_queries(shape, lexical)
             )
         results: list[ValidationResult] = []
         checked: dict[int, Shape] = {}
