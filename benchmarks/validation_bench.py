@@ -672,14 +672,19 @@ def report(build: Build, measured: list[Measured], runs: int) -> str:
     return "\n".join(lines)
 
 
+def session_sizes(args: argparse.Namespace) -> list[int]:
+    """The store sizes validate --session is measured on: the main one, then --scoped-sessions."""
+    return [args.sessions or SIZES[args.size], *(int(n) for n in args.scoped_sessions.split(",") if n.strip())]
+
+
 def session_head(args: argparse.Namespace) -> str:
     return "\n".join([
         "# Validation benchmark: validate --session",
         "",
-        f"Produced by `python -m benchmarks.validation_bench --session-only` (stores of "
-        f"{args.sessions or SIZES[args.size]:,}{',' if args.scoped_sessions else ''}{args.scoped_sessions} "
-        f"sessions{', baseline: an earlier source tree' if args.baseline else ''}); the data is that "
-        "of the validation benchmark (benchmarks/README.md).",
+        "Produced by `python -m benchmarks.validation_bench --session-only` (stores of "
+        + ", ".join(f"{n:,}" for n in sorted(session_sizes(args))) + " sessions"
+        + (", baseline: an earlier source tree" if args.baseline else "")
+        + "); the data is that of the validation benchmark (benchmarks/README.md).",
         f"- machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, pyoxigraph {ox.__version__}",
         "",
     ])
@@ -729,7 +734,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if engine in wanted
     ]
     scoped = []
-    for size in [sessions, *(int(n) for n in args.scoped_sessions.split(",") if n.strip())]:
+    for size in session_sizes(args):
         store = built if size == sessions else build(size, args.seed, args.work)
         scoped += [measure_scoped(store, dialect, args.samples, args.timeout, args.cli_samples,
                                   args.baseline) for dialect in DIALECTS]
