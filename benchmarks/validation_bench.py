@@ -388,21 +388,31 @@ def results_of(report: str) -> list[list[str | None]]:
     return sorted(rows, key=lambda row: [cell or "" for cell in row])
 
 
+SESSIONS_QUERY = (
+    f"SELECT ?s WHERE {{ GRAPH <{EXPLAINABILITY}> {{ ?s a <{PROV}Activity> }} "
+    'FILTER(STRSTARTS(STR(?s), "urn:trustgraph:session:")) } ORDER BY ?s'
+)
+
+
+def spread(sessions: list[str], samples: int, shift: int = 0) -> list[str]:
+    """`samples` sessions spread evenly over the store; `shift` > 0 takes the ones halfway
+    between, so a baseline and this code each time sessions no other run has read (cold)."""
+    step = max(1, len(sessions) // samples)
+    return sessions[(step // 2 if shift else 0):: step][:samples]
+
+
 def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]:
     """`validate --session` as `query --validate` and CI run it: `validate_session` with the
     bundled shapes, on sessions spread over the store; the validator is built (once per
-    process) by an untimed first session."""
+    process) by an untimed first session. (A baseline source tree runs its own version of
+    this function, which takes the sessions at the step's start; this one takes those halfway.)"""
     from tgsparql.store import EmbeddedStore
     from tgsparql.validate_session import validate_session
 
     store = EmbeddedStore(store_dir)
     store.dialect = dialect  # type: ignore[misc]
-    rows = store.select(
-        f"SELECT ?s WHERE {{ GRAPH <{EXPLAINABILITY}> {{ ?s a <{PROV}Activity> }} "
-        'FILTER(STRSTARTS(STR(?s), "urn:trustgraph:session:")) } ORDER BY ?s'
-    )
-    sessions = [row["s"].value for row in rows]
-    chosen = sessions[:: max(1, len(sessions) // samples)][:samples]
+    sessions = [row["s"].value for row in store.select(SESSIONS_QUERY)]
+    chosen = spread(sessions, samples, shift=1)
     validate_session(store, sessions[-1])
     walls, cpus, results = [], [], 0
     for session in chosen:
@@ -428,23 +438,77 @@ class Scoped:
     quads: int
     measured: dict[str, object] | None
     error: str | None = None
+    baseline: dict[str, object] | None = None
+    """The same measures of the baseline source tree (--baseline), in the same run."""
 
 
-def measure_scoped(build: Build, dialect: str, samples: int, timeout: float) -> Scoped:
-    command = [
-        sys.executable, "-m", "benchmarks.validation_bench", "--scoped", str(samples),
-        "--dialect", dialect, "--store", str(build.directory / dialect / "store"),
-    ]
-    try:
-        done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Scoped(build.sessions, dialect, build.quads[dialect], None, f"no result within {timeout:.0f} s")
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
-        return Scoped(build.sessions, dialect, build.quads[dialect], None, last[:200])
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
-    log(f"validate --session on {build.sessions:,} sessions ({dialect}): p50 {measured['p50_ms']:.1f} ms")
-    return Scoped(build.sessions, dialect, build.quads[dialect], measured)
+def source_env(source: Path | None) -> dict[str, str]:
+    """The environment that runs `source`'s tgsparql (a source tree first on the path)."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+    return env
+
+
+def measure_scoped(
+    build: Build, dialect: str, samples: int, timeout: float, cli_samples: int,
+    baseline: Path | None = None,
+) -> Scoped:
+    """In one process, `validate_session` per session; then `tgsparql validate --session`
+    whole processes and the floor under them (Python started, pyoxigraph imported, the store
+    opened); all of it for the baseline source tree too when there is one."""
+    store = build.directory / dialect / "store"
+    scoped = Scoped(build.sessions, dialect, build.quads[dialect], None)
+    for source in ([baseline] if baseline else []) + [None]:
+        command = [sys.executable, "-m", "benchmarks.validation_bench", "--scoped", str(samples),
+                   "--dialect", dialect, "--store", str(store)]
+        try:
+            done = subprocess.run(command, cwd=source or HERE.parent, env=source_env(source),
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            scoped.error = f"no result within {timeout:.0f} s"
+            return scoped
+        if done.returncode != 0:
+            scoped.error = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:200]
+            return scoped
+        measured = json.loads(done.stdout.strip().splitlines()[-1])
+        if dialect == "rdf12":  # the command reads an on-disk store in its only dialect
+            measured.update(measure_cli(store, cli_samples, source))
+        who = "baseline" if source else "this code"
+        log(f"validate --session on {build.sessions:,} sessions ({dialect}, {who}): in process p50 "
+            f"{measured['p50_ms']:.1f} ms, whole command p50 {measured.get('cli_p50_ms', '—')} ms")
+        if source:
+            scoped.baseline = measured
+        else:
+            scoped.measured = measured
+    return scoped
+
+
+def measure_cli(store: Path, samples: int, source: Path | None) -> dict[str, float]:
+    """`tgsparql validate --session S` as CI runs it, one process per session (wall, sessions
+    other than those timed in process), beside the floor: a process that only starts Python,
+    imports pyoxigraph and opens the store."""
+    import pyoxigraph
+
+    opened = pyoxigraph.Store.read_only(str(store))
+    sessions = [row["s"].value for row in opened.query(SESSIONS_QUERY)]  # type: ignore[index,union-attr]
+    del opened
+    chosen = spread(sessions, max(1, samples), shift=0 if source else 1)[1:] or sessions[:1]
+    env = source_env(source)
+    cli = [sys.executable, "-c", "from tgsparql.cli import main; main()", "validate",
+           "--store", str(store), "--session"]
+    floor = [sys.executable, "-c", "import sys, pyoxigraph; pyoxigraph.Store(sys.argv[1]).flush()", str(store)]
+
+    def wall(command: list[str]) -> float:
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=source or HERE.parent, env=env, capture_output=True, text=True)
+        if done.returncode not in (0, 1):
+            raise RuntimeError(f"{command[3:5]}: exit {done.returncode}: {done.stderr.strip()[-200:]}")
+        return 1000 * (time.perf_counter() - start)
+
+    commands = [wall(cli + [session]) for session in chosen]
+    floors = [wall(floor) for _ in chosen]
+    return {"cli_p50_ms": statistics.median(commands), "floor_p50_ms": statistics.median(floors)}
 
 
 def engine_main(engine: str, store_dir: Path, dialect: str, scratch: Path) -> None:
@@ -512,37 +576,54 @@ SCOPED_TARGET_MS = 50.0
 
 
 def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions: int) -> list[str]:
-    """One session's validation beside the full-store run, on stores of growing size."""
+    """One session's validation beside the full-store run, on stores of growing size, beside
+    the baseline source tree when one was given."""
     if not scoped:
         return []
+    with_baseline = any(row.baseline for row in scoped)
+    both = (lambda key, row: f"{_ms(row.baseline, key)} → {_ms(row.measured, key)}") if with_baseline \
+        else (lambda key, row: _ms(row.measured, key))
     lines = [
         "## validate --session: one session",
         "",
-        "`validate_session` (what `validate --session` and `query --validate` run) with the bundled "
-        "shapes, on sessions spread over the store, each timed alone in one process after an untimed "
-        "first session builds the validator; wall and CPU (this process) per session; load: the "
-        "machine's 1-minute load average then (2 CPUs).",
+        "In process: `validate_session` (what `validate --session` and `query --validate` run) with "
+        "the bundled shapes, on sessions spread over the store, each timed alone in one process after "
+        "an untimed first session builds the validator; wall and CPU (this process) per session. "
+        "Command: `tgsparql validate --store DIR --session S`, one whole process per session, wall; "
+        "floor: a process that only starts Python, imports pyoxigraph and opens the store, the least "
+        "any command on the store costs. Load: the machine's 1-minute load average (2 CPUs)."
+        + (" Each cell: the baseline → this code, measured in the same run, each on sessions no "
+           "other run had read." if with_baseline else ""),
         "",
-        "| store sessions | dialect | quads | sessions timed | p50 ms | p90 ms | CPU p50 ms | full-store run s | load |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| store sessions | dialect | quads | sessions timed | in process p50 ms | p90 ms | CPU p50 ms "
+        "| command p50 ms | floor p50 ms | command / floor | full-store run s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in sorted(scoped, key=lambda r: (r.sessions, r.dialect)):
         full = next((m for m in measured if m.engine == "tgsparql" and m.dialect == row.dialect
                      and m.walls and row.sessions == main_sessions), None)
         full_s = f"{full.wall:.2f}" if full else "—"
-        if row.measured is None:
-            lines.append(f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | — | — | — | — | {full_s} | failed: {row.error} |")
-            continue
         m = row.measured
+        if m is None:
+            lines.append(f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | — | — | — | — | — | — | — "
+                         f"| {full_s} | failed: {row.error} |")
+            continue
+        ratio = (f"{float(m['cli_p50_ms']) / float(m['floor_p50_ms']):.1f}"  # type: ignore[arg-type]
+                 if "cli_p50_ms" in m else "—")
         lines.append(
-            f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | {m['timed']} | {m['p50_ms']:.1f} | "
-            f"{m['p90_ms']:.1f} | {m['cpu_p50_ms']:.1f} | {full_s} | {m['load']:.1f} |"
+            f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | {m['timed']} | {both('p50_ms', row)} | "
+            f"{both('p90_ms', row)} | {both('cpu_p50_ms', row)} | {both('cli_p50_ms', row)} | "
+            f"{_ms(m, 'floor_p50_ms')} | {ratio} | {full_s} | {float(m['load']):.1f} |"  # type: ignore[arg-type]
         )
     worst = max((float(r.measured["p50_ms"]) for r in scoped if r.measured), default=None)  # type: ignore[arg-type]
     if worst is not None:
         met = "met" if worst <= SCOPED_TARGET_MS else "missed"
-        lines += ["", f"largest p50: {worst:.1f} ms (target ≤ {SCOPED_TARGET_MS:.0f} ms: {met})"]
+        lines += ["", f"largest in-process p50: {worst:.1f} ms (target ≤ {SCOPED_TARGET_MS:.0f} ms: {met})"]
     return [*lines, ""]
+
+
+def _ms(measured: dict[str, object] | None, key: str) -> str:
+    return "—" if measured is None or key not in measured else f"{float(measured[key]):.1f}"  # type: ignore[arg-type]
 
 
 def report(build: Build, measured: list[Measured], runs: int) -> str:
@@ -591,6 +672,24 @@ def report(build: Build, measured: list[Measured], runs: int) -> str:
     return "\n".join(lines)
 
 
+def session_sizes(args: argparse.Namespace) -> list[int]:
+    """The store sizes validate --session is measured on: the main one, then --scoped-sessions."""
+    return [args.sessions or SIZES[args.size], *(int(n) for n in args.scoped_sessions.split(",") if n.strip())]
+
+
+def session_head(args: argparse.Namespace) -> str:
+    return "\n".join([
+        "# Validation benchmark: validate --session",
+        "",
+        "Produced by `python -m benchmarks.validation_bench --session-only` (stores of "
+        + ", ".join(f"{n:,}" for n in sorted(session_sizes(args))) + " sessions"
+        + (", baseline: an earlier source tree" if args.baseline else "")
+        + "); the data is that of the validation benchmark (benchmarks/README.md).",
+        f"- machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        "",
+    ])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
@@ -611,6 +710,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scoped-sessions", default="",
                         help="more store sizes (comma-separated session counts) on which only "
                         "validate --session is measured, to show its cost does not grow with the store")
+    parser.add_argument("--cli-samples", type=int, default=5,
+                        help="whole `tgsparql validate --session` processes timed per store")
+    parser.add_argument("--baseline", type=Path,
+                        help="a source tree of another tgsparql version (e.g. `git worktree add "
+                        "DIR main`) whose validate --session is measured beside this one's")
+    parser.add_argument("--session-only", action="store_true",
+                        help="measure only validate --session (no engines, no full-store runs)")
     args = parser.parse_args(argv)
     if args.scoped:
         print(json.dumps(run_scoped(args.store, args.dialect, args.scoped)))
@@ -621,17 +727,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     sessions = args.sessions or SIZES[args.size]
     built = build(sessions, args.seed, args.work)
     wanted = args.engines.split(",")
-    measured = [
+    measured = [] if args.session_only else [
         measure(engine, dialect, built, 1 if engine == "pyshacl" else args.runs, args.timeout)
         for dialect in DIALECTS
         for engine in ENGINES_BY_DIALECT[dialect]
         if engine in wanted
     ]
-    scoped = [measure_scoped(built, dialect, args.samples, args.timeout) for dialect in DIALECTS]
-    for size in [int(n) for n in args.scoped_sessions.split(",") if n.strip()]:
-        larger = build(size, args.seed, args.work)
-        scoped += [measure_scoped(larger, dialect, args.samples, args.timeout) for dialect in DIALECTS]
-    text = "\n".join([report(built, measured, args.runs), *scoped_report(scoped, measured, sessions)])
+    scoped = []
+    for size in session_sizes(args):
+        store = built if size == sessions else build(size, args.seed, args.work)
+        scoped += [measure_scoped(store, dialect, args.samples, args.timeout, args.cli_samples,
+                                  args.baseline) for dialect in DIALECTS]
+    head = [session_head(args)] if args.session_only else [report(built, measured, args.runs)]
+    text = "\n".join([*head, *scoped_report(scoped, measured, sessions)])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

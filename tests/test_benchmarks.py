@@ -200,8 +200,32 @@ def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_
     assert [line.split("|")[2].strip() for line in scoped] == ["rdf12", "reification"]
     for line in scoped:
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        assert cells[3] == "25" and float(cells[4]) > 0 and cells[7] != "—", line
-    assert "largest p50:" in text
+        assert cells[3] == "25" and float(cells[4]) > 0 and cells[10] != "—", line
+    # the whole command and its floor, on the store the command can read (rdf12)
+    command = [cell.strip() for cell in scoped[0].strip("|").split("|")]
+    assert float(command[7]) > 0 and float(command[8]) > 0 and float(command[9]) > 0, scoped[0]
+    assert "largest in-process p50:" in text
+
+
+def test_tiny_session_validation_benchmark_measures_a_baseline_beside_this_code(tmp_path: Path) -> None:
+    """--baseline runs another source tree's validate --session in the same run; this one's own
+    tree stands in for it here."""
+    out = tmp_path / "validation_session.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.validation_bench", "--size", "tiny", "--session-only",
+         "--samples", "3", "--cli-samples", "2", "--baseline", str(REPO),
+         "--work", str(tmp_path / "work"), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| 200 |")]
+    assert [line.split("|")[2].strip() for line in rows] == ["rdf12", "reification"]
+    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    for cell in (cells[4], cells[6], cells[7]):  # in process, CPU, command: baseline → this code
+        before, after = cell.split(" → ")
+        assert float(before) > 0 and float(after) > 0, rows[0]
+    assert "largest in-process p50:" in text
 
 
 TRACE_TIMING_ROWS = [

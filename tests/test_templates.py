@@ -548,6 +548,7 @@ EVERY_PARAM: dict[str, Any] = {
     "items": selection_params([LIT_TRIPLE])["items"],
     "invalid_ids": 1,
     "nodes": [S, O],
+    "literals": [ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal"))],
     "triple_limit": 30,
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),

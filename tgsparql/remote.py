@@ -41,6 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pyoxigraph as ox
 from SPARQLWrapper import ASK, CONSTRUCT, INSERT, JSON, POST, SELECT, SPARQLWrapper
 
+from tgsparql.lexical import records
 from tgsparql.store import DataGraph, Solution, StoreError
 from tgsparql.templates import DIALECTS, Dialect, TemplateError, Templates
 from tgsparql.vocab import XSD_INTEGER
@@ -273,10 +274,11 @@ class RemoteStore:
         try:
             for batch in _batches(ox.parse(source, format), target, self.batch_size):
                 _refuse_blank_nodes(batch)
+                written = batch + records(batch)
                 if self.graph_store is not None and self.dialect == "rdf12":
-                    self._post_quads(batch)
+                    self._post_quads(written)
                 else:
-                    self.update(self._templates.render("bulk_insert", groups=_groups(batch)))
+                    self.update(self._templates.render("bulk_insert", groups=_groups(written)))
                 if progress is not None:
                     progress(len(batch))
         except SyntaxError as error:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import itertools
 import os
 from pathlib import Path
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 import pyoxigraph as ox
 
+from tgsparql.lexical import with_records
 from tgsparql.templates import Dialect, Term
 
 Solution = dict[str, Term]
@@ -174,10 +175,16 @@ class EmbeddedStore:
             quads: Iterator[ox.Quad] = iter(ox.parse(source, format))
             if graph is not None:
                 quads = (_into_graph(quad, graph) for quad in quads)
-            while batch := list(itertools.islice(quads, BULK_BATCH)):
-                self._store.bulk_extend(batch)
+            self.extend(quads)
         except (OSError, SyntaxError, ValueError) as error:
             raise StoreError(f"bulk load failed: {error}") from None
+
+    def extend(self, quads: Iterable[ox.Quad]) -> None:
+        """Add quads in batches of BULK_BATCH, each written by pyoxigraph's bulk path (no
+        transaction), with the records of the literals the store would not keep as written
+        (tgsparql.lexical)."""
+        for batch in with_records(quads, BULK_BATCH):
+            self._store.bulk_extend(batch)
 
     def close(self) -> None:
         """Flush and release the store (and its on-disk lock); closing twice is harmless."""

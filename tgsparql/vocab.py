@@ -68,7 +68,7 @@ GRAPH_LIBRARY: Final = NamedNode("urn:graph:library")
 GRAPH_LABEL_INDEX: Final = NamedNode("urn:graph:index")
 
 DEFAULT_COLLECTION: Final = "explainability"
-RESERVED_COLLECTIONS: Final = frozenset({"source", "library", "index"})
+RESERVED_COLLECTIONS: Final = frozenset({"source", "library", "index", "lexical"})
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 

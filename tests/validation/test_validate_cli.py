@@ -432,3 +432,23 @@ def test_query_validate_checks_only_the_new_session(store, session) -> None:
     corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
     corrupt(store, TAMPERED_CHUNK)
     assert cli("query", QUESTION, "--store", store, "--validate").exit_code == 0
+
+
+def test_literals_loaded_into_an_on_disk_store_are_judged_and_reported_as_written(tmp_path) -> None:
+    """pyoxigraph keeps "3"^^xsd:byte as "3"^^xsd:integer; `load` records what the file wrote."""
+    xsd = "<http://www.w3.org/2001/XMLSchema#byte>"
+    shapes = write(tmp_path / "shapes.ttl", """
+        @prefix sh: <http://www.w3.org/ns/shacl#> .
+        @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+        <urn:S> sh:targetNode <urn:a> ; sh:path <urn:p> ; sh:datatype xsd:byte .""")
+    valid = write(tmp_path / "valid.nt", f'<urn:a> <urn:p> "3"^^{xsd} .\n')
+    store = tmp_path / "store"
+    assert cli("load", "--store", store, valid).exit_code == 0
+    assert validate(store, "--shapes", shapes).exit_code == 0
+    ill_typed = write(tmp_path / "ill-typed.nt", f'<urn:a> <urn:p> "300"^^{xsd} .\n')
+    assert cli("load", "--store", store, ill_typed).exit_code == 0
+    run = validate(store, "--shapes", shapes, "--format", "json")
+    assert run.exit_code == 1
+    assert [r["value"] for r in json.loads(run.stdout)["results"]] == [
+        {"type": "literal", "value": "300", "datatype": xsd[1:-1]}
+    ]

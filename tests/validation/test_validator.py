@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -29,8 +30,9 @@ def ex(name: str) -> ox.NamedNode:
 
 
 def validate(shapes: str, data: str, **kwargs: object) -> ValidationReport:
+    """Loaded as `tgsparql load` loads, with the records of literals the store rewrites."""
     store = EmbeddedStore()
-    store.oxigraph.load((PREFIXES + data).encode(), format=ox.RdfFormat.TURTLE)
+    store.bulk_load(io.BytesIO((PREFIXES + data).encode()), ox.RdfFormat.TURTLE)
     return Validator(Shapes.from_text(PREFIXES + shapes)).validate(store, **kwargs)  # type: ignore[arg-type]
 
 
@@ -94,6 +96,55 @@ def test_datatype_fails_ill_formed_literals_of_the_datatype() -> None:
     )
     values = sorted(str(r[2]) for r in rows(report))
     assert values == ['"1"', '"x"^^<http://www.w3.org/2001/XMLSchema#integer>']
+
+
+def xsd(lexical: str, datatype: str) -> ox.Literal:
+    return ox.Literal(lexical, datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#" + datatype))
+
+
+def values(report: ValidationReport) -> list[str]:
+    return sorted(str(r[2]) for r in rows(report))
+
+
+def literals(*pairs: tuple[str, str]) -> list[str]:
+    return sorted(str(xsd(lexical, datatype)) for lexical, datatype in pairs)
+
+
+def test_datatype_judges_the_datatype_the_data_wrote_not_the_one_the_store_keeps() -> None:
+    """The store keeps every xsd:integer subtype as xsd:integer; a valid byte is still a byte."""
+    shapes = "ex:S sh:targetNode ex:a ; sh:path ex:p ; sh:datatype xsd:byte ."
+    assert rows(validate(shapes, 'ex:a ex:p "3"^^xsd:byte, "-128"^^xsd:byte, "+7"^^xsd:byte .')) == []
+    report = validate(shapes, 'ex:a ex:p "300"^^xsd:byte, "c"^^xsd:byte, "55"^^xsd:integer, "3"^^xsd:int .')
+    assert values(report) == literals(("300", "byte"), ("c", "byte"), ("55", "integer"), ("3", "int"))
+
+
+def test_an_ill_typed_literal_is_flagged_and_reported_as_written() -> None:
+    report = validate(
+        "ex:S sh:targetNode ex:a ; sh:path ex:p ; sh:datatype xsd:integer .",
+        'ex:a ex:p "abc"^^xsd:integer, "007"^^xsd:integer, "8"^^xsd:short .',
+    )
+    assert values(report) == literals(("abc", "integer"), ("8", "short"))
+
+
+def test_values_of_other_components_are_reported_as_the_data_wrote_them() -> None:
+    report = validate(
+        "ex:S sh:targetNode ex:a ; sh:path ex:p ; sh:maxExclusive 4 .",
+        'ex:a ex:p "4.0"^^xsd:decimal, "04"^^xsd:integer, 3 .',
+    )
+    assert values(report) == literals(("4.0", "decimal"), ("04", "integer"))
+
+
+def test_over_a_path_that_is_no_predicate_the_value_alone_finds_its_written_form() -> None:
+    report = validate(
+        "ex:S sh:targetNode ex:a ; sh:path ( ex:p ex:q ) ; sh:datatype xsd:integer .",
+        'ex:a ex:p ex:b . ex:b ex:q "9"^^xsd:byte .',
+    )
+    assert [r[2] for r in rows(report)] == [xsd("9", "byte")]
+
+
+def test_target_node_literals_of_the_shapes_are_reported_as_the_shapes_wrote_them() -> None:
+    report = validate("ex:S a sh:NodeShape ; sh:targetNode 4.0, 3.0 ; sh:maxExclusive 4 .", "")
+    assert [(r[0], r[2]) for r in rows(report)] == [(xsd("4.0", "decimal"), xsd("4.0", "decimal"))]
 
 
 def test_node_kind_treats_triple_terms_as_none_of_the_kinds() -> None:

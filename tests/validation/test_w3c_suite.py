@@ -1,11 +1,11 @@
-"""The W3C SHACL Core suite: every test passes fully, or its miss is listed with the reason."""
+"""The W3C SHACL Core suite: every test passes fully."""
 
 from __future__ import annotations
 
 import pytest
 
 from benchmarks.data import MissingData
-from tests.validation.w3c_suite import KNOWN_MISSES, cases, run, scoped_against_full
+from tests.validation.w3c_suite import cases, run, scoped_against_full
 
 try:
     CASES, MISSING = cases(), ""
@@ -18,25 +18,10 @@ def test_the_suite_has_all_98_core_tests() -> None:
     assert len(CASES) == 98
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_MISSES[c.name], strict=True))
-        if c.name in KNOWN_MISSES
-        else c
-        for c in CASES
-    ],
-    ids=lambda c: c.name,
-)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_w3c_case_passes_fully(case) -> None:
     verdict = run(case)
     assert verdict.outcome == "full", verdict.reason
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_MISSES))
-def test_known_misses_still_agree_on_conformance(name: str) -> None:
-    case = next(c for c in CASES if c.name == name)
-    assert run(case).outcome == "partial"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

@@ -40,34 +40,56 @@ def compile_shapes(
     shapes: Shapes,
     templates: Templates,
     scoped: bool = False,
-    check: bool = False,
+    lexical: bool = False,
 ) -> Iterator[CompiledQuery]:
     """Every query validation runs, in a stable order; shapes no focus node reaches run none.
-    `check` parses each SHACL-SPARQL query, so a shapes graph is refused when it is read.
+    `lexical` has sh:datatype read the data's own datatype and lexical form from the records
+    of tgsparql.lexical, for a store that holds some.
 
     One at a time: each query lists every focus node, so holding all of them at once would cost
-    (queries x focus nodes) of text, tens of MB for a few thousand nodes. Over all focus nodes,
-    one query per component of a shape keeps each query simple for the engine; for a few focus
-    nodes, where each query costs little but its round trip, one query per shape.
+    (queries x focus nodes) of text, tens of MB for a few thousand nodes.
     """
-    focus_nodes = FOCUS_STAND_IN if scoped else None
     for shape in shapes:
         _refuse_nested_sparql(shape)
-        if not shape.has_focus:
+        if shape.has_focus:
+            yield from compile_shape(shape, templates, scoped, lexical)
+
+
+def check_shapes(shapes: Shapes, templates: Templates) -> None:
+    """Refuses, when the shapes graph is read, what no query could run: nested SHACL-SPARQL,
+    and SHACL-SPARQL queries that do not parse. The Core constraints are rendered only when
+    needed: a validator for a few focus nodes renders the queries of the shapes it reaches."""
+    for shape in shapes:
+        _refuse_nested_sparql(shape)
+        if shape.has_focus:
+            for constraint in shape.constraints:
+                if constraint.component in SPARQL_BASED:
+                    _sparql(shape, constraint, templates, FOCUS_STAND_IN, check=True)
+
+
+def compile_shape(
+    shape: Shape,
+    templates: Templates,
+    scoped: bool = False,
+    lexical: bool = False,
+) -> Iterator[CompiledQuery]:
+    """The queries of one shape. Over all focus nodes, one query per component of a shape keeps
+    each query simple for the engine; for a few focus nodes, where each query costs little but
+    its round trip, one query per shape."""
+    focus_nodes = FOCUS_STAND_IN if scoped else None
+    groups: dict[str, list[Constraint]] = {}
+    for constraint in shape.constraints:
+        key = constraint.component if focus_nodes is None else "all"
+        groups.setdefault("" if constraint.component in SPARQL_BASED else key, []).append(constraint)
+    for key in sorted(groups):
+        found = groups[key]
+        if not key:
+            for constraint in found:
+                yield _sparql(shape, constraint, templates, focus_nodes, check=False)
             continue
-        groups: dict[str, list[Constraint]] = {}
-        for constraint in shape.constraints:
-            key = constraint.component if focus_nodes is None else "all"
-            groups.setdefault("" if constraint.component in SPARQL_BASED else key, []).append(constraint)
-        for key in sorted(groups):
-            found = groups[key]
-            if not key:
-                for constraint in found:
-                    yield _sparql(shape, constraint, templates, focus_nodes, check)
-                continue
-            text = _render(templates, "validation/_constraint", shape,
-                           shape=shape, constraints=found, focus_nodes=focus_nodes)
-            yield CompiledQuery(shape, found[0].component_iri, tuple(found), text)
+        text = _render(templates, "validation/_constraint", shape, shape=shape,
+                       constraints=found, focus_nodes=focus_nodes, lexical=lexical)
+        yield CompiledQuery(shape, found[0].component_iri, tuple(found), text)
 
 
 def _sparql(

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections import deque
+from collections.abc import Collection, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from functools import cached_property
 
 import pyoxigraph as ox
 
+from tgsparql.lexical import BY_VALUE, stored_forms
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
 from tgsparql.templates import Dialect, Templates, Term, render_term, to_iri
-from tgsparql.validation.compiler import FOCUS_STAND_IN, CompiledQuery, compile_shapes
+from tgsparql.validation.compiler import (
+    FOCUS_STAND_IN, CompiledQuery, check_shapes, compile_shape, compile_shapes,
+)
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.errors import ShapesError
@@ -30,15 +34,42 @@ class Validator:
         self.shapes = shapes
         self.templates = Templates(dialect)
         self.paths = shapes.paths()
-        self.scoped: list[CompiledQuery] = list(
-            compile_shapes(shapes, self.templates, scoped=True, check=True)
-        )
-        """The queries for a few focus nodes, rendered once with stand-ins for the nodes."""
+        self._compiled: dict[bool, list[CompiledQuery]] = {}
+        self._by_shape: dict[tuple[int, bool], list[CompiledQuery]] = {}
+        check_shapes(shapes, self.templates)
+        self._target_literals = {
+            stored: written
+            for stored, written in _inverse(stored_forms(
+                target for shape in shapes for kind, target in shape.target_pairs
+                if kind == "targetNode" and isinstance(target, ox.Literal)
+            )).items()
+        }
+        """The shapes' own target-node literals the store keeps in another form, by that form."""
 
-    @cached_property
+    @property
+    def scoped(self) -> list[CompiledQuery]:
+        """The queries for a few focus nodes, with stand-ins for the nodes (rendered on first
+        use; a run over a few nodes renders only those of the shapes it reaches)."""
+        return [query for shape in self.shapes for query in self._shape_queries(shape, False)]
+
+    def _shape_queries(self, shape: Shape, lexical: bool) -> list[CompiledQuery]:
+        key = (shape.key, lexical)
+        if key not in self._by_shape:
+            self._by_shape[key] = list(compile_shape(shape, self.templates, scoped=True, lexical=lexical)) \
+                if shape.has_focus else []
+        return self._by_shape[key]
+
+    @property
     def queries(self) -> list[CompiledQuery]:
         """The queries of a run over every focus node (rendered on first use)."""
-        return list(compile_shapes(self.shapes, self.templates))
+        return self._compile(lexical=False)
+
+    def _compile(self, lexical: bool) -> list[CompiledQuery]:
+        """The queries over every focus node, rendered once, on first use: those reading the
+        records of tgsparql.lexical only for a store that holds some."""
+        if lexical not in self._compiled:
+            self._compiled[lexical] = list(compile_shapes(self.shapes, self.templates, lexical=lexical))
+        return self._compiled[lexical]
 
     def validate(
         self,
@@ -48,8 +79,9 @@ class Validator:
     ) -> ValidationReport:
         """Every result over the data graph; `focus` restricts the targeted focus nodes."""
         queries: Iterable[CompiledQuery]
+        lexical = store.ask(self.templates.render("validation/any_lexical"))
         if focus is None:
-            queries = self.queries
+            queries = self._compile(lexical)
         else:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
             targeted, reached = self._reaching(store, nodes, default_graph)
@@ -65,21 +97,22 @@ class Validator:
 
             queries = (  # one at a time: each text lists the nodes
                 replace(query, text=_STAND_IN.sub(lambda m: nodes_of(int(m[1])), query.text))
-                for query in self.scoped
-                if query.shape.key in reached
+                for shape in self.shapes
+                if shape.key in reached
+                for query in self._shape_queries(shape, lexical)
             )
         results: list[ValidationResult] = []
         checked: dict[int, Shape] = {}
         run = 0
-        for query in queries:
-            rows = store.select(query.text, default_graph=default_graph)
+        overlapped = focus is not None and isinstance(store, EmbeddedStore)
+        for query, rows in _answered(store, queries, default_graph, overlapped):
             if query.per_focus_node is not None:
                 rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
             results.extend(self._result(query, row) for row in rows)
             checked.setdefault(query.shape.key, query.shape)
             run += 1
         return ValidationReport(
-            results=results,
+            results=self._as_written(store, results, lexical),
             shapes=[(shape.node, shape.name) for shape in checked.values()],
             paths=self.paths,
             queries_run=run,
@@ -171,6 +204,8 @@ class Validator:
         if path is None and shape.path is not None:
             path = shape.path.node
         value = row.get("value")
+        if isinstance(row.get("lexical"), ox.Literal) and isinstance(row.get("lexicalDatatype"), ox.NamedNode):
+            value = ox.Literal(row["lexical"].value, datatype=row["lexicalDatatype"])  # as written
         if value is None and "k" not in row and shape.path is None:
             value = row["this"]
         if "message" in row and isinstance(row["message"], ox.Literal):
@@ -188,6 +223,87 @@ class Validator:
             message=text,
             messages=messages,
         )
+
+
+    def _as_written(
+        self, store: Store, results: list[ValidationResult], lexical: bool
+    ) -> list[ValidationResult]:
+        """The results with each literal the store keeps in another form as the data (or the
+        shapes' sh:targetNode) wrote it: a focus node from the shapes' target nodes, any other
+        from the records of tgsparql.lexical, matched by the result's statement (focus node,
+        predicate path) when that names one, else by the stored literal alone when only one
+        written form is behind it."""
+        stored = sorted(
+            {term for r in results for term in (r.focus_node, r.value) if _rewritable(term)}, key=str
+        )
+        if not stored:
+            return results
+        records: dict[Term, list[tuple[Term, Term, ox.Literal]]] = {}
+        if lexical:
+            rows = store.select(self.templates.render("validation/written_literals", literals=stored))
+            for row in rows:
+                written = ox.Literal(row["form"].value, datatype=row["datatype"])  # type: ignore[arg-type]
+                records.setdefault(row["stored"], []).append((row["subject"], row["predicate"], written))
+
+        def written(term: Term | None, subject: Term | None, path: Term | None) -> Term | None:
+            if term is None or not _rewritable(term):
+                return term
+            if subject is None and term in self._target_literals:
+                return self._target_literals[term]
+            found = records.get(term, [])
+            exact = {w for s, p, w in found if s == subject and p == path}
+            forms = exact or ({w for _, _, w in found} if not isinstance(path, ox.NamedNode) else set())
+            return forms.pop() if len(forms) == 1 else term
+
+        out = []
+        for result in results:
+            focus = written(result.focus_node, None, None)
+            if result.value == result.focus_node and result.result_path is None:
+                value = focus
+            else:
+                value = written(result.value, result.focus_node, result.result_path)
+            out.append(replace(result, focus_node=focus, value=value)
+                       if (focus, value) != (result.focus_node, result.value) else result)
+        return out
+
+
+QUERIES_AT_ONCE = 2
+"""Queries for a few focus nodes in flight at once on the embedded store: each costs little
+but its parsing and planning, which pyoxigraph does without holding Python's lock, so a second
+one overlaps it on a second CPU."""
+
+
+def _answered(
+    store: Store, queries: Iterable[CompiledQuery], default_graph: DataGraph, overlapped: bool
+) -> Iterator[tuple[CompiledQuery, list[Solution]]]:
+    """Each query with its rows, in order; with `overlapped`, QUERIES_AT_ONCE run at a time
+    (never more texts held than that, as the queries come one at a time)."""
+    if not overlapped:
+        yield from ((query, store.select(query.text, default_graph=default_graph)) for query in queries)
+        return
+    with ThreadPoolExecutor(QUERIES_AT_ONCE) as pool:
+        pending: deque[tuple[CompiledQuery, Future[list[Solution]]]] = deque()
+        for query in queries:
+            pending.append((query, pool.submit(store.select, query.text, default_graph=default_graph)))
+            if len(pending) >= QUERIES_AT_ONCE:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+
+
+def _rewritable(term: Term | None) -> bool:
+    """A literal of a datatype the store keeps by value, so maybe not as written."""
+    return isinstance(term, ox.Literal) and term.language is None and term.datatype.value in BY_VALUE
+
+
+def _inverse(forms: dict[ox.Literal, ox.Literal]) -> dict[ox.Literal, ox.Literal]:
+    """Stored form -> written form, for stored forms behind one written form only."""
+    behind: dict[ox.Literal, set[ox.Literal]] = {}
+    for written, stored in forms.items():
+        behind.setdefault(stored, set()).add(written)
+    return {stored: found.pop() for stored, found in behind.items() if len(found) == 1}
 
 
 def _substitute(message: ox.Literal, row: Solution) -> ox.Literal:
