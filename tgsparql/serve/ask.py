@@ -165,12 +165,16 @@ class Asker:
                 self._running -= 1
                 self._idle.notify_all()
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every ask under way ended (its session closed) within `timeout` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._running == 0, timeout=timeout)
+
     def close(self, wait: float) -> None:
         """Stop taking asks, let those under way end (each stops at its next message, its
         session closed as failed) for up to `wait` seconds, then release the store."""
         self.stopping.set()
-        with self._idle:
-            self._idle.wait_for(lambda: self._running == 0, timeout=wait)
+        self.wait_idle(wait)
         self._held.close()
 
 
@@ -216,12 +220,17 @@ def negotiate(accept: str) -> str:
 
 
 def same_origin(origin: str | None, fetch_site: str | None, host: str | None) -> bool:
-    """Whether a POST comes from this server's own pages (or from no browser page at all)."""
-    if fetch_site is not None and fetch_site.strip().lower() not in ("same-origin", "none"):
-        return False
+    """Whether a POST comes from this server's own pages (or from no browser page at all).
+
+    Browsers say where a request comes from in Sec-Fetch-Site; one that does not says it in
+    Origin, which under the pages' `Referrer-Policy: no-referrer` is `null` even for our own
+    form, so that browser is refused: it cannot be told from a sandboxed page elsewhere."""
+    if fetch_site is not None:
+        return fetch_site.strip().lower() in ("same-origin", "none")
     if origin is None:
         return True  # not a browser's cross-site request: those always carry Origin
-    return host is not None and urlsplit(origin.strip()).netloc.lower() == host.strip().lower()
+    return origin.strip() != "null" and host is not None and \
+        urlsplit(origin.strip()).netloc.lower() == host.strip().lower()
 
 
 class Framing:
