@@ -735,7 +735,8 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
             **served, host=host, port=port, token=serve_token, timeout=timeout,
             max_results=max_results, max_memory=_memory_size(max_memory) or None,
             allowed_hosts=allowed_hosts, workers=workers, collection=collection, log=log,
-            ask=AskLimits(in_flight=ask_limit, per_minute=ask_rate) if ask else None,
+            ask=AskLimits(in_flight=ask_limit, per_minute=ask_rate,
+                          stop_wait=_llm_longest_wait()) if ask else None,
             lock_timeout=lock_timeout,
         ), backend)
     except (OSError, StoreError, vocab.CollectionError) as error:
@@ -773,6 +774,15 @@ def _memory_size(text: str) -> int:
         raise click.BadParameter("a query process needs at least 64MiB (0 for no bound)",
                                  param_hint="--max-memory")
     return size
+
+
+def _llm_longest_wait() -> float:
+    """Seconds the LLM may keep a session waiting, retries included, and a margin: how long a
+    stopping server waits for its asks to end by themselves."""
+    context = click.get_current_context()
+    waits = context.meta.get(LLM_WAIT, {})
+    tries = waits.get("max_retries", DEFAULT_LLM_RETRIES) + 1
+    return tries * waits.get("timeout", DEFAULT_LLM_TIMEOUT) + 10.0
 
 
 def _usage_line(message: str) -> None:

@@ -245,6 +245,18 @@ def test_the_ask_page_streams_the_events_then_the_answer_then_the_sources(
     assert "<script" not in page and page.rstrip().endswith("</html>")
 
 
+def test_a_question_the_page_cannot_ask_comes_back_in_its_box_with_the_reason(
+    offline: AskServer,
+) -> None:
+    question = "<b>" + "x" * 10_001
+    reply = offline.served.post("/ask", urllib.parse.urlencode({"question": question}).encode(),
+                                "application/x-www-form-urlencoded", BROWSER)
+    assert reply.status == 400 and reply.headers["Content-Type"].startswith("text/html")
+    assert '<p class="error" id="error">the question is 10004 characters long' in reply.text
+    assert f">&lt;b&gt;{'x' * 9_997}</textarea>" in reply.text and "<b>" not in reply.text
+    assert 'id="events"' not in reply.text
+
+
 def test_without_ask_there_is_no_asking(served: Served) -> None:
     reply = served.post("/ask", body(), "application/json", {"Accept": "application/x-ndjson"})
     assert reply.status == 404 and "--ask" in reply.text
@@ -320,9 +332,11 @@ def test_more_asks_a_minute_than_the_rate_are_429_with_retry_after(tmp_path: Pat
         refused = asking.served.post("/ask", body(), "application/json", NDJSON)
         assert refused.status == 429 and "--ask-rate" in refused.text
         assert 1 <= int(refused.headers["Retry-After"]) <= 60
-        page = asking.served.post("/ask", urllib.parse.urlencode({"question": "q"}).encode(),
+        page = asking.served.post("/ask", urllib.parse.urlencode({"question": "q?"}).encode(),
                                   "application/x-www-form-urlencoded", BROWSER)
         assert page.status == 429 and page.headers["Content-Type"].startswith("text/html")
+        assert "--ask-rate" in page.text and ">q?</textarea>" in page.text
+        assert 1 <= int(page.headers["Retry-After"]) <= 60
 
 
 def test_the_rate_is_per_client_and_forgets_after_a_minute() -> None:
@@ -455,6 +469,41 @@ def test_a_client_that_hangs_up_mid_stream_leaves_its_session_closed_and_valid(
         assert status == "failed" and error is not None and "the client stopped reading" in error
         report = validate_session(ReadOnlyStore(asking.served.store), iri)
         assert not report.violations, report.to_text()
+
+
+def test_a_stopping_server_lets_the_ask_under_way_end_recorded_as_failed(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    with ask_server(tmp_path, fake_backend(fake_openai)) as asking, \
+            driven(fake_openai, ["Warsaw."]) as (held, _):
+        asker = asking.server.asker
+        assert asker is not None
+        stream = Stream(asking.address, NDJSON, body())
+        try:
+            session = stream.message()["explain_id"]
+            assert kind(stream.message()["explain_id"]) == "retrieval"
+            closing = threading.Thread(target=asker.close)  # what stopping the server does
+            closing.start()
+            assert asker.stopping.wait(60)
+            refused = asking.served.post("/ask", body(), "application/json", NDJSON)
+            assert refused.status == 503 and "stopping" in refused.text
+            held.set()  # the LLM may answer; at its next message, the ask ends
+            *before, error = stream.rest()
+            closing.join(60)
+            assert not closing.is_alive()
+        finally:
+            stream.close()
+    # The ask stops after the message under way when the server began to stop: the retrieval,
+    # or (had its check come first) the selection.
+    assert [kind(m["explain_id"]) for m in before] in ([], ["selection"])
+    assert error["message_type"] == "error" and error["end_of_session"]
+    assert "the server stopped while the session ran" in error["error"]["message"]
+    store = ReadOnlyStore(asking.served.store)
+    report = validate_session(store, session)
+    assert not report.violations, report.to_text()
+    [row] = store.select("PREFIX tg: <https://trustgraph.ai/ns/> SELECT ?status WHERE { GRAPH "
+                         f"<urn:graph:explainability> {{ <{session}> tg:status ?status }} }}")
+    assert row["status"].value == "failed"
 
 
 # --- in Chromium ---------------------------------------------------------------------------

@@ -68,7 +68,7 @@ from tgsparql.llm.base import Backend
 from tgsparql.pipeline import StageError
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import AskLimits, Asker, AskPage, EventStream, Framing, JsonLines, \
-    negotiate, offer_in_nav, read_question, render_page, same_origin
+    negotiate, offer_in_nav, read_question, refused_page, render_page, same_origin
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.remote import RemoteStore, display_url
@@ -465,8 +465,6 @@ def _error(status: int, message: str, *, html: bool = False) -> Answer:
 
 
 ASK_OFF = "asking is off on this server: start it with tgsparql serve --ask"
-STOP_WAIT = 10.0
-"""Seconds a stopping server gives the asks under way to end (each at its next message)."""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -708,36 +706,45 @@ class Handler(BaseHTTPRequestHandler):
             raise ProtocolError(403, "an ask must come from this server's own page, not from "
                                      "another site's")
         kind = negotiate(self.headers.get("Accept", ""))
-        question = read_question(self.headers.get("Content-Type", ""), body)
+        try:
+            question = read_question(self.headers.get("Content-Type", ""), body)
+            with asker.limiter.admitted(self.client_address[0]), asker.running():
+                self._stream_ask(asker, question, kind)
+        except ProtocolError as error:
+            if kind != "html":
+                raise
+            self._send(Answer(error.status, HTML, refused_page(body, error).encode("utf-8")),
+                       {"Retry-After": str(error.retry_after)} if error.retry_after else {})
+
+    def _stream_ask(self, asker: Asker, question: str, kind: str) -> None:
         framing: Framing = {"sse": EventStream, "ndjson": JsonLines}.get(
             kind, lambda: AskPage(question))()
-        with asker.limiter.admitted(self.client_address[0]), asker.running():
-            messages = asker.rag.query(question, stream=True)
-            outcome, session = "went away", "-"
-            try:
-                self._start_stream(framing.content_type)
-                self._write_chunk(framing.head())
-                for message in messages:
-                    if message.message_type == "explain" and session == "-":
-                        session = message.explain_id or "-"
-                    if message.end_of_session:
-                        outcome = "failed" if message.error else "complete"
-                    self._write_chunk(framing.message(message))
-                    if asker.stopping.is_set() and not message.end_of_session:
-                        stopped = messages.throw(StageError("ask", RuntimeError(
-                            "the server stopped while the session ran")))
-                        outcome = "failed"
-                        self._write_chunk(framing.message(stopped))
-                        break
-                self._write_chunk(framing.tail())
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-            except OSError:  # the client went away, or stopped reading past the timeout
-                self.close_connection = True
-            finally:
-                messages.close()  # the session, if still open, is closed as failed
-                if self.server.config.log:
-                    sys.stderr.write(f"{self.address_string()} ask {session} {outcome}\n")
+        messages = asker.rag.query(question, stream=True)
+        outcome, session = "went away", "-"
+        try:
+            self._start_stream(framing.content_type)
+            self._write_chunk(framing.head())
+            for message in messages:
+                if message.message_type == "explain" and session == "-":
+                    session = message.explain_id or "-"
+                if message.end_of_session:
+                    outcome = "failed" if message.error else "complete"
+                self._write_chunk(framing.message(message))
+                if asker.stopping.is_set() and not message.end_of_session:
+                    stopped = messages.throw(StageError("ask", RuntimeError(
+                        "the server stopped while the session ran")))
+                    outcome = "failed"
+                    self._write_chunk(framing.message(stopped))
+                    break
+            self._write_chunk(framing.tail())
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away, or stopped reading past the timeout
+            self.close_connection = True
+        finally:
+            messages.close()  # the session, if still open, is closed as failed
+            if self.server.config.log:
+                sys.stderr.write(f"{self.address_string()} ask {session} {outcome}\n")
 
     def _start_stream(self, content_type: str) -> None:
         self.send_response(200)
@@ -802,7 +809,7 @@ class TgsparqlServer(ThreadingHTTPServer):
                 raise
         except BaseException:
             if self.asker is not None:
-                self.asker.close(0)
+                self.asker.close()
             raise
 
     def accepts_host(self, header: str) -> bool:
@@ -827,7 +834,7 @@ class TgsparqlServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()
         if self.asker is not None:
-            self.asker.close(STOP_WAIT)
+            self.asker.close()
         self.pool.close()
 
 

@@ -45,7 +45,7 @@ from tgsparql import vocab
 from tgsparql.llm.base import Backend
 from tgsparql.locking import exclusive_store
 from tgsparql.messages import GraphRagResponse, Source
-from tgsparql.pipeline import GraphRag, QuestionError, check_question
+from tgsparql.pipeline import MAX_QUESTION_CHARS, GraphRag, QuestionError, check_question
 from tgsparql.provenance import SessionIds
 from tgsparql.serve.pages import _environment
 from tgsparql.serve.records import _json as json_line
@@ -81,6 +81,9 @@ class AskLimits:
     """Asks one client may start in any minute (`--ask-rate`)."""
     body: int = 64 * 1024
     """Bytes of request body at most (413 beyond)."""
+    stop_wait: float = 60.0
+    """Seconds a stopping server waits for the asks under way to end: at least the LLM's
+    longest wait, so each ends by itself, recorded as failed, rather than left open."""
 
 
 class RateLimiter:
@@ -170,11 +173,11 @@ class Asker:
         with self._idle:
             return self._idle.wait_for(lambda: self._running == 0, timeout=timeout)
 
-    def close(self, wait: float) -> None:
+    def close(self) -> None:
         """Stop taking asks, let those under way end (each stops at its next message, its
-        session closed as failed) for up to `wait` seconds, then release the store."""
+        session closed as failed) for up to `stop_wait` seconds, then release the store."""
         self.stopping.set()
-        self.wait_idle(wait)
+        self.wait_idle(self.limits.stop_wait)
         self._held.close()
 
 
@@ -338,10 +341,20 @@ def offer_in_nav() -> None:
     _environment().globals["asking"] = True
 
 
-def render_page(question: str = "", *, streaming: bool = False) -> str:
-    """The ask page: the question box, and (streaming) the place the events go."""
+def render_page(question: str = "", *, streaming: bool = False, error: str | None = None) -> str:
+    """The ask page: the question box, and (streaming) the place the events go, or why the
+    question was refused."""
     return _environment().get_template("ask.html").render(
-        question=question, streaming=streaming, mark=STREAM_MARK, limit=10_000)
+        question=question, streaming=streaming, mark=STREAM_MARK, limit=MAX_QUESTION_CHARS,
+        error=error)
+
+
+def refused_page(body: bytes, error: ProtocolError) -> str:
+    """The ask page for a form that was refused: the reason above the box, the question (as
+    much of it as the box holds) still in it."""
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    question = (fields.get("question") or [""])[0][:MAX_QUESTION_CHARS]
+    return render_page(question, error=error.message)
 
 
 @cache
