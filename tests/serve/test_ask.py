@@ -240,7 +240,10 @@ def test_the_ask_page_streams_the_events_then_the_answer_then_the_sources(
         "explain-answer", "sources", "session-link")]
     assert order == sorted(order)
     assert re.search(r'<strong id="edge-count">[1-9][0-9]*</strong>', page)
-    assert "Marie_Curie · bornIn · Warsaw" in page and "offline selector" in page
+    # Edges read as people say them: by their labels, with the IRIs a tooltip away.
+    assert '<strong class="edge-text">Marie Curie born in Warsaw</strong>' in page
+    assert "&lt;https://example.org/demo/entity/Marie_Curie&gt;" in page
+    assert "offline selector" in page and "Seed entities: Marie Curie</p>" in page
     assert "Marie Curie was born Maria Skłodowska in Warsaw in 1867." in page
     assert "<script" not in page and page.rstrip().endswith("</html>")
 
@@ -361,17 +364,54 @@ def test_the_rate_is_per_client_and_forgets_after_a_minute() -> None:
         pass
 
 
-def selecting_where_she_was_born(held: threading.Event | None = None) -> Any:
+def selecting_where_she_was_born(held: threading.Event | None = None,
+                                 reason: str = "it names where she was born") -> Any:
     """A selection reply choosing Marie Curie's birthplace by the id the prompt gave it."""
 
     def reply(request: dict[str, Any]) -> Reply:
         prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
         chosen = [json.loads(line) for line in prompt.splitlines() if line.startswith("{")]
-        lines = [json.dumps({"id": edge["id"], "reasoning": "it names where she was born"})
+        lines = [json.dumps({"id": edge["id"], "reasoning": reason})
                  for edge in chosen if (edge["s"], edge["p"]) == ("Marie Curie", "born in")]
         return Reply("\n".join(lines), held=held)
 
     return reply
+
+
+def test_what_the_llm_writes_reaches_the_page_as_text_only(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    hostile = '</span></li></ol><script>alert(1)</script><img src=x onerror="alert(2)">'
+    fake_openai.script(selecting_where_she_was_born(reason=hostile),
+                       Reply(["</div><script>alert(3)", "</script> & <b>Warsaw</b>"]))
+    with ask_server(tmp_path, fake_backend(fake_openai)) as asking:
+        reply = asking.served.post(
+            "/ask", urllib.parse.urlencode({"question": "<i>Where</i> was Marie Curie born?"})
+            .encode(), "application/x-www-form-urlencoded", BROWSER)
+    page = reply.text
+    assert reply.status == 200 and "<script" not in page and "<img" not in page
+    assert "<i>" not in page and "&lt;i&gt;Where&lt;/i&gt;" in page
+    assert '<span class="reasoning">&lt;/span&gt;&lt;/li&gt;&lt;/ol&gt;&lt;script&gt;' in page
+    assert ('<div class="answer" id="answer">&lt;/div&gt;&lt;script&gt;alert(3)&lt;/script&gt; '
+            '&amp; &lt;b&gt;Warsaw&lt;/b&gt;</div>') in page
+
+
+def test_an_llm_that_breaks_off_mid_answer_shows_as_an_error_after_what_came(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(selecting_where_she_was_born(),
+                       Reply(["Warsaw", " is", " where"], cut_after=2))
+    with ask_server(tmp_path, fake_backend(fake_openai)) as asking:
+        reply = asking.served.post("/ask", urllib.parse.urlencode({"question": QUESTION})
+                                   .encode(), "application/x-www-form-urlencoded", BROWSER)
+        page = reply.text
+        session = re.search(r'href="/sessions/([0-9a-f-]{36})"', page)
+        assert session is not None
+        status = status_of(asking.served, "urn:trustgraph:session:" + session.group(1))
+    assert '<div class="answer" id="answer">Warsaw</div>\n</section>\n<p class="error" ' \
+        'id="error">answer failed: ' in page
+    assert 'id="sources"' not in page and "The session, as recorded" in page
+    assert status[0] == "failed" and status[1] is not None and "answer failed" in status[1]
 
 
 def fake_backend(fake: FakeOpenAI) -> OpenAIBackend:
@@ -538,7 +578,7 @@ def test_in_chromium_a_question_asked_offline_shows_its_explanation_and_sources(
         edges = tab.evaluate("[...document.querySelectorAll('#selected-edges li')].map("
                              "li => [li.querySelector('.edge-text').textContent, "
                              "li.querySelector('.reasoning').textContent])")
-        assert ["Marie_Curie · bornIn · Warsaw", edges[0][1]] in edges
+        assert "Marie Curie born in Warsaw" in [edge for edge, _ in edges]
         assert all(reason.startswith("offline selector") for _, reason in edges)
         assert "Warsaw" in tab.evaluate("document.querySelector('#answer').textContent")
         assert tab.evaluate("document.querySelector('#explain-answer code').textContent"

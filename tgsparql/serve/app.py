@@ -718,7 +718,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _stream_ask(self, asker: Asker, question: str, kind: str) -> None:
         framing: Framing = {"sse": EventStream, "ndjson": JsonLines}.get(
-            kind, lambda: AskPage(question))()
+            kind, lambda: AskPage(question, asker.labels))()
         messages = asker.rag.query(question, stream=True)
         outcome, session = "went away", "-"
         try:

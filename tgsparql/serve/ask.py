@@ -30,7 +30,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -39,10 +39,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pyoxigraph as ox
-from markupsafe import escape
+from markupsafe import Markup, escape
 
 from tgsparql import vocab
 from tgsparql.llm.base import Backend
+from tgsparql.labels import fetch_labels, label_of, label_terms
 from tgsparql.locking import exclusive_store
 from tgsparql.messages import GraphRagResponse, Source
 from tgsparql.pipeline import MAX_QUESTION_CHARS, GraphRag, QuestionError, check_question
@@ -50,6 +51,7 @@ from tgsparql.provenance import SessionIds
 from tgsparql.serve.pages import _environment
 from tgsparql.serve.records import _json as json_line
 from tgsparql.serve.sparql import ProtocolError, _accept_ranges, _text
+from tgsparql.store import StoreError
 
 WINDOW = 60.0
 """Seconds over which `per_minute` counts a client's asks."""
@@ -69,6 +71,7 @@ CONTENT_TYPES = {
     "ndjson": "application/x-ndjson; charset=utf-8",
     "html": "text/html; charset=utf-8",
 }
+Labels = Mapping[ox.NamedNode, str]
 STREAM_MARK = "<!--stream-->"
 """Where, in the rendered ask page, the streamed events go."""
 
@@ -149,7 +152,6 @@ class Asker:
         except BaseException:
             self._held.close()
             raise
-        self.collection = collection
         self.stopping = threading.Event()
         self._running = 0
         self._idle = threading.Condition()
@@ -167,6 +169,13 @@ class Asker:
             with self._idle:
                 self._running -= 1
                 self._idle.notify_all()
+
+    def labels(self, terms: Sequence[ox.NamedNode]) -> Labels:
+        """The terms' labels, for people; none when they cannot be read."""
+        try:
+            return fetch_labels(self.rag.store, self.rag.templates, terms)
+        except StoreError:
+            return {}
 
     def wait_idle(self, timeout: float) -> bool:
         """Whether every ask under way ended (its session closed) within `timeout` seconds."""
@@ -284,8 +293,10 @@ class AskPage(Framing):
 
     content_type = CONTENT_TYPES["html"]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, labels: Callable[[Sequence[ox.NamedNode]], Labels]) -> None:
+        """`labels`: the labels of some IRIs, so edges read as people say them."""
         page = render_page(question, streaming=True)
+        self.labels = labels
         self._head, _, self._tail = page.partition(STREAM_MARK)
         self.ids: SessionIds | None = None
         self.answering = False
@@ -294,12 +305,14 @@ class AskPage(Framing):
         return self._head.encode("utf-8")
 
     def tail(self) -> bytes:
-        return (self._close_answer() + self._tail).encode("utf-8")
+        return (str(self._close_answer()) + self._tail).encode("utf-8")
 
     def message(self, message: GraphRagResponse) -> bytes:
-        return self._html(message).encode("utf-8")
+        return str(self._html(message)).encode("utf-8")
 
-    def _html(self, message: GraphRagResponse) -> str:
+    def _html(self, message: GraphRagResponse) -> Markup:
+        """The message's piece of the page: markup from the templates, every text escaped
+        (a Markup joined to a str escapes the str, so all of it stays Markup)."""
         parts = _parts()
         if message.error is not None:
             link = self.ids.uuid if self.ids is not None else None
@@ -307,15 +320,16 @@ class AskPage(Framing):
         if message.message_type == "explain":
             return self._explain(message)
         if message.end_of_session:
+            labels = self.labels(label_terms([source.edge for source in message.sources]))
             return self._close_answer() + parts.sources(
-                [_source(source) for source in message.sources],
+                [_source(source, labels) for source in message.sources],
                 self.ids.uuid if self.ids is not None else None)
-        opening = "" if self.answering else parts.answer_open()
+        opening = Markup("") if self.answering else parts.answer_open()
         self.answering = not message.end_of_stream
-        return opening + str(escape(message.response)) + (
-            "" if self.answering else parts.answer_close())
+        return opening + escape(message.response) + (
+            Markup("") if self.answering else parts.answer_close())
 
-    def _explain(self, message: GraphRagResponse) -> str:
+    def _explain(self, message: GraphRagResponse) -> Markup:
         parts, iri = _parts(), message.explain_id or ""
         triples = message.explain_triples
         if self.ids is None:
@@ -323,17 +337,22 @@ class AskPage(Framing):
             return parts.session(iri, _first(triples, "query"), _first(triples, "startedAtTime",
                                                                        namespace=vocab.PROV))
         if iri == self.ids.retrieval.value:
-            return parts.retrieval(iri, _first(triples, "edgeCount"),
-                                   _all(triples, "concept"), _all(triples, "entity"))
+            seeds = _objects(triples, "entity")
+            labels = self.labels(seeds)
+            return parts.retrieval(iri, _first(triples, "edgeCount"), sorted(
+                term.value for term in _objects(triples, "concept")), sorted(
+                label_of(seed, labels) for seed in seeds))
         if iri == self.ids.selection.value:
-            return parts.selection(iri, _edges(triples), _first(triples, "invalidIdCount"))
+            edges = [t.object for t in triples if isinstance(t.object, ox.Triple)]
+            return parts.selection(iri, _edges(triples, self.labels(label_terms(edges))),
+                                   _first(triples, "invalidIdCount"))
         return self._close_answer() + parts.answer_recorded(iri, _first(triples, "document"))
 
-    def _close_answer(self) -> str:
+    def _close_answer(self) -> Markup:
         if not self.answering:
-            return ""
+            return Markup("")
         self.answering = False
-        return str(_parts().answer_close())
+        return _parts().answer_close()
 
 
 def offer_in_nav() -> None:
@@ -373,7 +392,7 @@ class EdgeShown:
     truncated: bool
 
 
-def _edges(triples: Sequence[ox.Triple]) -> list[EdgeShown]:
+def _edges(triples: Sequence[ox.Triple], labels: Labels) -> list[EdgeShown]:
     """The selection's edges with their reasons, in the order the LLM chose them."""
     by_item: dict[str, dict[str, Any]] = {}
     for triple in triples:
@@ -390,31 +409,23 @@ def _edges(triples: Sequence[ox.Triple]) -> list[EdgeShown]:
         index = iri.rsplit(":", 1)[-1]
         shown.append(EdgeShown(
             int(index) if index.isdigit() else len(shown), iri,
-            (_short(edge.subject), _short(edge.predicate), _short(edge.object)),
+            _labelled(edge, labels),
             f"<<( {edge} )>>", reasoning.value if reasoning is not None else "",
             truncated is not None and truncated.value == "true"))
     return sorted(shown, key=lambda edge: edge.index)
 
 
-def _source(source: Source) -> dict[str, Any]:
+def _source(source: Source, labels: Labels) -> dict[str, Any]:
     return {
-        "edge": tuple(_short(term) for term in (source.edge.subject, source.edge.predicate,
-                                                source.edge.object)),
+        "edge": _labelled(source.edge, labels),
         "title": source.title or source.document, "document": source.document,
         "page": source.page_number, "chunk": source.chunk_index, "text": source.text or "",
     }
 
 
-def _short(term: Any) -> str:
-    """A term as a reader wants it: a literal's text, an IRI's last segment."""
-    if isinstance(term, ox.NamedNode):
-        value = term.value.rstrip("/#")
-        cut = max(value.rfind("/"), value.rfind("#"), value.rfind(":") if "/" not in value
-                  else -1)
-        return value[cut + 1:] or term.value
-    if isinstance(term, ox.Triple):
-        return f"<<( {_short(term.subject)} {_short(term.predicate)} {_short(term.object)} )>>"
-    return str(getattr(term, "value", term))
+def _labelled(edge: ox.Triple, labels: Labels) -> tuple[str, str, str]:
+    return (label_of(edge.subject, labels), label_of(edge.predicate, labels),
+            label_of(edge.object, labels))
 
 
 def _objects(triples: Sequence[ox.Triple], name: str, namespace: str = vocab.TG) -> list[Any]:
@@ -425,7 +436,3 @@ def _objects(triples: Sequence[ox.Triple], name: str, namespace: str = vocab.TG)
 def _first(triples: Sequence[ox.Triple], name: str, namespace: str = vocab.TG) -> str:
     found = _objects(triples, name, namespace)
     return str(getattr(found[0], "value", found[0])) if found else ""
-
-
-def _all(triples: Sequence[ox.Triple], name: str) -> list[str]:
-    return sorted(_short(term) for term in _objects(triples, name))
