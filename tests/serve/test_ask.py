@@ -22,6 +22,8 @@ from typing import Any
 
 import pyoxigraph as ox
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 from tgsparql.llm.offline import OfflineBackend
@@ -113,6 +115,10 @@ def status_of(served: Served, session: str) -> tuple[str, str | None]:
     reply = served.get("/sparql?" + urllib.parse.urlencode({"query": query}))
     [row] = json.loads(reply.text)["results"]["bindings"]
     return row["status"]["value"], row.get("error", {}).get("value")
+
+
+def sessions_listed(served: Served) -> int:
+    return served.get("/sessions?limit=10000").text.count('href="/sessions/')
 
 
 # --- the streams --------------------------------------------------------------------------
@@ -285,10 +291,29 @@ def test_without_ask_there_is_no_asking(served: Served) -> None:
 def test_a_bad_ask_is_refused_before_anything_is_recorded(
     offline: AskServer, payload: bytes, content_type: str, status: int, said: str
 ) -> None:
-    before = offline.served.get("/sessions?limit=10000").text.count('href="/sessions/')
+    before = sessions_listed(offline.served)
     reply = offline.served.post("/ask", payload, content_type, {"Accept": "application/x-ndjson"})
     assert reply.status == status and said in reply.text, reply.text
-    assert offline.served.get("/sessions?limit=10000").text.count('href="/sessions/') == before
+    assert sessions_listed(offline.served) == before
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(question=st.text(max_size=60))
+def test_any_question_is_recorded_as_asked_or_refused_with_nothing_recorded(
+    offline: AskServer, question: str
+) -> None:
+    before = sessions_listed(offline.served)
+    reply = offline.served.post("/ask", body(question), "application/json", NDJSON)
+    assert reply.status in (200, 400), reply.text
+    if reply.status == 400:
+        assert reply.text.count("\n") == 1  # one line saying why
+        assert sessions_listed(offline.served) == before
+        return
+    messages = [json.loads(line) for line in reply.text.splitlines()]
+    assert messages[-1]["end_of_session"]
+    recorded = [t["o"] for t in messages[0]["explain_triples"] if t["p"].endswith("/ns/query>")]
+    assert recorded == [str(ox.Literal(question))]
 
 
 def test_a_form_from_another_site_is_refused(offline: AskServer) -> None:
