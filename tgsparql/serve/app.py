@@ -66,6 +66,7 @@ from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
 from tgsparql.llm.base import Backend
 from tgsparql.pipeline import StageError
+from tgsparql.provenance import SessionIds
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import AskLimits, Asker, AskPage, EventStream, Framing, JsonLines, \
     negotiate, offer_in_nav, read_question, refused_page, render_page, same_origin
@@ -720,17 +721,22 @@ class Handler(BaseHTTPRequestHandler):
         framing: Framing = {"sse": EventStream, "ndjson": JsonLines}.get(
             kind, lambda: AskPage(question, asker.labels))()
         messages = asker.rag.query(question, stream=True)
-        outcome, session = "went away", "-"
+        outcome, session, answered = "went away", "-", False
         try:
             self._start_stream(framing.content_type)
             self._write_chunk(framing.head())
             for message in messages:
-                if message.message_type == "explain" and session == "-":
-                    session = message.explain_id or "-"
+                if message.message_type == "explain" and message.explain_id:
+                    if session == "-":
+                        session = message.explain_id
+                    answered = message.explain_id == SessionIds.from_session_iri(
+                        session).answer.value
                 if message.end_of_session:
                     outcome = "failed" if message.error else "complete"
                 self._write_chunk(framing.message(message))
-                if asker.stopping.is_set() and not message.end_of_session:
+                # Stopping ends the session at its next message, unless all that is left is
+                # to send the sources of a session already recorded as complete.
+                if asker.stopping.is_set() and not message.end_of_session and not answered:
                     stopped = messages.throw(StageError("ask", RuntimeError(
                         "the server stopped while the session ran")))
                     outcome = "failed"
