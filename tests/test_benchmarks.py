@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from conftest import REPO
+from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
 FACTS = 2000
 QUESTIONS = 5
@@ -411,3 +413,35 @@ def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
         "# Grounding: x", "# Retrieval, one hop", "# Labels: y", "# Trace: z", "SELECT")] == [
         "grounding", "retrieval", "retrieval", "sources", "other"]
     assert stage_of("PREFIX tg: <urn:x>\nINSERT DATA {}", update=True) == "recording"
+
+
+def test_tiny_real_llm_ingest_benchmark_reports_both_modes(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Against the fake server: the constrained mode answers in lines, the other in prose."""
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([
+        {"title": "Ada Lovelace", "text": "Ada Lovelace was born in London in 1815."},
+        {"title": "Lord Byron", "text": "Lord Byron was a poet. He was born in London."},
+    ]), encoding="utf-8")
+
+    def reply(body: dict) -> Reply:
+        if "grammar" not in body:
+            return Reply("Sure! Here are some facts about the passage:\n- London")
+        fact = {"s": "Someone", "p": "born in", "o": "London", "evidence": "born in London"}
+        return Reply(json.dumps(fact) + "\n" + json.dumps({**fact, "evidence": "not there"}))
+
+    fake_openai.script(*[reply] * 5)
+    out = tmp_path / "ingest_llm.md"
+    done = run_module("benchmarks.ingest_llm_bench", "--paragraphs", 2, "--corpus", corpus,
+                      "--base-url", fake_openai.base_url, "--model", "fake-model", "--out", out)
+    assert done.returncode == 0, done.stderr
+    rows = table_rows(out.read_text(encoding="utf-8"))
+    assert rows["reply lines that parse as facts"] == ["0/4 (0 %)", "4/4 (100 %)"]
+    assert rows["facts per paragraph (distinct, written)"] == ["0.00", "1.00"]
+    assert rows["paragraphs with 0 facts"] == ["2/2", "0/2"]
+    assert rows["evidence located in the chunk"] == ["0/0 (–)", "2/4 (50 %)"]
+    assert all(float(cell) >= 0 for cell in rows["seconds per paragraph, median"])
+    grammar_requests = [r for r in fake_openai.chat_requests if "grammar" in r.body]
+    assert len(grammar_requests) == 2
+    assert all(r.body["max_tokens"] == 256 for r in fake_openai.chat_requests[1:])

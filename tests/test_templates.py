@@ -572,6 +572,10 @@ EVERY_PARAM: dict[str, Any] = {
     "cutoff": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc),
     "named": [GRAPH],
     "include_default": True,
+    "cited": [IDS.edge_selection(0)],
+    "citations": [{"iri": IDS.citation(0), "edge_selection": IDS.edge_selection(0),
+                   "sentence": "The answer.", "offset": 0, "length": 11}],
+    "invalid_citations": 0,
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

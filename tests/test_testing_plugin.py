@@ -76,7 +76,8 @@ def test_pipeline_fixture_takes_a_script_mapping(
     tgsparql_loaded_store, tgsparql_demo_file: Path, tgsparql_pipeline
 ) -> None:
     store = tgsparql_loaded_store(tgsparql_demo_file)
-    rag = tgsparql_pipeline({QUESTION: Script(answer="Warsaw, as scripted.")})
+    born = (("Marie Curie", "born in", "Warsaw"), "the birthplace")
+    rag = tgsparql_pipeline({QUESTION: Script(select=[born], answer="Warsaw, as scripted.")})
     answer, messages = rag.ask(QUESTION)
     assert answer == "Warsaw, as scripted."
     assert rag.backend.calls == [("select", QUESTION), ("answer", QUESTION)]

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -33,6 +33,10 @@ from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import DIALECTS, Templates
 from tgsparql.terminal import visible
+
+if TYPE_CHECKING:
+    from tgsparql.ingest import DocumentReport, IngestReport
+    from tgsparql.llm.log import LLMLog
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -225,13 +229,14 @@ def llm_options(function: F) -> F:
     return function
 
 
-def constrain_option(function: F) -> F:
+def constrain_option(function: F, what: str = "selection") -> F:
     return click.option(
         "--constrain",
         type=click.Choice(["none", "grammar"]),
         default="none",
         show_default=True,
-        help="Constrain the selection output with a GBNF grammar (llama.cpp servers).",
+        help=f"grammar: constrain the {what} output to lines that parse: a GBNF grammar on "
+        "llama.cpp-compatible servers, a JSON schema (response_format) on the OpenAI API.",
     )(function)
 
 
@@ -271,36 +276,79 @@ def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[S
         store.close()
 
 
-@contextmanager
-def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
-    """Start a bar per item of long work, on a terminal only; each closes when the next starts."""
-    open_bars: list[Any] = []
+class ProgressBars:
+    """A bar per item of long work, on a terminal only; each closes when the next starts."""
 
-    def start(label: str, length: int) -> Callable[[int], None] | None:
+    def __init__(self) -> None:
+        self.open_bars: list[Any] = []
+
+    def __call__(self, label: str, length: int) -> Callable[[int], None] | None:
         if not sys.stderr.isatty():
             return None  # a bar is for people; logs get the one-line results
-        while open_bars:
-            open_bars.pop().__exit__(None, None, None)
+        self.close()
         bar = click.progressbar(length=length, label=label, file=sys.stderr)
         bar.__enter__()
-        open_bars.append(bar)
+        self.open_bars.append(bar)
         return bar.update
 
+    def close(self) -> None:
+        """Close the open bar, e.g. before a line is printed under it."""
+        while self.open_bars:
+            self.open_bars.pop().__exit__(None, None, None)
+
+
+@contextmanager
+def progress_bars() -> Iterator[ProgressBars]:
+    bars = ProgressBars()
     try:
-        yield start
+        yield bars
     finally:
-        while open_bars:
-            open_bars.pop().__exit__(None, None, None)
+        bars.close()
+
+
+@contextmanager
+def llm_log(path: Path | None) -> Iterator[LLMLog | None]:
+    """The --log-llm file, open for the command's length; None without the flag."""
+    if path is None:
+        yield None
+        return
+    from tgsparql.llm.log import LLMLog, LLMLogError
+
+    try:
+        log = LLMLog(path)
+    except LLMLogError as error:
+        raise Failure(str(error)) from None
+    try:
+        yield log
+    finally:
+        log.close()
+
+
+def reply_options(function: F) -> F:
+    """--max-tokens and --log-llm: how long a reply may be, and where every call is logged."""
+    options = [
+        click.option("--max-tokens", type=click.IntRange(1), metavar="N",
+                     help="Tokens an LLM reply may hold at most (default 1024)."),
+        click.option("--log-llm", "log_llm", metavar="FILE",
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Append every prompt and raw LLM reply to FILE as JSON Lines (with "
+                     "the model, constraint, usage, seconds, and any error): to see why nothing "
+                     "was extracted or selected."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
 
 
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
-                 api_key: str | None, constrain: str) -> Backend:
+                 api_key: str | None, constrain: str, *, max_tokens: int | None = None,
+                 log: LLMLog | None = None) -> Backend:
     context = click.get_current_context(silent=True)
     waits = context.meta.get(LLM_WAIT, {}) if context else {}
     try:
         return make_backend(
             llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain,  # type: ignore[arg-type]
-            **waits,
+            max_tokens=max_tokens, log=log, **waits,
         )
     except LLMError as error:
         raise Failure(str(error)) from None
@@ -419,18 +467,26 @@ def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
               help="Characters per chunk at most.")
 @click.option("--chunk-overlap", type=click.IntRange(0), default=200, show_default=True,
               help="Characters a chunk shares with the one before it.")
+@click.option("--force", "--reextract", "force", is_flag=True,
+              help="Extract files ingested before again, replacing the facts and provenance "
+              "each gave (facts another document or a recorded session stands on stay).")
 @llm_options
+@functools.partial(constrain_option, what="extraction")
+@reply_options
 def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
-           chunk_overlap: int, llm: str | None, model: str | None, base_url: str | None,
-           api_key: str | None) -> None:
+           chunk_overlap: int, force: bool, llm: str | None, model: str | None,
+           base_url: str | None, api_key: str | None, constrain: str, max_tokens: int | None,
+           log_llm: Path | None) -> None:
     """Extract facts from plain text and Markdown files, with where each came from.
 
-    One document per file, pages split on form feeds, chunks read by the LLM. Facts go to the
-    KG, their provenance to urn:graph:source, the texts to urn:graph:library. A file whose text
-    was ingested before is skipped. Needs an LLM: the offline backend does not invent facts.
+    One document per file, titled by its first heading or line, pages split on form feeds,
+    chunks read by the LLM. Facts go to the KG, their provenance to urn:graph:source, the
+    texts to urn:graph:library. A file whose text was ingested before is skipped (--force reads
+    it again). One line per file as it finishes, then a summary. Needs an LLM: the offline
+    backend does not invent facts.
     """
     from tgsparql.chunking import ChunkingError, check_settings
-    from tgsparql.ingest import ingest_files
+    from tgsparql.ingest import IngestFailure, ingest_files
     from tgsparql.llm.base import ExtractionUnsupported
     from tgsparql.llm.offline import EXTRACTION_REFUSED, OfflineBackend
 
@@ -438,30 +494,71 @@ def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
         check_settings(chunk_size, chunk_overlap)
     except ChunkingError as error:
         raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
-    backend = backend_from(llm, model, base_url, api_key, "none")
-    if isinstance(backend, OfflineBackend):  # refused before a store directory is made
-        raise Failure(EXTRACTION_REFUSED)
-    with opened(store_path, waits_for_llm=True) as store:
-        if store_path is None:
-            click.echo("warning: no --store given: the facts go to an in-memory store and are "
-                       "lost on exit", err=True)
-        try:
-            with progress_bars() as bar:
-                report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
-                                      chunk_overlap=chunk_overlap,
-                                      progress=lambda path, chunks: bar(str(path), chunks))
-        except (ExtractionUnsupported, StoreError) as error:
-            raise Failure(str(error)) from None
-        for doc in report.documents:
-            if doc.already_present:
-                click.echo(f"skipped {doc.path}: already ingested as {doc.document.value}")
-                continue
-            dropped = doc.skipped_lines + doc.rejected
-            click.echo(f"ingested {doc.path}: {doc.pages} pages, {doc.chunks} chunks, "
-                       f"{doc.facts} facts ({doc.evidence_found} with evidence located"
-                       + (f", {dropped} unusable reply lines or objects dropped" if dropped
-                          else "") + f") as {doc.document.value}")
-        _finish(report.labels_indexed, list(report.failed.values()))
+    with llm_log(log_llm) as log:
+        backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
+                               log=log)
+        if isinstance(backend, OfflineBackend):  # refused before a store directory is made
+            raise Failure(EXTRACTION_REFUSED)
+        with opened(store_path, waits_for_llm=True) as store:
+            if store_path is None:
+                click.echo("warning: no --store given: the facts go to an in-memory store and "
+                           "are lost on exit", err=True)
+            try:
+                with progress_bars() as bars:
+
+                    def finished(outcome: DocumentReport | IngestFailure) -> None:
+                        bars.close()
+                        if isinstance(outcome, IngestFailure):
+                            click.echo(f"error: {outcome.message}", err=True)
+                        else:
+                            click.echo(_ingested_line(outcome))
+
+                    report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
+                                          chunk_overlap=chunk_overlap, force=force,
+                                          progress=lambda path, chunks: bars(str(path), chunks),
+                                          finished=finished)
+            except (ExtractionUnsupported, StoreError) as error:
+                raise Failure(str(error)) from None
+            if report.labels_indexed:
+                click.echo(f"indexed {report.labels_indexed} labels for grounding")
+            click.echo(_ingest_summary(report))
+            if report.failed:
+                sys.exit(1)
+
+
+def _ingested_line(doc: DocumentReport) -> str:
+    """One file's outcome, as soon as it is known; a document that gave no fact says so."""
+    if doc.already_present:
+        line = f"skipped {doc.path}: already ingested as {doc.document.value}"
+        if not doc.facts:
+            line += " (it gave 0 facts; --force extracts it again)"
+        return line
+    verb = "re-extracted" if doc.replaced else "ingested"
+    dropped = doc.skipped_lines + doc.rejected
+    drops = f"{dropped} unusable reply lines or objects dropped" if dropped else ""
+    if not doc.facts:
+        return (f"{verb} {doc.path}: 0 facts: the LLM stated none it could record "
+                f"({doc.pages} pages, {doc.chunks} chunks" + (f", {drops}" if drops else "")
+                + f"; --log-llm FILE shows its replies) as {doc.document.value}")
+    return (f"{verb} {doc.path}: {doc.pages} pages, {doc.chunks} chunks, {doc.facts} facts "
+            f"({doc.evidence_found} with evidence located" + (f", {drops}" if drops else "")
+            + f") as {doc.document.value}")
+
+
+def _ingest_summary(report: IngestReport) -> str:
+    docs = report.documents
+    done = [doc for doc in docs if not doc.already_present]
+    parts = [f"{len(done)} ingested ({sum(doc.facts for doc in done)} facts)"]
+    empty = sum(1 for doc in docs if not doc.facts)
+    if empty:
+        parts.append(f"{empty} with 0 facts")
+    skipped = len(docs) - len(done)
+    if skipped:
+        parts.append(f"{skipped} skipped as ingested before")
+    if report.failed:
+        parts.append(f"{len(report.failed)} failed")
+    files_ = len(docs) + len(report.failed)
+    return f"ingest: {files_} file{'s' if files_ != 1 else ''}: " + ", ".join(parts)
 
 
 @main.command()
@@ -484,6 +581,7 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
 @collection_option
 @llm_options
 @constrain_option
+@reply_options
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer, then print it.")
 @click.option("--format", "format_", type=click.Choice(["text", "jsonl"]), default="text",
               show_default=True, help="jsonl: every GraphRagResponse as one JSON object a line.")
@@ -508,18 +606,19 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
               "not conform.")
 def query(store_path: StoreTarget, question: str, collection: str, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
-          no_stream: bool, format_: str, max_path_length: int, triple_limit: int,
-          entity_limit: int, max_subgraph_size: int, max_reason_chars: int,
-          max_answer_chars: int, validate_: bool) -> None:
+          max_tokens: int | None, log_llm: Path | None, no_stream: bool, format_: str,
+          max_path_length: int, triple_limit: int, entity_limit: int, max_subgraph_size: int,
+          max_reason_chars: int, max_answer_chars: int, validate_: bool) -> None:
     """Answer QUESTION from the KG and record the session's explanation."""
-    backend = backend_from(llm, model, base_url, api_key, constrain)
     limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
     output_limits = OutputLimits(max_reason_chars, max_answer_chars)
-    with opened(store_path, waits_for_llm=True) as store:
+    with llm_log(log_llm) as log, opened(store_path, waits_for_llm=True) as store:
+        backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
+                               log=log)
         if store_path is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
         rag = _rag(store, backend, collection, limits, output_limits)
-        messages = rag.query(question, stream=not no_stream)
+        messages = _warn_on_empty_selection(rag.query(question, stream=not no_stream))
         if format_ == "jsonl":
             failed = False
             session = ""
@@ -543,6 +642,21 @@ def query(store_path: StoreTarget, question: str, collection: str, llm: str | No
                           else ""), err=True)
         if validate_ and not _session_conforms(store, session, jsonl=False):
             sys.exit(1)
+
+
+def _warn_on_empty_selection(
+    messages: Iterator[GraphRagResponse],
+) -> Iterator[GraphRagResponse]:
+    """The messages, with a warning on stderr once the selection is announced empty: the
+    answer then only says that the KG holds nothing that answers."""
+    for message in messages:
+        if message.explain_id and ":prov:selection:" in message.explain_id and not any(
+            triple.predicate.value == vocab.TG + "selectedEdge"
+            for triple in message.explain_triples
+        ):
+            click.echo("warning: no edge of the KG was selected as answering the question; "
+                       "the answer says so (--log-llm FILE shows the selector's reply)", err=True)
+        yield message
 
 
 @main.group(invoke_without_command=True)
@@ -950,7 +1064,7 @@ def doctor(remote: Remote | None, format_: str) -> None:
 
 
 def _finish(labels_indexed: int, errors: list[str]) -> None:
-    """The shared end of load and ingest: labels indexed, one line per failed file, exit 1."""
+    """The end of load: labels indexed, one line per failed file, exit 1."""
     if labels_indexed:
         click.echo(f"indexed {labels_indexed} labels for grounding")
     for message in errors:
@@ -1011,6 +1125,8 @@ def render_text(e: Explanation) -> str:
             + visible(" — ".join(edge.labels)))
         cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
         add(_wrap("why: " + edge.reasoning + cut, 8))
+        for sentence in edge.citations:
+            add(_wrap(f"cited: “{_one_line(sentence, 300)}”", 8))
         if not edge.sources:
             add("        from: no recorded source")
         for source in edge.sources:
@@ -1026,8 +1142,13 @@ def render_text(e: Explanation) -> str:
                 add(_wrap(f"“{_one_line(source.text, 300)}”", 14))
     if e.answer is not None:
         check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
+        cited = sum(1 for edge in e.selected if edge.citations)
+        citing = "" if e.invalid_citations is None else (
+            f"; cites {cited} of {len(e.selected)} selected edges"
+            + (f", {e.invalid_citations} markers naming no selected edge"
+               if e.invalid_citations else ""))
         cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
-        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{cut})")
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{citing}{cut})")
         add(_wrap(e.answer, 8))
     return "\n".join(out)
 

@@ -8,12 +8,13 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.grounding import Grounding, ground, update_label_index
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
@@ -215,8 +216,12 @@ class _Session:
         )
         by_id = labelgraph.by_id()
         facts = [by_id[edge.id] for edge in parsed.edges]
+        # Nothing selected, nothing to write from: the answer says so, with no LLM call.
         answering = _background(
-            lambda: _started(rag.backend.answer(question, facts, stream=self.stream))
+            lambda: _started(
+                rag.backend.answer(question, facts, stream=self.stream)
+                if facts else _Fixed(NOTHING_SELECTED)
+            )
         )
         self._hold(selection)
         _stage("selection", self._write_held)
@@ -230,8 +235,10 @@ class _Session:
                 text.append(chunk)
                 yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
-        sourcing = _background(lambda: self._sources(parsed.edges))
-        recorded = _stage("answer", lambda: self._record_answer(full, answer.usage, kept.cut))
+        citations = find_citations(full, [edge.id for edge in parsed.edges])
+        sourcing = _background(lambda: self._sources(parsed.edges, citations))
+        recorded = _stage("answer",
+                          lambda: self._record_answer(full, answer.usage, citations, kept.cut))
         yield self._explain(ids.answer, recorded)
         sources = _stage("trace", sourcing.result)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
@@ -285,7 +292,9 @@ class _Session:
         if written:
             self.rag.recorder.write(*written)
 
-    def _record_answer(self, text: str, usage: Usage | None, truncated: bool) -> Record | None:
+    def _record_answer(
+        self, text: str, usage: Usage | None, citations: Citations, truncated: bool
+    ) -> Record | None:
         """The answer's text and its record, in one update when the librarian shares the store,
         so an answer is never recorded without its text; else the text goes first."""
         rag, ids = self.rag, self.ids
@@ -293,7 +302,7 @@ class _Session:
             return None
         title = f"GraphRAG answer {ids.uuid}"
         librarian = rag.librarian
-        record = rag.recorder.answer(ids, usage, now(), truncated=truncated)
+        record = rag.recorder.answer(ids, usage, now(), citations, truncated=truncated)
         if isinstance(librarian, StoreLibrarian) and librarian.store is rag.store:
             self._write(librarian.record(ids.answer_document, text, title=title), record)
         else:
@@ -302,16 +311,24 @@ class _Session:
         self.finished = True
         return record
 
-    def _sources(self, edges: Sequence[SelectedEdge]) -> list[Source]:
-        """Where each selected edge came from, from one query over the provenance graph.
+    def _sources(self, edges: Sequence[SelectedEdge], citations: Citations) -> list[Source]:
+        """Where each selected edge came from, from one query over the provenance graph, with
+        the sentences of the answer that cite it.
 
         Sources belong to the answer, not to its record, so they come from the edges
         themselves and are there with recording off too (then without edge-selection IRIs).
         """
         found = facts_sources(self.rag.store, self.rag.templates, [e.triple for e in edges])
         recorded = self.rag.record
+        cited_in: dict[int, list[str]] = {}
+        for citation in citations.citations:
+            cited_in.setdefault(citation.edge, []).append(citation.sentence)
         return [
-            source.as_source(self.ids.edge_selection(i).value if recorded else None, edge.triple)
+            replace(
+                source.as_source(self.ids.edge_selection(i).value if recorded else None,
+                                 edge.triple),
+                citations=tuple(cited_in.get(i, ())),
+            )
             for i, edge in enumerate(edges)
             for source in found.get(edge.triple, [])
         ]
@@ -383,6 +400,17 @@ os.register_at_fork(after_in_child=_WORKERS.forget)
 def _background(step: Callable[[], T]) -> Future[T]:
     """Run `step` in a worker thread; its result (or its exception) comes with `.result()`."""
     return _WORKERS.submit(step)
+
+
+class _Fixed:
+    """An answer known without asking the LLM."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.usage: Usage | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        yield self.text
 
 
 def _started(answer: AnswerStream) -> tuple[AnswerStream, Iterator[str]]:

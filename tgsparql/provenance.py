@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.citations import Citations
 from tgsparql.grounding import Grounding, normalize_label
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
@@ -133,6 +134,9 @@ class SessionIds:
     def edge_selection(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:edge:{self.uuid}:{index}")
 
+    def citation(self, index: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:citation:{self.uuid}:{index}")
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -149,6 +153,15 @@ class EdgeSelectionRecord:
     triple: ox.Triple
     reasoning: str
     truncated: bool = False
+
+
+@dataclass(frozen=True)
+class CitationRecord:
+    iri: ox.NamedNode
+    edge_selection: ox.NamedNode
+    sentence: str
+    offset: int
+    length: int
 
 
 class RecordedTriples(Sequence[ox.Triple]):
@@ -261,9 +274,24 @@ class Recorder:
             **_usage(usage),
         )
 
-    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime, *,
-               truncated: bool = False) -> Record:
-        """`truncated`: the LLM's answer was longer than the limit and its text is cut."""
+    def answer(
+        self,
+        ids: SessionIds,
+        usage: Usage | None,
+        ended: dt.datetime,
+        citations: Citations | None = None,
+        *,
+        truncated: bool = False,
+    ) -> Record:
+        """The Answer, with the edge selections its text cites, each citation's sentence, and
+        how many of its markers named no selected edge. `truncated`: the LLM's answer was longer
+        than the limit and its text is cut."""
+        citations = citations or Citations()
+        items = [
+            CitationRecord(ids.citation(i), ids.edge_selection(c.edge), c.sentence, c.offset,
+                           c.length)
+            for i, c in enumerate(citations.citations)
+        ]
         return self._render(
             "record_answer",
             session=ids.session,
@@ -271,6 +299,9 @@ class Recorder:
             answer=ids.answer,
             document=ids.answer_document,
             ended=ended,
+            cited=[ids.edge_selection(i) for i in citations.cited],
+            citations=items,
+            invalid_citations=len(citations.invalid_ids),
             truncated=truncated,
             **_usage(usage),
         )

@@ -272,13 +272,18 @@ class Templates:
         prologue = self.render_block(name, "prologue", **params)
         return InsertData(prologue, self.render_block(name, "quads", **params))
 
-    def insert_update(self, parts: Sequence[InsertData]) -> str:
-        """One INSERT DATA update holding the quads of every part, under their prologues."""
+    def insert_update(self, parts: Sequence[InsertData], *, before: str | None = None,
+                      **params: Any) -> str:
+        """One INSERT DATA update holding the quads of every part, under their prologues;
+        `before` names a template whose `operations` block (rendered with `params`, under the
+        same prologue) runs first in the same update."""
         if not parts:
             raise TemplateError("an INSERT DATA needs at least one part")
         prologue = "".join(dict.fromkeys(part.prologue for part in parts))
         quads = "".join(part.quads for part in parts)
-        return self.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads))
+        first = "" if before is None else self.render_block(before, "operations", **params) + " ;"
+        return self.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads),
+                           before=Sparql(first))
 
     def names(self) -> list[str]:
         root = files("tgsparql.queries")

@@ -203,3 +203,10 @@ def test_chromium_renders_the_session_page(served: Served) -> None:
                           text=True, timeout=50)
     assert done.returncode == 0, done.stderr[-500:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_session_page_shows_each_citation_with_its_sentence(served: Served) -> None:
+    page = served.get(f"/sessions/{uuid_of(served.sessions[0])}").text
+    citations = re.findall(r'<p class="citation">cited in the answer: <q>([^<]*)</q></p>', page)
+    assert citations and any("Marie Curie married Pierre Curie [" in c for c in citations)
+    assert re.search(r"cites \d+ of \d+ selected edges", page)

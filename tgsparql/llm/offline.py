@@ -17,6 +17,7 @@ from functools import cache, lru_cache
 import pyoxigraph as ox
 import snowballstemmer
 
+from tgsparql.citations import NOTHING_SELECTED
 from tgsparql.grounding import STOPWORDS, words
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
@@ -203,7 +204,7 @@ def _reason(item: _Scored, question: dict[str, str], seeds: set[ox.NamedNode]) -
 
 
 def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
-    """The entity the facts lead to, then the facts themselves.
+    """The entity the facts lead to, then the facts themselves, each citing its edge id.
 
     The lead entity is one the question does not already name in full, preferring the end of a
     fact whose predicate the question asks about, a value or an entity as the question asks
@@ -211,9 +212,9 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     a subject.
     """
     if not facts:
-        return "The knowledge graph holds no facts that answer this question."
+        return NOTHING_SELECTED
     asked = set(stems(question))
-    statements = "; ".join(" ".join(fact.labels) for fact in facts)
+    statements = "; ".join(f"{' '.join(fact.labels)} [{fact.id}]" for fact in facts)
     uses = Counter(label for fact in facts for label in (fact.labels[0], fact.labels[2]))
     candidates = []
     question_words = set(words(question))

@@ -53,6 +53,8 @@ class EdgeView:
     labels: tuple[str, str, str]
     reasoning: str
     sources: list[SourceView] = field(default_factory=list)
+    citations: list[str] = field(default_factory=list)
+    """The answer's sentences that cite the edge."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def session_view(store: Store, templates: Templates, collection: str, session: s
             labels=edge.labels,
             reasoning=edge.reasoning,
             sources=[SourceView(s, highlight(s)) for s in chunk_sources.get(edge.iri, [])],
+            citations=edge.citations,
         )
         for edge in explanation.selected
     ]
