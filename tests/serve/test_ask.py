@@ -254,6 +254,24 @@ def test_the_ask_page_streams_the_events_then_the_answer_then_the_sources(
     assert "<script" not in page and page.rstrip().endswith("</html>")
 
 
+def test_the_ask_page_shows_the_answer_sentences_that_cite_each_source(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    def answer_citing(request: dict[str, Any]) -> Reply:
+        prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        [fact] = [json.loads(line) for line in prompt.splitlines() if line.startswith("{")]
+        return Reply(["She was born in Warsaw ", f"[{fact['id']}]."])
+
+    fake_openai.script(selecting_where_she_was_born(), answer_citing)
+    with ask_server(tmp_path, fake_backend(fake_openai)) as asking:
+        page = asking.served.post("/ask", urllib.parse.urlencode({"question": QUESTION})
+                                  .encode(), "application/x-www-form-urlencoded", BROWSER).text
+    sources = page[page.index('id="sources"'):]
+    assert "Marie Curie was born Maria Skłodowska in Warsaw in 1867." in sources
+    assert re.search(r'<p class="citation">cited in the answer: <q>She was born in Warsaw '
+                     r'\[[0-9a-f]{8}\]\.</q></p>', sources), sources
+
+
 def test_a_question_the_page_cannot_ask_comes_back_in_its_box_with_the_reason(
     offline: AskServer,
 ) -> None:

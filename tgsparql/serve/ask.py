@@ -420,6 +420,7 @@ def _source(source: Source, labels: Labels) -> dict[str, Any]:
         "edge": _labelled(source.edge, labels),
         "title": source.title or source.document, "document": source.document,
         "page": source.page_number, "chunk": source.chunk_index, "text": source.text or "",
+        "citations": source.citations,
     }
 
 
