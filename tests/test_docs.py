@@ -54,3 +54,7 @@ def test_the_readme_layout_names_every_module_and_folder() -> None:
                               text=True).stdout]
     for name in [*modules, *folders, *top, "LICENSE", ".ci/run"]:
         assert f"`{name}`" in layout, name
+    for folder in folders:  # and each module of a folder, by name in the folder's row
+        row = next(line for line in layout.splitlines() if line.startswith(f"| `{folder}`"))
+        for module in (REPO / folder).glob("*.py"):
+            assert module.name == "__init__.py" or f"`{module.stem}`" in row, folder + module.name

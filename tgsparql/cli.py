@@ -802,27 +802,57 @@ def explain(store_path: StoreTarget, session: str, collection: str, format_: str
               help="Also accept requests whose Host is NAME (repeatable); by default only the "
               "loopback names and --host are, so no other site's page can reach the server "
               "through a browser (DNS rebinding).")
-@click.option("--log", is_flag=True, help="Log every request to stderr.")
+@click.option("--log", is_flag=True, help="Log every request (and how each ask ended) to "
+              "stderr.")
+@click.option("--ask", is_flag=True,
+              help="Also answer questions: POST /ask streams each session's messages as they "
+              "happen, and /ask is a page to ask from. The server then holds the store as its "
+              "one writer (other writers wait until it stops). Needs --serve-token unless it "
+              "listens on loopback.")
+@click.option("--ask-limit", type=click.IntRange(1), default=2, show_default=True,
+              help="Asks answered at once; more are refused (429).")
+@click.option("--ask-rate", type=click.IntRange(1), default=10, show_default=True,
+              help="Asks one client (address) may start a minute; more are refused (429).")
+@click.option("--lock-timeout", type=click.FloatRange(min=0), default=DEFAULT_LOCK_TIMEOUT,
+              show_default=True, envvar="TGSPARQL_LOCK_TIMEOUT",
+              help="With --ask: seconds to wait for another process writing to the store to "
+              "let it go. Env: TGSPARQL_LOCK_TIMEOUT.")
+@llm_options
+@constrain_option
 def serve(store_path: Path | None, remote: Remote | None, collection: str, host: str, port: int,
           serve_token: str | None, timeout: float, max_results: int, max_memory: str,
-          workers: int, allowed_hosts: tuple[str, ...], log: bool) -> None:
+          workers: int, allowed_hosts: tuple[str, ...], log: bool, ask: bool, ask_limit: int,
+          ask_rate: int, lock_timeout: float, llm: str | None, model: str | None,
+          base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Serve the store (or the SPARQL endpoint) read-only: /sparql (SPARQL 1.1 Protocol),
-    /queries (saved BI queries as CSV, TSV, JSON), /sessions (trace pages)."""
+    /queries (saved BI queries as CSV, TSV, JSON), /sessions (trace pages); with --ask, also
+    /ask (questions answered, their explanation streamed as it is recorded)."""
     from tgsparql.serve.app import ServerConfig, TgsparqlServer, describe, is_loopback
+    from tgsparql.serve.ask import AskLimits
 
     target = chosen_target(store_path, remote)
     if target is None:
         raise click.UsageError("give --store PATH or --endpoint URL to serve")
+    if ask and not is_loopback(host) and serve_token is None:
+        _usage_line(f"--ask on {host} needs --serve-token (or TGSPARQL_SERVE_TOKEN): anyone "
+                    "who can reach it could write sessions and spend the LLM's tokens")
+    if ask and isinstance(target, Remote):
+        _usage_line("--ask needs --store PATH: it records sessions in an on-disk store it "
+                    "holds as the one writer, not through --endpoint")
     served: dict[str, Any] = {"store": target}
     if isinstance(target, Remote):
         served = {"endpoint": target.endpoint, "endpoint_options": target.options}
+    backend = backend_from(llm, model, base_url, api_key, constrain) if ask else None
     try:
         vocab.explainability_graph(collection)
         server = TgsparqlServer(ServerConfig(
             **served, host=host, port=port, token=serve_token, timeout=timeout,
             max_results=max_results, max_memory=_memory_size(max_memory) or None,
             allowed_hosts=allowed_hosts, workers=workers, collection=collection, log=log,
-        ))
+            ask=AskLimits(in_flight=ask_limit, per_minute=ask_rate,
+                          stop_wait=_llm_longest_wait()) if ask else None,
+            lock_timeout=lock_timeout,
+        ), backend)
     except (OSError, StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
     if not is_loopback(host) and serve_token is None:
@@ -858,6 +888,21 @@ def _memory_size(text: str) -> int:
         raise click.BadParameter("a query process needs at least 64MiB (0 for no bound)",
                                  param_hint="--max-memory")
     return size
+
+
+def _llm_longest_wait() -> float:
+    """Seconds the LLM may keep a session waiting, retries included, and a margin: how long a
+    stopping server waits for its asks to end by themselves."""
+    context = click.get_current_context()
+    waits = context.meta.get(LLM_WAIT, {})
+    tries = waits.get("max_retries", DEFAULT_LLM_RETRIES) + 1
+    return tries * waits.get("timeout", DEFAULT_LLM_TIMEOUT) + 10.0
+
+
+def _usage_line(message: str) -> None:
+    """Bad usage as one line, exit 2 (click's usage errors take several)."""
+    click.echo(f"error: {message}", err=True)
+    click.get_current_context().exit(2)
 
 
 def _interrupt(signum: int, frame: object) -> None:

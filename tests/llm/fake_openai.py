@@ -32,6 +32,11 @@ class Reply:
     """Send a body (or, streamed, a data line) that is not JSON."""
     cut_after: int | None = None
     """Streamed: after this many deltas, send half an HTTP chunk and close the connection."""
+    held: threading.Event | None = None
+    """Send nothing until the test sets this: an LLM still thinking, for as long as a test
+    needs to look at what happened meanwhile."""
+    paced: threading.Semaphore | None = None
+    """Streamed: each delta waits for one release, so a test drives the stream delta by delta."""
 
     @property
     def deltas(self) -> list[str]:
@@ -42,6 +47,8 @@ class Reply:
         return "".join(self.deltas)
 
 
+HELD_AT_MOST = 60.0
+"""Seconds a held or paced reply waits for its test before it gives up and drops the call."""
 Script = Reply | Callable[[dict[str, Any]], Reply]
 
 
@@ -123,6 +130,9 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._not_found()
                 return
             reply = fake._next(body)
+            if reply.held is not None and not reply.held.wait(HELD_AT_MOST):
+                self.close_connection = True  # the test never let it answer
+                return
             if reply.status != 200:
                 error = {"message": reply.error_message, "type": "server_error", "code": None}
                 self._json(reply.status, {"error": error})
@@ -163,6 +173,10 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                     self.close_connection = True
                     return
+                if reply.paced is not None and 0 < index <= len(reply.deltas):
+                    if not reply.paced.acquire(timeout=HELD_AT_MOST):
+                        self.close_connection = True
+                        return
                 self._chunk(event)
             self._chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")

@@ -116,6 +116,8 @@ class Tab:
     def __init__(self, browser: Browser, session: str) -> None:
         self.browser = browser
         self.session = session
+        self.navigated: dict[str, Any] = {}
+        """The navigation `submit` started."""
 
     def go(self, url: str) -> None:
         loader = self._send("Page.navigate", {"url": url})["loaderId"]
@@ -130,11 +132,32 @@ class Tab:
 
     def click(self, selector: str) -> None:
         """Click the element, then wait for the page its click navigates to to have loaded."""
+        self.submit(selector)
+        self.loaded()
+
+    def submit(self, selector: str) -> None:
+        """Click the element and return once the page it navigates to has started to arrive,
+        not once it has loaded: a streamed page is read while it comes."""
         self.browser.events = [event for event in self.browser.events if not (
             event.get("sessionId") == self.session and event.get("method") == "Page.frameNavigated")]
         self.evaluate(f"document.querySelector({json.dumps(selector)}).click()")
-        navigated = self.browser.wait_for("Page.frameNavigated", self.session)
-        self._loaded(navigated["params"]["frame"]["loaderId"])
+        self.navigated = self.browser.wait_for("Page.frameNavigated", self.session)
+
+    def loaded(self) -> None:
+        """Wait for the page that `submit` navigated to to have loaded in full."""
+        self._loaded(self.navigated["params"]["frame"]["loaderId"])
+
+    def wait_until(self, condition: str) -> None:
+        """Wait until the JavaScript `condition` holds in the page, tested again at each change
+        its parser makes (a MutationObserver in DevTools' world resolves the wait; the page
+        itself runs no script). Bounded by the browser's timeout."""
+        found = self._send("Runtime.evaluate", {"awaitPromise": True, "expression": (
+            f"new Promise(done => {{ const holds = () => Boolean({condition}); "
+            "if (holds()) return done(true); new MutationObserver((_, observer) => { "
+            "if (holds()) { observer.disconnect(); done(true); } }).observe(document, "
+            "{childList: true, subtree: true, characterData: true}); })")})
+        if found.get("result", {}).get("value") is not True:
+            raise BrowserError(f"{condition}: {found}")
 
     def screenshot(self, path: Path) -> None:
         data = self._send("Page.captureScreenshot", {"format": "png"})["data"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tgsparql import vocab
+from tgsparql.llm.base import Backend
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
@@ -99,8 +100,9 @@ def build_store(path: Path) -> tuple[list[str], str]:
 
 
 @contextmanager
-def running(config: ServerConfig) -> Iterator[TgsparqlServer]:
-    server = TgsparqlServer(config)
+def running(config: ServerConfig, backend: Backend | None = None) -> Iterator[TgsparqlServer]:
+    """The server in a thread of the test process; `backend` answers its asks (with --ask)."""
+    server = TgsparqlServer(config, backend)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -31,6 +31,10 @@ with a Content-Length or in chunks, and its request line with it. /sparql may ho
 of the processes at once, so one is always left for the pages and saved queries. A Host header must
 name the server, so a page elsewhere cannot reach it through a browser by rebinding its own
 name to this address; and every answer forbids scripts, sniffing, framing and referrers.
+
+Asking (`--ask`, ask.py). The main process then holds the store as its one writer and runs each
+ask's pipeline in its request's thread, streaming the messages out as they come; the query
+processes read on as before and see each session once it is committed.
 """
 
 from __future__ import annotations
@@ -60,7 +64,12 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
+from tgsparql.llm.base import Backend
+from tgsparql.pipeline import StageError
+from tgsparql.provenance import SessionIds
 from tgsparql.serve import editor, pages
+from tgsparql.serve.ask import AskLimits, Asker, AskPage, EventStream, Framing, JsonLines, \
+    negotiate, offer_in_nav, read_question, refused_page, render_page, same_origin
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.remote import RemoteStore, display_url
@@ -109,10 +118,17 @@ class ServerConfig:
     """Query processes /sparql may not take, kept for pages and saved queries."""
     collection: str = vocab.DEFAULT_COLLECTION
     log: bool = False
+    ask: AskLimits | None = None
+    """With limits, POST /ask answers questions, the server holding the store as its writer."""
+    lock_timeout: float = 30.0
+    """Seconds `--ask` waits for another writer to release the store at startup."""
 
     def __post_init__(self) -> None:
         if (self.store is None) == (self.endpoint is None):
             raise StoreError("serve one store: an on-disk store or a SPARQL endpoint")
+        if self.ask is not None and self.store is None:
+            raise StoreError("--ask needs an on-disk --store to record sessions in; it does not "
+                             "write to a remote endpoint")
 
 
 class ReadOnlyStore(EmbeddedStore):
@@ -327,6 +343,8 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
         os.environ["RUST_BACKTRACE"] = "0"  # a failed allocation: one line, not a backtrace
     store = open_served(config)
     templates = Templates(store.dialect)
+    if config.ask is not None:
+        offer_in_nav()
     conn.send("ready")
     while True:
         try:
@@ -447,8 +465,11 @@ def _error(status: int, message: str, *, html: bool = False) -> Answer:
     return Answer(status, TEXT, (message + "\n").encode("utf-8"))
 
 
+ASK_OFF = "asking is off on this server: start it with tgsparql serve --ask"
+
+
 class Handler(BaseHTTPRequestHandler):
-    """Routes: /sparql, /queries, /queries/NAME.EXT, /sessions, /sessions/UUID."""
+    """Routes: /sparql, /queries, /queries/NAME.EXT, /sessions, /sessions/UUID, /ask."""
 
     server: TgsparqlServer
     server_version = "tgsparql"
@@ -515,10 +536,17 @@ class Handler(BaseHTTPRequestHandler):
             if len(url.query) > config.max_request:
                 raise ProtocolError(413, f"the query string is larger than {config.max_request} "
                                          "bytes")
-            body = self._body(config) if method == "POST" else b""
+            asking = url.path == "/ask" and method == "POST"
+            limit = min(config.max_request, config.ask.body) if asking and config.ask \
+                else config.max_request
+            body = self._body(limit) if method == "POST" else b""
+            if asking:
+                self._ask(body)
+                return
             answer = self._route(method, url.path, url.query, body)
         except ProtocolError as error:
-            html = url.path.startswith("/sessions") and error.status != 401
+            html = (url.path.startswith("/sessions") or url.path == "/ask" and self._wants_html()
+                    ) and error.status != 401
             extra = {"WWW-Authenticate": 'Bearer realm="tgsparql"'} if error.status == 401 else {}
             if error.retry_after is not None:
                 extra["Retry-After"] = str(error.retry_after)
@@ -554,12 +582,12 @@ class Handler(BaseHTTPRequestHandler):
                                      "'Authorization: Bearer TOKEN'" if not given
                                 else "the bearer token is wrong")
 
-    def _body(self, config: ServerConfig) -> bytes:
-        """The POST body, at most `max_request` bytes, by Content-Length or chunked; on any
+    def _body(self, limit: int) -> bytes:
+        """The POST body, at most `limit` bytes, by Content-Length or chunked; on any
         refusal the connection closes, as what is left of the body cannot be told apart from
         a next request."""
         try:
-            return self._read_body(config.max_request)
+            return self._read_body(limit)
         except ProtocolError:
             self.close_connection = True
             raise
@@ -631,6 +659,10 @@ class Handler(BaseHTTPRequestHandler):
                                if error.retry_after is not None else {})
         if method != "GET":
             raise ProtocolError(405, f"{path} answers GET only")
+        if path == "/ask":
+            if self.server.asker is None:
+                raise ProtocolError(404, ASK_OFF)
+            return Answer(200, HTML, render_page().encode("utf-8"))
         if path in ("/", ""):
             return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
         if path == "/queries":
@@ -659,6 +691,82 @@ class Handler(BaseHTTPRequestHandler):
             return pool.run(("session", path[len("/sessions/"):]))
         raise ProtocolError(404, f"nothing at {path}; see /sessions, /queries or /sparql")
 
+    def _wants_html(self) -> bool:
+        try:
+            return negotiate(self.headers.get("Accept", "")) == "html"
+        except ProtocolError:
+            return False
+
+    def _ask(self, body: bytes) -> None:
+        """POST /ask: the session's messages, each written and flushed as it comes."""
+        asker = self.server.asker
+        if asker is None:
+            raise ProtocolError(404, ASK_OFF)
+        if not same_origin(self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site"),
+                           self.headers.get("Host")):
+            raise ProtocolError(403, "an ask must come from this server's own page, not from "
+                                     "another site's")
+        kind = negotiate(self.headers.get("Accept", ""))
+        try:
+            question = read_question(self.headers.get("Content-Type", ""), body)
+            with asker.limiter.admitted(self.client_address[0]), asker.running():
+                self._stream_ask(asker, question, kind)
+        except ProtocolError as error:
+            if kind != "html":
+                raise
+            self._send(Answer(error.status, HTML, refused_page(body, error).encode("utf-8")),
+                       {"Retry-After": str(error.retry_after)} if error.retry_after else {})
+
+    def _stream_ask(self, asker: Asker, question: str, kind: str) -> None:
+        framing: Framing = {"sse": EventStream, "ndjson": JsonLines}.get(
+            kind, lambda: AskPage(question, asker.labels))()
+        messages = asker.rag.query(question, stream=True)
+        outcome, session, answered = "went away", "-", False
+        try:
+            self._start_stream(framing.content_type)
+            self._write_chunk(framing.head())
+            for message in messages:
+                if message.message_type == "explain" and message.explain_id:
+                    if session == "-":
+                        session = message.explain_id
+                    answered = message.explain_id == SessionIds.from_session_iri(
+                        session).answer.value
+                if message.end_of_session:
+                    outcome = "failed" if message.error else "complete"
+                self._write_chunk(framing.message(message))
+                # Stopping ends the session at its next message, unless all that is left is
+                # to send the sources of a session already recorded as complete.
+                if asker.stopping.is_set() and not message.end_of_session and not answered:
+                    stopped = messages.throw(StageError("ask", RuntimeError(
+                        "the server stopped while the session ran")))
+                    outcome = "failed"
+                    self._write_chunk(framing.message(stopped))
+                    break
+            self._write_chunk(framing.tail())
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away, or stopped reading past the timeout
+            self.close_connection = True
+        finally:
+            messages.close()  # the session, if still open, is closed as failed
+            if self.server.config.log:
+                sys.stderr.write(f"{self.address_string()} ask {session} {outcome}\n")
+
+    def _start_stream(self, content_type: str) -> None:
+        self.send_response(200)
+        headers = {"Content-Type": content_type, "Transfer-Encoding": "chunked",
+                   "Cache-Control": "no-store", "X-Accel-Buffering": "no", **SECURITY_HEADERS}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.flush()
+
+    def _write_chunk(self, data: bytes) -> None:
+        """One HTTP chunk, sent at once (an empty one would end the body, so none is sent)."""
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
     def _send(self, answer: Answer, extra: Mapping[str, str] | None = None) -> None:
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type)
@@ -682,7 +790,7 @@ class Handler(BaseHTTPRequestHandler):
 class TgsparqlServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, ask_backend: Backend | None = None) -> None:
         self.config = config
         self.host_names = {"localhost", "127.0.0.1", "::1", _host_name(config.host)} | {
             _host_name(name) for name in config.allowed_hosts}
@@ -690,11 +798,24 @@ class TgsparqlServer(ThreadingHTTPServer):
         if config.endpoint is not None:  # fail here, once, rather than in every worker
             with open_served(config) as remote:
                 remote.ask(Templates(remote.dialect).render("serve/endpoint_reachable"))
-        self.pool = WorkerPool(config)
+        self.asker: Asker | None = None
+        if config.ask is not None:
+            if ask_backend is None:
+                raise StoreError("--ask needs an LLM backend")
+            assert config.store is not None
+            self.asker = Asker(config.store, ask_backend, collection=config.collection,
+                               limits=config.ask, lock_timeout=config.lock_timeout)
+            offer_in_nav()
         try:
-            super().__init__((config.host, config.port), Handler)
-        except OSError:
-            self.pool.close()
+            self.pool = WorkerPool(config)
+            try:
+                super().__init__((config.host, config.port), Handler)
+            except OSError:
+                self.pool.close()
+                raise
+        except BaseException:
+            if self.asker is not None:
+                self.asker.close()
             raise
 
     def accepts_host(self, header: str) -> bool:
@@ -718,6 +839,8 @@ class TgsparqlServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         super().server_close()
+        if self.asker is not None:
+            self.asker.close()
         self.pool.close()
 
 
@@ -756,6 +879,8 @@ def describe(server: TgsparqlServer) -> str:
         "timeout_s": config.timeout, "max_results": config.max_results,
         "max_memory": _size(config.max_memory), "workers": config.workers,
         "page_workers": config.page_workers,
+        "ask": None if config.ask is None else {
+            "in_flight": config.ask.in_flight, "per_minute": config.ask.per_minute},
         "hosts": sorted(server.host_names) + (["any IP address"] if server.any_address else []),
     })
 
