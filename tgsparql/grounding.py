@@ -1,10 +1,12 @@
 """Grounding: from a question to the seed entities of the KG it speaks of.
 
 Concepts are the phrases of the question (word n-grams). An entity matches a concept when their
-normalised forms are equal, so matching ignores case, accents' composition and punctuation.
+matching keys are equal, so matching ignores case, accents, punctuation and a label's
+disambiguating suffix ("Ray Taylor (director)" is found as "Ray Taylor"); every name the KG
+gives an entity counts (`rdfs:label`, `skos:altLabel`, `schema:alternateName`).
 A name the question writes shorter than the KG does ("Edsel Ford" for "Edsel Bryant Ford")
-matches too: a run of capitalised words that no label equals finds the labels that contain all
-its words in the same order with at most MAX_EXTRA_NAME_WORDS more.
+matches too, in any word order ("Ford, Edsel"): a run of capitalised words that no label equals
+finds the labels that contain all its words with at most MAX_EXTRA_NAME_WORDS more.
 Normalised label keys and their words live in the label index graph, written once per label by
 `update_label_index`, so grounding is indexed lookups instead of a scan over every label, all in
 one query.
@@ -21,13 +23,14 @@ from typing import Final
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.stems import stem
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 
 MAX_PHRASE_WORDS: Final = 10
 MAX_QUESTION_WORDS: Final = 200
 INDEX_BATCH: Final = 5000
-INDEX_VERSION: Final = 2
+INDEX_VERSION: Final = 3
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
@@ -46,11 +49,25 @@ STOPWORDS: Final = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+")
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def normalize_label(text: str) -> str:
-    """The matching key of a label or phrase: NFKC, case-folded, words joined by one space."""
+    """A label's words: NFKC, case-folded, joined by one space."""
     return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def match_key(text: str) -> str:
+    """The matching key of a label or phrase: its normalised words without accents."""
+    decomposed = unicodedata.normalize("NFKD", normalize_label(text))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFKC", bare)
+
+
+def label_keys(label: str) -> list[str]:
+    """The keys a label is found by: its own, and its own without a disambiguating suffix."""
+    keys = [match_key(label), match_key(_DISAMBIGUATOR.sub("", label))]
+    return [key for key in dict.fromkeys(keys) if key]
 
 
 def content_words(key: str) -> list[str]:
@@ -67,11 +84,25 @@ def words(text: str) -> list[str]:
     return normalize_label(text).split()
 
 
+def stems(text: str) -> dict[str, str]:
+    """Content words of `text` by stem (stem → first surface form)."""
+    found: dict[str, str] = {}
+    for word in match_key(text).split():
+        if word not in STOPWORDS:
+            found.setdefault(stem(word), word)
+    return found
+
+
 @dataclass(frozen=True)
 class Phrase:
-    key: str
+    text: str
+    """The phrase's normalised words, as the question writes them: a concept of the record."""
     start: int
     end: int
+
+    @property
+    def key(self) -> str:
+        return match_key(self.text)
 
 
 @dataclass(frozen=True)
@@ -84,7 +115,7 @@ class NameRun:
 
     @property
     def content(self) -> list[str]:
-        return content_words(" ".join(self.words))
+        return content_words(match_key(" ".join(self.words)))
 
 
 @dataclass(frozen=True)
@@ -175,7 +206,7 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
     covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
     tokens = words(question)[:MAX_QUESTION_WORDS]
-    concepts = [phrase.key for phrase in chosen]
+    concepts = [phrase.text for phrase in chosen]
     concepts += [
         token
         for i, token in enumerate(tokens)
@@ -201,18 +232,22 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
 def _name_matches(
     runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
 ) -> list[list[ox.NamedNode]]:
-    """Per run, the entities whose label holds the run's words in order, fewest extra first."""
-    candidates: dict[int, set[tuple[int, str, ox.NamedNode]]] = {}
+    """Per run, the entities whose label holds the run's words, fewest extra first; labels with
+    the words in another order ("Ford, Edsel") only when none has them in the run's order."""
+    candidates: dict[int, set[tuple[bool, int, str, ox.NamedNode]]] = {}
     for index, key, entity in rows:
         run = runs[index]
         label_words = key.split()
         extra = len(label_words) - len(run.words)
-        if 0 <= extra <= MAX_EXTRA_NAME_WORDS and _in_order(run.content, label_words):
-            candidates.setdefault(index, set()).add((extra, entity.value, entity))
-    return [
-        [entity for _, _, entity in sorted(candidates[i])[:NAME_MATCHES_PER_RUN]]
-        for i in sorted(candidates)
-    ]
+        if 0 <= extra <= MAX_EXTRA_NAME_WORDS and set(run.content) <= set(label_words):
+            reordered = not _in_order(run.content, label_words)
+            candidates.setdefault(index, set()).add((reordered, extra, entity.value, entity))
+    found = []
+    for i in sorted(candidates):
+        ranked = sorted(candidates[i])
+        best = [item for item in ranked if item[0] == ranked[0][0]]
+        found.append([entity for *_, entity in best[:NAME_MATCHES_PER_RUN]])
+    return found
 
 
 def _in_order(wanted: list[str], words_: list[str]) -> bool:
@@ -241,11 +276,16 @@ def _unique(items: list[str]) -> list[str]:
 class IndexEntry:
     entity: ox.NamedNode
     label: ox.Literal
-    key: str
+    keys: list[str]
 
     @property
     def words(self) -> list[str]:
-        return content_words(self.key)
+        return list(dict.fromkeys(word for key in self.keys for word in content_words(key)))
+
+    @property
+    def stems(self) -> list[str]:
+        """For retrieval's ranking, which meets the question's words by stem."""
+        return sorted({stem(word) for word in self.words})
 
 
 def update_label_index(
@@ -264,9 +304,9 @@ def update_label_index(
     for row in rows:
         entity, label = row.get("entity"), row.get("label")
         if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
-            key = normalize_label(label.value)
-            if key:
-                entries.append(IndexEntry(entity, label, key))
+            keys = label_keys(label.value)
+            if keys:
+                entries.append(IndexEntry(entity, label, keys))
     for start in range(0, len(entries), INDEX_BATCH):
         batch = entries[start : start + INDEX_BATCH]
         store.update(templates.render("label_index_insert", entries=batch))

@@ -12,12 +12,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 import json
-from functools import cache, lru_cache
 
 import pyoxigraph as ox
-import snowballstemmer
 
-from tgsparql.grounding import STOPWORDS, words
+from tgsparql.grounding import stems, words
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
     ExtractionOutput,
@@ -39,69 +37,6 @@ ANSWER_KIND_BONUS = 0.1
 """For an edge whose object is of the kind the question asks for (a value, or an entity)."""
 ASKS_FOR_VALUE = frozenset({"when", "year", "date", "old", "many", "much", "long"})
 ASKS_FOR_ENTITY = frozenset({"where", "who", "whom"})
-
-# Irregular forms the stemmer leaves apart, and the nouns that KG predicates use for the verbs
-# questions ask with ("born" → place of birth, "die" → date of death).
-_LEMMAS = {
-    "born": "birth",
-    "die": "death",
-    "dead": "death",
-    "won": "win",
-    "wrote": "write",
-    "written": "write",
-    "made": "make",
-    "led": "lead",
-    "began": "begin",
-    "begun": "begin",
-    "gave": "give",
-    "given": "give",
-    "taught": "teach",
-    "held": "hold",
-    "built": "build",
-    "spoke": "speak",
-    "spoken": "speak",
-    "sang": "sing",
-    "sung": "sing",
-    "drew": "draw",
-    "drawn": "draw",
-    "grew": "grow",
-    "grown": "grow",
-    "knew": "know",
-    "known": "know",
-    "took": "take",
-    "taken": "take",
-    "sold": "sell",
-    "told": "tell",
-    "went": "go",
-    "came": "come",
-    "becam": "becom",
-    "marriag": "marri",
-    "husband": "spous",
-    "wife": "spous",
-}
-
-
-@cache
-def _stemmer() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("english")
-
-
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """A word's stem, remembered: the pure-Python stemmer would otherwise dominate selection,
-    since the same label words recur across every question's subgraph."""
-    stem = _stemmer().stemWord(word)
-    return _LEMMAS.get(stem, stem)
-
-
-def stems(text: str) -> dict[str, str]:
-    """Content words of `text` by stem (stem → first surface form)."""
-    found: dict[str, str] = {}
-    for word in words(text):
-        if word not in STOPWORDS:
-            found.setdefault(_stem(word), word)
-    return found
-
 
 @dataclass
 class _Scored:
