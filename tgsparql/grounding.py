@@ -34,6 +34,8 @@ INDEX_VERSION: Final = 3
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
+COMMON_STEM: Final = 1000
+"""A stem more names than this hold tells no edges apart: retrieval does not rank by it."""
 NAME_CONNECTORS: Final = frozenset(
     "of the and de del della der den di da du la le van von bin ibn al".split()
 )
@@ -127,6 +129,9 @@ class Grounding:
     schema_predicates: tuple[ox.NamedNode, ...] | None = None
     """The well-known schema predicates the KG uses, asked in the same query, for retrieval;
     None when not asked."""
+    stems: tuple[str, ...] = ()
+    """The stems of the question's words that some but at most COMMON_STEM indexed names hold,
+    for retrieval's ranking."""
 
 
 def candidate_phrases(question: str) -> list[Phrase]:
@@ -179,20 +184,28 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         return Grounding(concepts=[], seeds=[])
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
+    question_stems = sorted(stems(question))
     rows = store.select(
         templates.render(
             "ground",
             keys=keys,
             runs=[run.content for run in runs],
             schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
+            stems=question_stems,
+            common_stem=COMMON_STEM,
         )
     )
+    telling: list[str] = []
     entities_by_key: dict[str, list[ox.NamedNode]] = {}
     name_rows: list[tuple[int, str, ox.NamedNode]] = []
     schema: list[ox.NamedNode] = []
     for row in rows:
         entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
-        if isinstance(predicate, ox.NamedNode):
+        stem_, named = row.get("stem"), row.get("named")
+        if isinstance(stem_, ox.Literal) and isinstance(named, ox.Literal):
+            if 0 < int(named.value) <= COMMON_STEM:
+                telling.append(stem_.value)
+        elif isinstance(predicate, ox.NamedNode):
             schema.append(predicate)
         elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
             continue
@@ -226,6 +239,7 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         concepts=_unique(concepts),
         seeds=seeds,
         schema_predicates=tuple(sorted(set(schema), key=lambda node: node.value)),
+        stems=tuple(sorted(set(telling))),
     )
 
 

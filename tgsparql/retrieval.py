@@ -1,11 +1,17 @@
-"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of SPEC §5."""
+"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of SPEC §5.
+
+Per node and hop the store ranks the node's edges before the limit cuts them
+(`RANKING_RULE`, spelled out in queries/retrieve_subgraph.rq): edges to other seeds, then edges
+whose predicate or neighbour is named with the question's words, then rare predicates of that
+node before common ones, ties by term strings — so the edges a question needs survive on a hub,
+and every engine keeps the same ones.
+"""
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
@@ -14,6 +20,10 @@ from tgsparql.store import Store
 from tgsparql.templates import Templates
 
 
+RANKING_RULE = vocab.TG + "QuestionPathRarityRanking"
+RANK_WHOLE_UP_TO = 1000
+"""A node with more edges (a hub) is never read whole: only the edges that match the question or
+reach a seed compete for its places."""
 TURN_SLACK = 2
 """How many turns' worth of edges a node is first asked for when the size cap binds."""
 MIN_EDGES_PER_NODE = 5
@@ -33,34 +43,59 @@ class RetrievalLimits:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
 
 
+@dataclass(frozen=True)
+class Retrieved:
+    edges: list[ox.Triple]
+    """In the order they were reached: hop by hop, each node's in rank order, nodes in turns."""
+    candidates: dict[ox.NamedNode, int]
+    """Per seed, the edges touching it, counted up to RANK_WHOLE_UP_TO + 1 (which means more):
+    how many the ranking chose from."""
+    rule: str = RANKING_RULE
+
+
 def retrieve_subgraph(
     store: Store,
     templates: Templates,
     seeds: Sequence[ox.NamedNode],
     limits: RetrievalLimits,
     schema_predicates: Sequence[ox.NamedNode] | None = None,
+    stems: Sequence[str] = (),
 ) -> list[ox.Triple]:
-    """Edges within `max_path_length` hops of the seeds, in the order they were reached.
+    """Edges within `max_path_length` hops of the seeds, in the order they were reached."""
+    return retrieve(store, templates, seeds, limits, schema_predicates, stems).edges
 
-    Each hop is one CONSTRUCT over the whole frontier. When the size cap binds, the frontier's
-    nodes take turns, so a seed with many edges cannot crowd out the others.
-    `schema_predicates` are the well-known ones the KG uses (grounding asks for them in its
-    own query); the store is asked here only when they are not given.
+
+def retrieve(
+    store: Store,
+    templates: Templates,
+    seeds: Sequence[ox.NamedNode],
+    limits: RetrievalLimits,
+    schema_predicates: Sequence[ox.NamedNode] | None = None,
+    stems: Sequence[str] = (),
+) -> Retrieved:
+    """The subgraph, and what its cut chose from.
+
+    Each hop is one SELECT over the whole frontier (two when the size cap binds, see `_hop`).
+    When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
+    crowd out the others. `stems` are the question's word stems the ranking matches labels
+    with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
+    its own query); the store is asked here only when they are not given.
     """
     if not seeds:
-        return []
+        return Retrieved([], {})
     excluded = (
         sorted(schema_predicates, key=str)
         if schema_predicates is not None
         else _schema_predicates_in_use(store, templates)
     )
+    query = _Query(store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)))
     subgraph: dict[ox.Triple, None] = {}
     reached: set[ox.NamedNode] = set(seeds)
     frontier = list(dict.fromkeys(seeds))
     for _ in range(limits.max_path_length):
         if not frontier or len(subgraph) >= limits.max_subgraph_size:
             break
-        added = _hop(store, templates, frontier, subgraph, limits, excluded)
+        added = _hop(query, frontier, subgraph, limits)
         next_frontier = []
         for edge in added:
             for node in (edge.subject, edge.object):
@@ -68,16 +103,70 @@ def retrieve_subgraph(
                     reached.add(node)
                     next_frontier.append(node)
         frontier = next_frontier
-    return list(subgraph)
+    seed_counts = {seed: query.candidates[seed] for seed in query.seeds if seed in query.candidates}
+    return Retrieved(list(subgraph), seed_counts)
+
+
+@dataclass
+class _Query:
+    store: Store
+    templates: Templates
+    excluded: Sequence[ox.NamedNode]
+    stems: Sequence[str]
+    seeds: Sequence[ox.NamedNode]
+    candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
+
+    def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
+        """Each node's best `per_node` edges, best first."""
+        rows = self.store.select(
+            self.templates.render(
+                "retrieve_subgraph",
+                nodes=nodes,
+                triple_limit=per_node,
+                excluded=self.excluded,
+                stems=self.stems,
+                seeds=self.seeds,
+                rank_all_up_to=RANK_WHOLE_UP_TO,
+            )
+        )
+        ranked: dict[ox.NamedNode, list[tuple[tuple[object, ...], ox.Triple]]] = {
+            node: [] for node in nodes
+        }
+        for row in rows:
+            node, count = row.get("node"), row.get("candidates")
+            if node not in ranked:
+                continue
+            if isinstance(count, ox.Literal):
+                self.candidates.setdefault(node, int(count.value))  # type: ignore[arg-type]
+                continue
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+                continue
+            score, rarity = row.get("score"), row.get("rarity")
+            key = (
+                -_number(score),
+                _number(rarity) if rarity is not None else -1,
+                _text(s), p.value, _text(o),
+            )
+            ranked[node].append((key, ox.Triple(s, p, o)))  # type: ignore[arg-type]
+        return {node: [edge for _, edge in sorted(found, key=lambda item: item[0])]
+                for node, found in ranked.items()}
+
+
+def _number(term: object) -> float:
+    return float(term.value) if isinstance(term, ox.Literal) else 0.0
+
+
+def _text(term: object) -> str:
+    """The term's string as SPARQL's STR gives it, for the same tie order as the store's."""
+    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else ""
 
 
 def _hop(
-    store: Store,
-    templates: Templates,
+    query: _Query,
     frontier: Sequence[ox.NamedNode],
     subgraph: dict[ox.Triple, None],
     limits: RetrievalLimits,
-    excluded: Sequence[ox.NamedNode],
 ) -> list[ox.Triple]:
     """One hop; returns the edges it added to `subgraph`.
 
@@ -88,30 +177,16 @@ def _hop(
     cap = limits.max_subgraph_size
     share = math.ceil((cap - len(subgraph)) / len(frontier))
     per_node = min(limits.triple_limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * share))
-    edges = _fetch(store, templates, frontier, per_node, excluded)
+    edges = query.ranked(frontier, per_node)
     if per_node < limits.triple_limit:
-        nodes = set(frontier)
-        touching = Counter(n for e in edges for n in {e.subject, e.object} if n in nodes)
         _, ran_out = _take_in_turns(frontier, edges, dict(subgraph), cap)
-        cut_short = [node for node in frontier if node in ran_out and touching[node] >= per_node]
+        cut_short = [
+            node for node in frontier if node in ran_out and len(edges[node]) >= per_node
+        ]
         if cut_short:
-            more = _fetch(store, templates, cut_short, limits.triple_limit, excluded)
-            edges = list(dict.fromkeys([*edges, *more]))
+            edges.update(query.ranked(cut_short, limits.triple_limit))
     added, _ = _take_in_turns(frontier, edges, subgraph, cap)
     return added
-
-
-def _fetch(
-    store: Store,
-    templates: Templates,
-    nodes: Sequence[ox.NamedNode],
-    per_node: int,
-    excluded: Sequence[ox.NamedNode],
-) -> list[ox.Triple]:
-    query = templates.render(
-        "retrieve_subgraph", nodes=nodes, triple_limit=per_node, excluded=excluded
-    )
-    return [edge for edge in store.construct(query) if not _is_schema(edge.predicate)]
 
 
 def _schema_predicates_in_use(store: Store, templates: Templates) -> list[ox.NamedNode]:
@@ -134,20 +209,14 @@ def _is_schema(predicate: ox.NamedNode) -> bool:
 
 def _take_in_turns(
     frontier: Sequence[ox.NamedNode],
-    edges: Sequence[ox.Triple],
+    per_node: dict[ox.NamedNode, list[ox.Triple]],
     subgraph: dict[ox.Triple, None],
     cap: int,
 ) -> tuple[list[ox.Triple], set[ox.NamedNode]]:
-    """Round-robin over the nodes' edges (each node's in term order) until the cap.
+    """Round-robin over the nodes' edges (each node's in rank order) until the cap.
 
     Returns the edges added and the nodes whose edges ran out before the cap was reached.
     """
-    per_node: dict[ox.NamedNode, list[ox.Triple]] = {node: [] for node in frontier}
-    for edge in sorted(edges, key=str):
-        for node in (edge.subject, edge.object):
-            if node in per_node:
-                per_node[node].append(edge)
-                break
     added: list[ox.Triple] = []
     ran_out: set[ox.NamedNode] = set()
     queues = [(node, iter(per_node[node])) for node in frontier]
