@@ -20,7 +20,7 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, normalize_label
-from tgsparql.retrieval import RANK_WHOLE_UP_TO, Retrieved
+from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates
@@ -251,7 +251,7 @@ class Recorder:
         """`retrieved` adds what the cut chose from: the ranking rule and, per seed, how many
         edges it had."""
         cuts = [
-            SeedCut(ids.seed_cut(i), seed, min(count, RANK_WHOLE_UP_TO), count > RANK_WHOLE_UP_TO)
+            SeedCut(ids.seed_cut(i), seed, min(count, COUNT_UP_TO), count > COUNT_UP_TO)
             for i, (seed, count) in enumerate(retrieved.candidates.items() if retrieved else ())
         ]
         return self._render(

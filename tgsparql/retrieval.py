@@ -21,9 +21,18 @@ from tgsparql.templates import Templates
 
 
 RANKING_RULE = vocab.TG + "QuestionPathRarityRanking"
-RANK_WHOLE_UP_TO = 1000
-"""A node with more edges (a hub) is never read whole: only the edges that match the question or
-reach a seed compete for its places."""
+RANK_WHOLE_UP_TO = 100
+"""A node with at most this many edges has all of them ranked."""
+COUNT_UP_TO = 10_000
+"""A node with more edges than RANK_WHOLE_UP_TO but at most this many has its predicates counted,
+and the edges of its rare ones compete with those that match the question or reach a seed; a
+node with more (a hub) is never read whole: only the edges that match the question or reach a
+seed compete for its places. Also how far each seed's edges are counted for the record."""
+RARE_USES = 10
+"""A predicate a node uses at most this many times is rare at that node."""
+MATCHES_UP_TO = 1000
+"""A node with more edges that match the question than this (a word all its neighbours' labels
+hold) keeps none of them: they tell nothing apart, and ranking them all would cost."""
 TURN_SLACK = 2
 """How many turns' worth of edges a node is first asked for when the size cap binds."""
 MIN_EDGES_PER_NODE = 5
@@ -48,8 +57,8 @@ class Retrieved:
     edges: list[ox.Triple]
     """In the order they were reached: hop by hop, each node's in rank order, nodes in turns."""
     candidates: dict[ox.NamedNode, int]
-    """Per seed, the edges touching it, counted up to RANK_WHOLE_UP_TO + 1 (which means more):
-    how many the ranking chose from."""
+    """Per seed, the edges touching it, counted up to COUNT_UP_TO + 1 (which means more): how
+    many the ranking chose from."""
     rule: str = RANKING_RULE
 
 
@@ -127,6 +136,9 @@ class _Query:
                 stems=self.stems,
                 seeds=self.seeds,
                 rank_all_up_to=RANK_WHOLE_UP_TO,
+                count_up_to=COUNT_UP_TO,
+                rare_uses=RARE_USES,
+                matches_up_to=MATCHES_UP_TO,
             )
         )
         ranked: dict[ox.NamedNode, list[tuple[tuple[object, ...], ox.Triple]]] = {
