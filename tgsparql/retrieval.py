@@ -23,7 +23,7 @@ from tgsparql.templates import Templates
 RANKING_RULE = vocab.TG + "QuestionPathRarityRanking"
 RANK_WHOLE_UP_TO = 100
 """A node with at most this many edges has all of them ranked."""
-COUNT_UP_TO = 10_000
+COUNT_UP_TO = 2000
 """A node with more edges than RANK_WHOLE_UP_TO but at most this many has its predicates counted,
 and the edges of its rare ones compete with those that match the question or reach a seed; a
 node with more (a hub) is never read whole: only the edges that match the question or reach a
