@@ -161,8 +161,31 @@ class QuestionResult:
 
 
 MISSED_NOT_GROUNDED: Final = "neither end grounded nor reached"
+MISSED_NO_SEED: Final = ("neither end grounded nor reached: the question grounded to no entity "
+                         "(it names them in a form the KG has no name for)")
+MISSED_BRIDGE_RENAMED: Final = ("neither end grounded nor reached: the gold chain breaks, the KG "
+                                "holds its bridge entity under two IRIs (\"William E. Bell\" / "
+                                "\"William Edwin Bell\")")
+MISSED_ALIAS: Final = ("neither end grounded nor reached: the question names this triple's "
+                       "entity by a name or spelling the KG does not carry")
 MISSED_AT_SEED: Final = "an end is a seed, edge cut by triple_limit/max_subgraph_size"
 MISSED_REACHED: Final = "an end reached at a later hop, edge cut by limits or path length"
+
+
+def _not_grounded(triple: ox.Triple, gold: set[ox.Triple], seeds: set[ox.Term]) -> str:
+    """Why a gold triple neither end of which was reached was missed."""
+    if not seeds:
+        return MISSED_NO_SEED
+    name_words = set(_name_words(triple.subject))
+    for other in gold - {triple}:
+        if other.object != triple.subject and name_words & set(_name_words(other.object)):
+            return MISSED_BRIDGE_RENAMED
+    return MISSED_ALIAS
+
+
+def _name_words(term: ox.Term) -> list[str]:
+    value = term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else ""
+    return [word for word in value.rsplit("/", 1)[-1].split("-") if len(word) > 2]
 
 
 def _objects(messages: Iterable[GraphRagResponse], predicate: ox.NamedNode) -> list[ox.Term]:
@@ -199,7 +222,8 @@ def run_question(rag: GraphRag, question: Question, imported: TwoWikiImport) -> 
     for triple in gold - retrieved:
         ends = {triple.subject, triple.object}
         result.missed[MISSED_AT_SEED if ends & seeds
-                      else MISSED_REACHED if ends & reached else MISSED_NOT_GROUNDED] += 1
+                      else MISSED_REACHED if ends & reached
+                      else _not_grounded(triple, gold, seeds)] += 1
     sourced: dict[ox.Triple, set[tuple[str, str]]] = {}
     for source in (s for m in messages for s in m.sources):
         sourced.setdefault(source.edge, set()).add((source.document, source.chunk or ""))
