@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyoxigraph as ox
 
@@ -97,7 +98,26 @@ def retrieve(
         if schema_predicates is not None
         else _schema_predicates_in_use(store, templates)
     )
-    query = _Query(store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)))
+    query = RankedQuery(
+        store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds))
+    )
+    return walk(query, limits)
+
+
+class HopQuery(Protocol):
+    """What the walk asks the store each hop: each node's best edges, best first."""
+
+    seeds: Sequence[ox.NamedNode]
+    candidates: dict[ox.NamedNode, int]
+
+    def ranked(
+        self, nodes: Sequence[ox.NamedNode], per_node: int
+    ) -> dict[ox.NamedNode, list[ox.Triple]]: ...
+
+
+def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
+    """Hop by hop from `query.seeds`, within the limits."""
+    seeds = query.seeds
     subgraph: dict[ox.Triple, None] = {}
     reached: set[ox.NamedNode] = set(seeds)
     frontier = list(dict.fromkeys(seeds))
@@ -117,7 +137,7 @@ def retrieve(
 
 
 @dataclass
-class _Query:
+class RankedQuery:
     store: Store
     templates: Templates
     excluded: Sequence[ox.NamedNode]
@@ -175,7 +195,7 @@ def _text(term: object) -> str:
 
 
 def _hop(
-    query: _Query,
+    query: HopQuery,
     frontier: Sequence[ox.NamedNode],
     subgraph: dict[ox.Triple, None],
     limits: RetrievalLimits,
