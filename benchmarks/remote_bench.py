@@ -287,10 +287,10 @@ def report(found: list[Side], missing: list[str], facts: int, questions: int,
         "pyoxigraph. Recording over HTTP is two updates: the session with its retrieval and "
         "selection, then the answer with its librarian text; the embedded store writes the "
         "session and its retrieval apart, while the LLM selects (`write_retrieval_early`), "
-        "since its calls cost no round trip. Answers differ where a node has more edges than its per-node limit: "
-        "`retrieve_subgraph.rq` takes the first ones the store returns (LIMIT without ORDER "
-        "BY), and Virtuoso returns others than Oxigraph; every retrieved edge is still a KG "
-        "fact.",
+        "since its calls cost no round trip. Retrieval ranks each node's edges in the query "
+        "before its per-node limit, ties broken by the terms' strings "
+        "(`retrieve_subgraph.rq`), so every engine keeps the same edges; an answer that "
+        "differs from the embedded store's is a defect to look into.",
         "",
     ]
     for side in found:
