@@ -8,8 +8,9 @@ from functools import cache, lru_cache
 
 import snowballstemmer
 
-# Irregular forms the stemmer leaves apart, and the nouns that KG predicates use for the verbs
-# questions ask with ("born" → place of birth, "die" → date of death).
+# Irregular forms the stemmer leaves apart, and the words that KG predicates use for what
+# questions ask with others ("born" → place of birth, "die" → date of death, "grandfather" →
+# father, "older" → date).
 _LEMMAS = {
     "born": "birth",
     "die": "death",
@@ -46,6 +47,36 @@ _LEMMAS = {
     "marriag": "marri",
     "husband": "spous",
     "wife": "spous",
+    # kin a KG states as the parent, child or sibling relation
+    "grandfath": "father",
+    "grandmoth": "mother",
+    "patern": "father",
+    "matern": "mother",
+    "grandson": "child",
+    "granddaught": "child",
+    "uncl": "sibl",
+    "aunt": "sibl",
+    "nephew": "sibl",
+    "niec": "sibl",
+    "brother": "sibl",
+    "sister": "sibl",
+    "nation": "countri",
+    # a comparison in time asks for dates ("Which film came out first?")
+    "first": "date",
+    "earlier": "date",
+    "earliest": "date",
+    "later": "date",
+    "latest": "date",
+    "older": "date",
+    "oldest": "date",
+    "younger": "date",
+    "youngest": "date",
+    "newer": "date",
+    "recent": "date",
+    "longer": "date",
+    "releas": "date",
+    "stepmoth": "spous",
+    "stepfath": "spous",
 }
 
 
