@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import IndexEntry
-from tgsparql.provenance import EdgeSelectionRecord, SessionIds
+from tgsparql.provenance import EdgeSelectionRecord, SeedCut, SessionIds
+from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import DIALECTS, TemplateError, Templates, _environment
 
@@ -383,6 +384,9 @@ def retrieval_params(edges: list[ox.Triple]) -> dict[str, Any]:
         "graph": GRAPH, "session": IDS.session, "retrieval": IDS.retrieval,
         "edge_count": len(edges), "concepts": ["radium"],
         "entities": [ox.NamedNode("http://example.org/Radium")], "retrieved_edges": edges,
+        "ranking_rule": ox.NamedNode(RANKING_RULE),
+        "seed_cuts": [SeedCut(IDS.seed_cut(0), ox.NamedNode("http://example.org/Radium"), 7,
+                              False)],
     }
 
 
@@ -545,6 +549,15 @@ EVERY_PARAM: dict[str, Any] = {
     "invalid_ids": 1,
     "nodes": [S, O],
     "triple_limit": 30,
+    "stems": ["radium", "birth"],
+    "seeds": [S, O],
+    "rank_all_up_to": 100,
+    "count_up_to": 2000,
+    "rare_uses": 10,
+    "matches_up_to": 1000,
+    "common_stem": 1000,
+    "ranking_rule": ox.NamedNode(RANKING_RULE),
+    "seed_cuts": [],
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
     "runs": [["edsel", "ford"], ["lady", "helen", "taylor"]],
