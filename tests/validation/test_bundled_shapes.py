@@ -33,7 +33,7 @@ from tgsparql.validation import Shapes, ShapesError, ValidationReport, Validatio
 
 from conftest import REPO
 
-QUESTION = "Who did Marie Curie marry?"
+QUESTION = "Who did Marie Curie marry, and where was she born?"
 TGS = "https://trustgraph.ai/shapes/"
 SH = "http://www.w3.org/ns/shacl#"
 PREFIXES = """\
