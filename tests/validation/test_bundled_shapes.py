@@ -336,6 +336,7 @@ SELECTION = "urn:trustgraph:prov:selection:UUID"
 ANSWER = "urn:trustgraph:prov:answer:UUID"
 DOCUMENT = "urn:trustgraph:answer:UUID"
 EDGE0 = "urn:trustgraph:prov:edge:UUID:0"
+SEED_CUT = "urn:trustgraph:prov:seed:UUID:0"
 OTHER_RETRIEVAL = "urn:trustgraph:prov:retrieval:00000000-0000-4000-8000-000000000000"
 
 
@@ -462,6 +463,25 @@ SESSION_CASES = {
     "an edge selection gives no reason": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:reasoning ?r }} }}",
         (violation(EDGE0, "EdgeSelection-reasoning", "MinCount"),),
+    ),
+    "a seed cut names an entity that is no seed of its retrieval": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SEED_CUT}> tg:seed ?s }} }}
+            INSERT {{ GRAPH ?g {{ <{SEED_CUT}> tg:seed ent:Paris }} }}
+            WHERE {{ GRAPH ?g {{ <{SEED_CUT}> tg:seed ?s }} }}""",
+        (violation(RETRIEVAL, "Retrieval", "SeedCutIsOfASeed",
+                   "https://example.org/demo/entity/Paris"),),
+    ),
+    "a seed cut says both how many edges and more than that": Case(
+        f"""INSERT {{ GRAPH ?g {{ <{SEED_CUT}> tg:candidateEdgesOver 2000 }} }}
+            WHERE {{ GRAPH ?g {{ <{SEED_CUT}> tg:seed ?s }} }}""",
+        (violation(SEED_CUT, "SeedCut", "Xone", SEED_CUT),),
+    ),
+    "a seed cut's count is no integer": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SEED_CUT}> tg:candidateEdges ?n }} }}
+            INSERT {{ GRAPH ?g {{ <{SEED_CUT}> tg:candidateEdges "many" }} }}
+            WHERE {{ GRAPH ?g {{ <{SEED_CUT}> tg:candidateEdges ?n }} }}""",
+        (violation(SEED_CUT, "SeedCut-candidateEdges", "Datatype", "many"),
+         violation(SEED_CUT, "SeedCut-candidateEdges", "MinInclusive", "many")),
     ),
     "an edge selection belongs to no selection": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdge <{EDGE0}> }} }}",
