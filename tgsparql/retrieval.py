@@ -17,7 +17,7 @@ from typing import Protocol
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.store import Store
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 
 
@@ -31,6 +31,9 @@ node with more (a hub) is never read whole: only the edges that match the questi
 seed compete for its places. Also how far each seed's edges are counted for the record."""
 RARE_USES = 10
 """A predicate a node uses at most this many times is rare at that node."""
+NODES_PER_QUERY = 8
+"""Nodes ranked in one request: Virtuoso refuses a query of many more ("Query too large,
+variables in state over the limit")."""
 MATCHES_UP_TO = 1000
 """A node with more edges that match the question than this (a word all its neighbours' labels
 hold) keeps none of them: they tell nothing apart, and ranking them all would cost."""
@@ -146,8 +149,16 @@ class RankedQuery:
     candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
 
     def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
-        """Each node's best `per_node` edges, best first."""
-        rows = self.store.select(
+        """Each node's best `per_node` edges, best first; NODES_PER_QUERY nodes a request."""
+        rows = [
+            row
+            for start in range(0, len(nodes), NODES_PER_QUERY)
+            for row in self._select(nodes[start : start + NODES_PER_QUERY], per_node)
+        ]
+        return self._rank(nodes, rows)
+
+    def _select(self, nodes: Sequence[ox.NamedNode], per_node: int) -> list[Solution]:
+        return self.store.select(
             self.templates.render(
                 "retrieve_subgraph",
                 nodes=nodes,
@@ -161,6 +172,10 @@ class RankedQuery:
                 matches_up_to=MATCHES_UP_TO,
             )
         )
+
+    def _rank(
+        self, nodes: Sequence[ox.NamedNode], rows: list[Solution]
+    ) -> dict[ox.NamedNode, list[ox.Triple]]:
         ranked: dict[ox.NamedNode, list[tuple[tuple[object, ...], ox.Triple]]] = {
             node: [] for node in nodes
         }
