@@ -172,7 +172,11 @@ def test_schema_predicates_given_by_grounding_spare_the_probe(
     used = _schema_predicates_in_use(kg, templates)
     given = retrieve_subgraph(Watching(), templates, [ex("a")], RetrievalLimits(), used)  # type: ignore[arg-type]
     assert not any(query.startswith("# Retrieval: which") for query in asked)
-    assert len(asked) == 2  # one CONSTRUCT per hop
+    # per hop: the degrees, then the edges of the nodes read whole (no node here has more)
+    assert [query.split("\n", 1)[0] for query in asked] == [
+        "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in",
+        "# Retrieval, one hop, for the nodes with at most rank_whole_up_to edges (retrieve_degrees.rq",
+    ] * 2
     assert given == retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
 
 
@@ -506,3 +510,58 @@ def test_the_retrieval_counts_each_seeds_candidate_edges(
     found = retrieve(store, templates, [ex("small"), ex("star")], one_hop(3))
     assert found.candidates == {ex("small"): 7, ex("star"): 41}
     assert found.rule == RANKING_RULE == "https://trustgraph.ai/ns/QuestionPathRarityRanking"
+
+
+def test_a_node_read_whole_keeps_the_edges_the_stores_ranking_keeps(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    labelled_hub(store, templates, 50)
+    whole = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["mother"])
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    by_store = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["mother"])
+    assert whole == by_store == [t("star", "mother", "mum"), t("star", "bornIn", "town")]
+
+
+@pytest.fixture
+def fan_of_a_big_star(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> EmbeddedStore:
+    """ex:fan likes ex:star, which has more edges than a node read whole."""
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    labelled_hub(store, templates, 50)
+    load(store, "ex:fan ex:likes ex:star .")
+    return store
+
+
+FAN_TWO_HOPS = RetrievalLimits(max_path_length=2, triple_limit=3)
+
+
+def test_a_big_node_on_the_way_gives_its_edges_to_seeds_and_to_what_the_question_names(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates
+) -> None:
+    store = fan_of_a_big_star
+    assert retrieve_subgraph(store, templates, [ex("fan")], FAN_TWO_HOPS) == [
+        t("fan", "likes", "star")
+    ]
+    assert retrieve_subgraph(
+        store, templates, [ex("fan")], FAN_TWO_HOPS, stems=["springfield"]
+    ) == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
+
+
+def test_a_big_node_on_the_way_drops_its_matches_in_a_direction_too_many_edges_match(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    edges = retrieve_subgraph(
+        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["person", "mother"]
+    )
+    assert edges == [t("fan", "likes", "star")]
+
+
+def test_a_stem_too_many_labels_hold_ranks_nothing(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "COMMON_STEM", 20)
+    labelled_hub(store, templates, 50)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["person"])
+    assert edges == retrieve_subgraph(store, templates, [ex("star")], one_hop(1))

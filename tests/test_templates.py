@@ -369,7 +369,8 @@ def test_names_lists_the_shipped_templates_without_private_includes() -> None:
     names = Templates().names()
     assert names == sorted(names)
     assert {"record_session", "record_retrieval", "record_selection", "record_answer",
-            "record_failure", "ground", "retrieve_subgraph", "fetch_labels",
+            "record_failure", "ground", "retrieve_subgraph", "retrieve_degrees",
+            "retrieve_ranked", "retrieve_matches", "retrieve_stem_holders", "fetch_labels",
             "library_put", "library_get", "list_sessions", "explain_session",
             "trace/session_sources"} <= set(names)
     assert not any(name.rsplit("/", 1)[-1].startswith("_") for name in names)
@@ -551,7 +552,8 @@ EVERY_PARAM: dict[str, Any] = {
     "triple_limit": 30,
     "stems": ["radium", "birth"],
     "seeds": [S, O],
-    "rank_all_up_to": 100,
+    "rank_whole_up_to": 100,
+    "counted": [S],
     "count_up_to": 2000,
     "rare_uses": 10,
     "matches_up_to": 1000,

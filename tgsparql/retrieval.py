@@ -10,6 +10,7 @@ and every engine keeps the same ones.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,6 +18,7 @@ from typing import Protocol
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.grounding import COMMON_STEM
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 
@@ -34,9 +36,10 @@ RARE_USES = 10
 NODES_PER_QUERY = 8
 """Nodes ranked in one request: Virtuoso refuses a query of many more ("Query too large,
 variables in state over the limit")."""
-MATCHES_UP_TO = 1000
-"""A node with more edges that match the question than this (a word all its neighbours' labels
-hold) keeps none of them: they tell nothing apart, and ranking them all would cost."""
+MATCHES_UP_TO = 30
+"""A node with more edges that match the question than this in one direction (a word all its
+neighbours' labels hold) keeps none of those: they tell nothing apart, and ranking them all
+would cost."""
 TURN_SLACK = 2
 """How many turns' worth of edges a node is first asked for when the size cap binds."""
 MIN_EDGES_PER_NODE = 5
@@ -88,7 +91,8 @@ def retrieve(
 ) -> Retrieved:
     """The subgraph, and what its cut chose from.
 
-    Each hop is one SELECT over the whole frontier (two when the size cap binds, see `_hop`).
+    Each hop is one SELECT over the whole frontier, and one more per NODES_PER_QUERY of its
+    nodes with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
     When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
     crowd out the others. `stems` are the question's word stems the ranking matches labels
     with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
@@ -102,7 +106,8 @@ def retrieve(
         else _schema_predicates_in_use(store, templates)
     )
     query = RankedQuery(
-        store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds))
+        store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
+        limits.triple_limit,
     )
     return walk(query, limits)
 
@@ -141,32 +146,150 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
 
 @dataclass
 class RankedQuery:
+    """Each node's best `triple_limit` edges, found once per node.
+
+    The first request of a hop (retrieve_subgraph.rq, the whole frontier) reads each node's
+    edges up to RANK_WHOLE_UP_TO + 1: a node that has no more is ranked here, from those rows;
+    only the nodes with more are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a
+    request. Ranking a small node here keeps exactly the edges the store's ranking would, at
+    the cost of reading them, which the unranked query did too.
+    """
+
     store: Store
     templates: Templates
     excluded: Sequence[ox.NamedNode]
     stems: Sequence[str]
     seeds: Sequence[ox.NamedNode]
+    triple_limit: int
     candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
+    best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
+    holders: dict[object, set[str]] | None = None
+    """The terms whose labels hold the question's stems, and which (`_stem_holders`)."""
 
     def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
-        """Each node's best `per_node` edges, best first; NODES_PER_QUERY nodes a request."""
-        rows = [
-            row
-            for start in range(0, len(nodes), NODES_PER_QUERY)
-            for row in self._select(nodes[start : start + NODES_PER_QUERY], per_node)
-        ]
-        return self._rank(nodes, rows)
+        """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
+        missing = [node for node in dict.fromkeys(nodes) if node not in self.best]
+        if missing:
+            self._read(missing)
+        return {node: self.best[node][:per_node] for node in nodes}
 
-    def _select(self, nodes: Sequence[ox.NamedNode], per_node: int) -> list[Solution]:
+    def _read(self, nodes: Sequence[ox.NamedNode]) -> None:
+        if self.holders is None:
+            self.holders = self._stem_holders()
+        degrees = self._degrees(nodes)
+        for seed in self.seeds:
+            if seed in degrees:
+                self.candidates.setdefault(seed, degrees[seed])
+        small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
+        over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
+        if small:
+            query = self.templates.render(
+                "retrieve_subgraph",
+                nodes=small,
+                excluded=self.excluded,
+                rank_whole_up_to=RANK_WHOLE_UP_TO,
+            )
+            for node, found in _NodeEdges.gather(small, self.store.select(query)).items():
+                if len(found.edges) > RANK_WHOLE_UP_TO:
+                    over.append(node)
+                else:
+                    self.best[node] = found.best(
+                        node, set(self.seeds), self.holders, self.triple_limit
+                    )
+        hubs = [node for node in over if node not in self.seeds]
+        if hubs:
+            self._read_matches(hubs)
+        over = [node for node in over if node in self.seeds]
+        for start in range(0, len(over), NODES_PER_QUERY):
+            batch = over[start : start + NODES_PER_QUERY]
+            self.best.update(self._rank(batch, self._select(batch)))
+
+    def _read_matches(self, nodes: Sequence[ox.NamedNode]) -> None:
+        """The best edges of nodes with many edges that are not seeds, from their edges to seeds
+        and those that match the question (retrieve_matches.rq), in one request."""
+        rows = self.store.select(
+            self.templates.render(
+                "retrieve_matches",
+                nodes=nodes,
+                stems=self.stems,
+                seeds=self.seeds,
+                excluded=self.excluded,
+                matches_up_to=MATCHES_UP_TO,
+            )
+        )
+        found: dict[ox.NamedNode, list[tuple[str, ox.Triple, float]]] = {node: [] for node in nodes}
+        for row in rows:
+            node, direction = row.get("node"), row.get("dir")
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if node not in found or not isinstance(direction, ox.Literal):
+                continue
+            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+                continue
+            edge = ox.Triple(s, p, o)  # type: ignore[arg-type]
+            found[node].append((direction.value, edge, _number(row.get("weight"))))  # type: ignore[index]
+        for node, rows_of_node in found.items():
+            too_many = {
+                way for way, count in Counter(way for way, _, _ in rows_of_node).items()
+                if way != "seed" and count > MATCHES_UP_TO
+            }
+            scores: dict[ox.Triple, float] = {}
+            for way, edge, weight in rows_of_node:
+                if way not in too_many:
+                    scores[edge] = scores.get(edge, 0.0) + weight
+            self.best[node] = sorted(
+                scores,
+                key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
+                                  _text(edge.object)),
+            )[: self.triple_limit]
+
+    def _stem_holders(self) -> dict[object, set[str]]:
+        """Which terms' labels hold which of the question's stems. A stem more than
+        COMMON_STEM terms hold tells nothing apart: it is dropped from `stems`, so the store's
+        ranking of the larger nodes does not use it either."""
+        if not self.stems:
+            return {}
+        rows = self.store.select(
+            self.templates.render("retrieve_stem_holders", stems=self.stems, common_stem=COMMON_STEM)
+        )
+        by_stem: dict[str, list[object]] = {}
+        for row in rows:
+            stem = row.get("stem")
+            if isinstance(stem, ox.Literal) and row.get("term") is not None:
+                by_stem.setdefault(stem.value, []).append(row["term"])
+        telling = {stem: terms for stem, terms in by_stem.items() if len(terms) <= COMMON_STEM}
+        self.stems = sorted(telling)
+        holders: dict[object, set[str]] = {}
+        for stem, terms in telling.items():
+            for term in terms:
+                holders.setdefault(term, set()).add(stem)
+        return holders
+
+    def _degrees(self, nodes: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, int]:
+        """Edges touching each node, counted up to RANK_WHOLE_UP_TO + 1 (a seed's up to
+        COUNT_UP_TO + 1, for the record)."""
+        query = self.templates.render(
+            "retrieve_degrees",
+            nodes=nodes,
+            seeds=self.seeds,
+            rank_whole_up_to=RANK_WHOLE_UP_TO,
+            count_up_to=COUNT_UP_TO,
+        )
+        return {
+            row["node"]: int(row["degree"].value)  # type: ignore[arg-type, union-attr]
+            for row in self.store.select(query)
+            if isinstance(row.get("node"), ox.NamedNode) and isinstance(row.get("degree"), ox.Literal)
+        }
+
+    def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
         return self.store.select(
             self.templates.render(
-                "retrieve_subgraph",
+                "retrieve_ranked",
                 nodes=nodes,
-                triple_limit=per_node,
+                counted=[node for node in nodes if node in self.seeds],
+                triple_limit=self.triple_limit,
                 excluded=self.excluded,
                 stems=self.stems,
                 seeds=self.seeds,
-                rank_all_up_to=RANK_WHOLE_UP_TO,
                 count_up_to=COUNT_UP_TO,
                 rare_uses=RARE_USES,
                 matches_up_to=MATCHES_UP_TO,
@@ -180,11 +303,8 @@ class RankedQuery:
             node: [] for node in nodes
         }
         for row in rows:
-            node, count = row.get("node"), row.get("candidates")
+            node = row.get("node")
             if node not in ranked:
-                continue
-            if isinstance(count, ox.Literal):
-                self.candidates.setdefault(node, int(count.value))  # type: ignore[arg-type]
                 continue
             s, p, o = row.get("s"), row.get("p"), row.get("o")
             if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
@@ -198,6 +318,54 @@ class RankedQuery:
             ranked[node].append((key, ox.Triple(s, p, o)))  # type: ignore[arg-type]
         return {node: [edge for _, edge in sorted(found, key=lambda item: item[0])]
                 for node, found in ranked.items()}
+
+
+@dataclass
+class _NodeEdges:
+    """A node's edges as retrieve_subgraph.rq gives them, each with its direction."""
+
+    edges: dict[tuple[ox.Triple, str], None] = field(default_factory=dict)
+
+    @staticmethod
+    def gather(
+        nodes: Sequence[ox.NamedNode], rows: list[Solution]
+    ) -> dict[ox.NamedNode, _NodeEdges]:
+        read = {node: _NodeEdges() for node in nodes}
+        for row in rows:
+            found = read.get(row.get("node"))  # type: ignore[arg-type]
+            s, p, o, direction = row.get("s"), row.get("p"), row.get("o"), row.get("dir")
+            if found is None or not isinstance(p, ox.NamedNode) or s is None or o is None:
+                continue
+            way = direction.value if isinstance(direction, ox.Literal) else ""
+            found.edges[(ox.Triple(s, p, o), way)] = None  # type: ignore[arg-type]
+        return read
+
+    def best(
+        self,
+        node: ox.NamedNode,
+        seeds: set[ox.NamedNode],
+        holders: dict[object, set[str]],
+        limit: int,
+    ) -> list[ox.Triple]:
+        """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to
+        another seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then
+        the predicate's rarity at the node, then the terms' strings."""
+        uses = Counter(edge.predicate for edge, _ in self.edges)
+        scored: dict[ox.Triple, tuple[object, ...]] = {}
+        for edge, direction in self.edges:
+            if _is_schema(edge.predicate):
+                continue
+            neighbour = edge.object if direction == "out" else edge.subject
+            to_seed = neighbour != node and neighbour in seeds
+            score = (
+                4 * to_seed
+                + 2 * len(holders.get(edge.predicate, ()))
+                + len(holders.get(neighbour, ()))
+            )
+            key = (-score, uses[edge.predicate], _text(edge.subject), edge.predicate.value,
+                   _text(edge.object))
+            scored[edge] = min(key, scored.get(edge, key))
+        return sorted(scored, key=scored.__getitem__)[:limit]
 
 
 def _number(term: object) -> float:
