@@ -53,7 +53,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -365,8 +365,11 @@ class HubRun:
 def hub_stress(corpus: Path, questions: Path, docs: Path, rel_info: Path,
                sizes: Sequence[int] = HUB_SIZES, orders: Sequence[str] = ("before", "after"),
                stores: Sequence[bool] = (False, True), limit: int | None = None,
-               progress: bool = False) -> list[HubRun]:
-    runs = []
+               progress: bool = False,
+               on_run: Callable[[list[HubRun]], None] | None = None) -> list[HubRun]:
+    """The runs, K by K; `on_run` is given the runs so far after each, so a long grid leaves
+    its table written as it goes."""
+    runs: list[HubRun] = []
     with tempfile.TemporaryDirectory() as name:
         work = Path(name)
         twowiki = import_twowiki(corpus, questions, work / "twowiki.nq")
@@ -392,6 +395,8 @@ def hub_stress(corpus: Path, questions: Path, docs: Path, rel_info: Path,
                         run.results.append(run_question(rag, question, twowiki))
                     runs.append(run)
                     store.close()
+                    if on_run is not None:
+                        on_run(runs)
                     if progress:
                         print(f"K={k} {order} {'disk' if on_disk else 'memory'}: done",
                               file=sys.stderr)
@@ -582,16 +587,18 @@ def main(argv: list[str] | None = None) -> int:
                 stores) <= {"memory", "disk"}:
             parser.error("--hubs sizes must be >= 0; --hub-orders before/after; "
                          "--hub-stores memory/disk")
+        args.hub_out.parent.mkdir(parents=True, exist_ok=True)
+
+        def write(runs: list[HubRun]) -> None:
+            args.hub_out.write_text(render_hubs(runs, len(runs[0].results)), encoding="utf-8")
+
         try:
-            runs = hub_stress(args.corpus, args.questions, args.redocred, args.rel_info,
-                              sizes, orders, [name == "disk" for name in stores], args.limit,
-                              progress=True)
+            hub_stress(args.corpus, args.questions, args.redocred, args.rel_info,
+                       sizes, orders, [name == "disk" for name in stores], args.limit,
+                       progress=True, on_run=write)
         except (DatasetError, OSError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        args.hub_out.parent.mkdir(parents=True, exist_ok=True)
-        args.hub_out.write_text(render_hubs(runs, len(runs[0].results) if runs else 0),
-                                encoding="utf-8")
         print(f"wrote {args.hub_out}")
         return 0
     try:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.evaluate import answer_lead, evaluate, exact_match, f1_score, main, render
+from benchmarks.evaluate import (
+    answer_lead, evaluate, exact_match, f1_score, hub_stress, main, render, render_hubs,
+)
 from tests.conftest import SHARED
 
 TWOWIKI = SHARED / "datasets" / "2wiki"
@@ -70,3 +72,27 @@ def test_cli_writes_the_table_and_names_bad_input(tiny: dict[str, Path], tmp_pat
     assert "| **all** | 2 |" in out.read_text()
     assert main([*args[:-2], "--questions", str(tmp_path / "missing.json")]) == 1
     assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'missing.json'}: cannot read")
+
+
+def test_tiny_hub_stress_keeps_the_facts_under_noise_loaded_before_and_after(
+    tiny: dict[str, Path],
+) -> None:
+    runs = hub_stress(tiny["corpus"], tiny["questions"], tiny["docs"],
+                      REDOCRED / "rel_info.json", sizes=(0, 30), limit=4)
+    assert [(run.k, run.order, run.on_disk) for run in runs] == [
+        (0, "before", False), (0, "before", True),
+        (30, "before", False), (30, "before", True), (30, "after", False), (30, "after", True),
+    ]
+    quiet = runs[0]
+    entities = runs[2].noise_edges // 30
+    assert quiet.noise_edges == 0 and entities > 0
+    for run in runs:
+        assert len(run.results) == len(run.latencies_ms) == 4
+        assert all(r.error is None for r in run.results)
+        # thirty unrelated edges on every entity cut none of the facts the quiet KG gave
+        assert [r.retrieved_gold for r in run.results] == [
+            r.retrieved_gold for r in quiet.results
+        ]
+    table = render_hubs(runs, 4)
+    assert table.count("\n| 30 | ") == 4
+    assert "- selection precision ≥ 0.9 at every K: worst run" in table
