@@ -103,7 +103,7 @@ def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: P
     assert float(rows["edges retrieved per question"][0]) >= 1
     assert float(rows["seed entities per question"][0]) >= 1
     assert float(rows["store requests per retrieval"][0]) >= 2  # the degrees, then the edges
-    assert "The unranked retrieval is this store's floor" in text
+    assert "The unranked retrieval is the floor the ranking is measured against" in text
 
     assert f"- KG: 2,000 facts, 200 entities, 50 predicates, {LABELS} rdfs:labels" in text
     assert f"({FACTS + LABELS:,} quads), on-disk store" in text

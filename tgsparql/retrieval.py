@@ -322,9 +322,9 @@ class RankedQuery:
 
 @dataclass
 class _NodeEdges:
-    """A node's edges as retrieve_subgraph.rq gives them, each with its direction."""
+    """A node's edges as retrieve_subgraph.rq gives them: a loop twice, once each way."""
 
-    edges: dict[tuple[ox.Triple, str], None] = field(default_factory=dict)
+    edges: list[ox.Triple] = field(default_factory=list)
 
     @staticmethod
     def gather(
@@ -333,11 +333,9 @@ class _NodeEdges:
         read = {node: _NodeEdges() for node in nodes}
         for row in rows:
             found = read.get(row.get("node"))  # type: ignore[arg-type]
-            s, p, o, direction = row.get("s"), row.get("p"), row.get("o"), row.get("dir")
-            if found is None or not isinstance(p, ox.NamedNode) or s is None or o is None:
-                continue
-            way = direction.value if isinstance(direction, ox.Literal) else ""
-            found.edges[(ox.Triple(s, p, o), way)] = None  # type: ignore[arg-type]
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if found is not None and isinstance(p, ox.NamedNode) and s is not None and o is not None:
+                found.edges.append(ox.Triple(s, p, o))  # type: ignore[arg-type]
         return read
 
     def best(
@@ -350,21 +348,20 @@ class _NodeEdges:
         """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to
         another seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then
         the predicate's rarity at the node, then the terms' strings."""
-        uses = Counter(edge.predicate for edge, _ in self.edges)
+        uses = Counter(edge.predicate for edge in self.edges)
         scored: dict[ox.Triple, tuple[object, ...]] = {}
-        for edge, direction in self.edges:
+        for edge in self.edges:
             if _is_schema(edge.predicate):
                 continue
-            neighbour = edge.object if direction == "out" else edge.subject
+            neighbour = edge.subject if edge.object == node else edge.object
             to_seed = neighbour != node and neighbour in seeds
             score = (
                 4 * to_seed
                 + 2 * len(holders.get(edge.predicate, ()))
                 + len(holders.get(neighbour, ()))
             )
-            key = (-score, uses[edge.predicate], _text(edge.subject), edge.predicate.value,
-                   _text(edge.object))
-            scored[edge] = min(key, scored.get(edge, key))
+            scored[edge] = (-score, uses[edge.predicate], _text(edge.subject),
+                            edge.predicate.value, _text(edge.object))
         return sorted(scored, key=scored.__getitem__)[:limit]
 
 
