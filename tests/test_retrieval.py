@@ -565,3 +565,17 @@ def test_a_stem_too_many_labels_hold_ranks_nothing(
     labelled_hub(store, templates, 50)
     edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["person"])
     assert edges == retrieve_subgraph(store, templates, [ex("star")], one_hop(1))
+
+
+def test_on_a_seed_ranked_by_the_store_a_rare_match_beats_a_common_one(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row of the store's ranking has a predicate count (not rare when the seeds or the
+    question brought the edge in), so no engine's MIN over unbound values decides the order."""
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    labelled_hub(store, templates, 50)
+    load(store, "\n".join([f"ex:star ex:birthNear ex:n{i} ." for i in range(12)]
+                          + ['ex:birthNear rdfs:label "near the place of birth" .']))
+    update_label_index(store, templates)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["birth"])
+    assert edges == [t("star", "bornIn", "town")]

@@ -553,7 +553,6 @@ EVERY_PARAM: dict[str, Any] = {
     "stems": ["radium", "birth"],
     "seeds": [S, O],
     "rank_whole_up_to": 100,
-    "counted": [S],
     "count_up_to": 2000,
     "rare_uses": 10,
     "matches_up_to": 1000,

@@ -285,7 +285,6 @@ class RankedQuery:
             self.templates.render(
                 "retrieve_ranked",
                 nodes=nodes,
-                counted=[node for node in nodes if node in self.seeds],
                 triple_limit=self.triple_limit,
                 excluded=self.excluded,
                 stems=self.stems,
@@ -312,7 +311,7 @@ class RankedQuery:
             score, rarity = row.get("score"), row.get("rarity")
             key = (
                 -_number(score),
-                _number(rarity) if rarity is not None else -1,
+                _number(rarity) if rarity is not None else COUNT_UP_TO + 1,
                 _text(s), p.value, _text(o),
             )
             ranked[node].append((key, ox.Triple(s, p, o)))  # type: ignore[arg-type]

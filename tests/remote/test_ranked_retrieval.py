@@ -42,6 +42,9 @@ def hub_kg(path: Path) -> Path:
                         ("likes", "likes"), ("ada", "Ada"), ("town", "Springfield"),
                         ("city", "Shelbyville")]:
         lines.append(f'<{EX}{name}> <http://www.w3.org/2000/01/rdf-schema#label> "{label}" .')
+    # more "birth" edges than are rare at star1, tied in score with its one "place of birth"
+    lines.append(f'<{EX}birthNear> <http://www.w3.org/2000/01/rdf-schema#label> "near the place of birth" .')
+    lines += [f"<{EX}star1> <{EX}birthNear> <{EX}n{i}> ." for i in range(12)]
     for i in range(600):
         star = rng.choice(["star1", "star2"])
         predicate = rng.choice(["knows", "likes"])
