@@ -60,12 +60,13 @@ from typing import Final
 
 import pyoxigraph as ox
 
+from benchmarks.data import data_path
 from benchmarks.importers import (
     DC_TITLE, DERIVED_FROM, TG_CONTAINS, TG_CONTENT, DatasetError, load,
 )
-from benchmarks.importers.redocred import DEFAULT_DOCS, DEFAULT_REL_INFO, ReDocRedImport
+from benchmarks.importers.redocred import DOCS, REL_INFO, ReDocRedImport
 from benchmarks.importers.redocred import import_redocred
-from benchmarks.importers.twowiki import DEFAULT_CORPUS, DEFAULT_QUESTIONS, Question
+from benchmarks.importers.twowiki import CORPUS, QUESTIONS, Question
 from benchmarks.importers.twowiki import TwoWikiImport, import_twowiki
 from tgsparql import vocab
 from tgsparql.grounding import ground
@@ -559,10 +560,9 @@ def render(ev: Evaluation) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS)
-    parser.add_argument("--redocred", type=Path, default=DEFAULT_DOCS)
-    parser.add_argument("--rel-info", type=Path, default=DEFAULT_REL_INFO)
+    for flag, parts in (("--corpus", CORPUS), ("--questions", QUESTIONS), ("--redocred", DOCS),
+                        ("--rel-info", REL_INFO)):
+        parser.add_argument(flag, type=Path, help="default: $TGSPARQL_DATA/" + "/".join(parts))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--hubs", nargs="?", const=",".join(map(str, HUB_SIZES)),
@@ -602,8 +602,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.hub_out}")
         return 0
     try:
-        ev = evaluate(args.corpus, args.questions, args.redocred, args.rel_info, args.limit,
-                      progress=True)
+        ev = evaluate(args.corpus or data_path(*CORPUS), args.questions or data_path(*QUESTIONS),
+                      args.redocred or data_path(*DOCS), args.rel_info or data_path(*REL_INFO),
+                      args.limit, progress=True)
     except (DatasetError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -3,7 +3,7 @@
 Builds (once, cached under the work directory) an on-disk store holding:
 
 - the synthetic KG of `benchmarks.pipeline_bench` (N facts with their rdfs:labels);
-- extraction provenance for every fact (SPEC §8), rendered by the `ingest_document` template
+- extraction provenance for every fact (docs/spec.md §8), rendered by the `ingest_document` template
   that ingestion writes with, and the document and chunk texts in the librarian: documents of
   10 pages of 10 chunks, 10 facts per chunk, each chunk's text one sentence per fact at exact
   offsets; every tenth chunk also states a fact stated elsewhere, so some facts have two sources;

@@ -388,6 +388,65 @@ def results_of(report: str) -> list[list[str | None]]:
     return sorted(rows, key=lambda row: [cell or "" for cell in row])
 
 
+def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]:
+    """`validate --session` as `query --validate` and CI run it: `validate_session` with the
+    bundled shapes, on sessions spread over the store; the validator is built (once per
+    process) by an untimed first session."""
+    from tgsparql.store import EmbeddedStore
+    from tgsparql.validate_session import validate_session
+
+    store = EmbeddedStore(store_dir)
+    store.dialect = dialect  # type: ignore[misc]
+    rows = store.select(
+        f"SELECT ?s WHERE {{ GRAPH <{EXPLAINABILITY}> {{ ?s a <{PROV}Activity> }} "
+        'FILTER(STRSTARTS(STR(?s), "urn:trustgraph:session:")) } ORDER BY ?s'
+    )
+    sessions = [row["s"].value for row in rows]
+    chosen = sessions[:: max(1, len(sessions) // samples)][:samples]
+    validate_session(store, sessions[-1])
+    walls, cpus, results = [], [], 0
+    for session in chosen:
+        wall, cpu = time.perf_counter(), time.process_time()
+        results += len(validate_session(store, session).results)
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    walls.sort()
+    return {
+        "load": os.getloadavg()[0],
+        "timed": len(chosen),
+        "p50_ms": 1000 * statistics.median(walls),
+        "p90_ms": 1000 * walls[int(0.9 * (len(walls) - 1))],
+        "cpu_p50_ms": 1000 * statistics.median(cpus),
+        "results": results,
+    }
+
+
+@dataclass
+class Scoped:
+    sessions: int
+    dialect: str
+    quads: int
+    measured: dict[str, object] | None
+    error: str | None = None
+
+
+def measure_scoped(build: Build, dialect: str, samples: int, timeout: float) -> Scoped:
+    command = [
+        sys.executable, "-m", "benchmarks.validation_bench", "--scoped", str(samples),
+        "--dialect", dialect, "--store", str(build.directory / dialect / "store"),
+    ]
+    try:
+        done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Scoped(build.sessions, dialect, build.quads[dialect], None, f"no result within {timeout:.0f} s")
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
+        return Scoped(build.sessions, dialect, build.quads[dialect], None, last[:200])
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    log(f"validate --session on {build.sessions:,} sessions ({dialect}): p50 {measured['p50_ms']:.1f} ms")
+    return Scoped(build.sessions, dialect, build.quads[dialect], measured)
+
+
 def engine_main(engine: str, store_dir: Path, dialect: str, scratch: Path) -> None:
     """Run one engine once and print one JSON line: wall time, results, peak memory."""
     start = time.perf_counter()
@@ -447,6 +506,43 @@ def by_component(results: list[list[str | None]]) -> Counter[str]:
 
 def expected_components(per_kind: int) -> Counter[str]:
     return Counter({c: n * per_kind for c, n in Counter(SEEDED.values()).items()})
+
+
+SCOPED_TARGET_MS = 50.0
+
+
+def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions: int) -> list[str]:
+    """One session's validation beside the full-store run, on stores of growing size."""
+    if not scoped:
+        return []
+    lines = [
+        "## validate --session: one session",
+        "",
+        "`validate_session` (what `validate --session` and `query --validate` run) with the bundled "
+        "shapes, on sessions spread over the store, each timed alone in one process after an untimed "
+        "first session builds the validator; wall and CPU (this process) per session; load: the "
+        "machine's 1-minute load average then (2 CPUs).",
+        "",
+        "| store sessions | dialect | quads | sessions timed | p50 ms | p90 ms | CPU p50 ms | full-store run s | load |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in sorted(scoped, key=lambda r: (r.sessions, r.dialect)):
+        full = next((m for m in measured if m.engine == "tgsparql" and m.dialect == row.dialect
+                     and m.walls and row.sessions == main_sessions), None)
+        full_s = f"{full.wall:.2f}" if full else "—"
+        if row.measured is None:
+            lines.append(f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | — | — | — | — | {full_s} | failed: {row.error} |")
+            continue
+        m = row.measured
+        lines.append(
+            f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | {m['timed']} | {m['p50_ms']:.1f} | "
+            f"{m['p90_ms']:.1f} | {m['cpu_p50_ms']:.1f} | {full_s} | {m['load']:.1f} |"
+        )
+    worst = max((float(r.measured["p50_ms"]) for r in scoped if r.measured), default=None)  # type: ignore[arg-type]
+    if worst is not None:
+        met = "met" if worst <= SCOPED_TARGET_MS else "missed"
+        lines += ["", f"largest p50: {worst:.1f} ms (target ≤ {SCOPED_TARGET_MS:.0f} ms: {met})"]
+    return [*lines, ""]
 
 
 def report(build: Build, measured: list[Measured], runs: int) -> str:
@@ -509,7 +605,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dialect", help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--scoped", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--samples", type=int, default=25,
+                        help="sessions timed one by one for validate --session")
+    parser.add_argument("--scoped-sessions", default="",
+                        help="more store sizes (comma-separated session counts) on which only "
+                        "validate --session is measured, to show its cost does not grow with the store")
     args = parser.parse_args(argv)
+    if args.scoped:
+        print(json.dumps(run_scoped(args.store, args.dialect, args.scoped)))
+        return 0
     if args.engine:
         engine_main(args.engine, args.store, args.dialect, args.scratch)
         return 0
@@ -522,7 +627,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for engine in ENGINES_BY_DIALECT[dialect]
         if engine in wanted
     ]
-    text = report(built, measured, args.runs)
+    scoped = [measure_scoped(built, dialect, args.samples, args.timeout) for dialect in DIALECTS]
+    for size in [int(n) for n in args.scoped_sessions.split(",") if n.strip()]:
+        larger = build(size, args.seed, args.work)
+        scoped += [measure_scoped(larger, dialect, args.samples, args.timeout) for dialect in DIALECTS]
+    text = "\n".join([report(built, measured, args.runs), *scoped_report(scoped, measured, sessions)])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

@@ -1,13 +1,19 @@
-"""Shared fixtures: fresh stores, the demo sample, a pipeline over it, and an Oxigraph server."""
+"""Shared fixtures: fresh stores, the demo sample, a pipeline over it, an Oxigraph server, and
+the datasets (our own small fixtures, and the third-party files of `TGSPARQL_DATA`)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from importlib.resources import as_file, files
 from pathlib import Path
 
 import pytest
 
+from benchmarks.data import MissingData, data_path
 from tests.servers import Server, oxigraph_binary, serve_oxigraph
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
@@ -16,7 +22,37 @@ from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"
+"""Files we wrote in the formats of the third-party datasets (`datasets/2wiki`, `/redocred`)."""
+
+
+def third_party(*parts: str) -> Path:
+    """A path under `TGSPARQL_DATA`; the test skips, saying why, when it is not there."""
+    try:
+        return data_path(*parts)
+    except MissingData as error:
+        pytest.skip(f"third-party data missing: {error}")
+
+
+@pytest.fixture(scope="module", params=["fixtures", "TGSPARQL_DATA"])
+def datasets(request: pytest.FixtureRequest) -> Path:
+    """The `datasets/` folder: ours, always; then the real one when it is there."""
+    return FIXTURES / "datasets" if request.param == "fixtures" else third_party("datasets")
+
+
+LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
+           "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
+
+
+def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:
+    """The installed `tgsparql` command, started as a CI would, without our LLM settings (but
+    with those given in `env`)."""
+    beside = Path(sys.executable).with_name("tgsparql")
+    command = str(beside) if beside.exists() else shutil.which("tgsparql")
+    assert command is not None, "the tgsparql console script is not installed"
+    clean = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
+    return subprocess.Popen([command, *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**clean, **env})
 
 
 @pytest.fixture
@@ -40,6 +76,15 @@ def demo_store(store: EmbeddedStore, demo_path: Path) -> EmbeddedStore:
     report = load_files(store, [demo_path])
     assert not report.failed
     return store
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path, demo_path: Path) -> Path:
+    """An on-disk store holding the demo sample, closed."""
+    path = tmp_path / "kg"
+    with open_store(path) as store:
+        assert not load_files(store, [demo_path]).failed
+    return path
 
 
 @pytest.fixture

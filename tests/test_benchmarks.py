@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from conftest import REPO
+from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
 FACTS = 2000
 QUESTIONS = 5
@@ -150,6 +152,20 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
     assert "- store: 200 sessions, 5,000 facts, 100 documents" in text
 
 
+def test_tiny_serve_benchmark_measures_the_saved_queries_it_is_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "serve.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serve_bench", "--sessions", "50", "--seconds", "0.2",
+         "--clients", "1", "--query", "edges_per_session", "--query", "sessions_per_day",
+         "--work", str(tmp_path / "work"), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    names = [line.split("|")[1].strip() for line in out.read_text(encoding="utf-8").splitlines()
+             if "| tgsparql serve |" in line]
+    assert names == ["edges_per_session", "sessions_per_day"]
+
+
 def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_engine(
     tmp_path: Path,
 ) -> None:
@@ -183,12 +199,19 @@ def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_
         assert engine in rows
     # Both dialects list every engine with 22 results, identical to ours and as seeded.
     engine_rows = [line for line in text.splitlines() if line.startswith("| ") and "|---" not in line]
-    measured = [line for line in engine_rows if not line.startswith("| engine")]
+    measured = [line for line in engine_rows if line.split("|")[1].strip() in ("tgsparql", "shacl", "pyrudof")]
     assert len(measured) == 6
     for line in measured:
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         assert cells[2:5] == ["22", "yes", "yes"], line
     assert "tgsparql / fastest:" in text
+    # validate --session, timed on sessions of the same store, beside the full-store run.
+    scoped = [line for line in engine_rows if line.startswith("| 200 |")]
+    assert [line.split("|")[2].strip() for line in scoped] == ["rdf12", "reification"]
+    for line in scoped:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[3] == "25" and float(cells[4]) > 0 and cells[7] != "—", line
+    assert "largest p50:" in text
 
 
 TRACE_TIMING_ROWS = [
@@ -224,6 +247,15 @@ def run_module(module: str, *args: object) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", module, *map(str, args)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
+
+
+def run_table(tmp_path: Path, module: str, *args: object) -> tuple[str, dict[str, list[str]]]:
+    """Run a benchmark with its cache and table in `tmp_path`; its table's text and rows."""
+    out = tmp_path / "table.md"
+    done = run_module(module, *args, "--work", tmp_path / "work", "--out", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    return text, table_rows(text)
 
 
 def shapes(store: ox.Store, kinds: list[ox.NamedNode]) -> dict[str, set[ox.NamedNode]]:
@@ -292,12 +324,7 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
 def test_tiny_ingest_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
     from benchmarks.ingest_bench import STAGES
 
-    out = tmp_path / "ingest.md"
-    done = run_module("benchmarks.ingest_bench", "--documents", 3, "--rounds", 1,
-                      "--work", tmp_path / "work", "--out", out)
-    assert done.returncode == 0, done.stderr
-    text = out.read_text(encoding="utf-8")
-    rows = table_rows(text)
+    text, rows = run_table(tmp_path, "benchmarks.ingest_bench", "--documents", 3, "--rounds", 1)
     for name in ("facts / s", "provenance triples / s", "chunks / s"):
         memory, disk = (float(cell.replace(",", "")) for cell in rows[name][:2])
         assert memory > 0 and disk > 0, name
@@ -309,6 +336,21 @@ def test_tiny_ingest_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
     assert "- corpus: 3 plain-text documents of 3 pages, 360 sentences (one fact each)" in text
     assert "scripted backend, no LLM time" in text
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_tiny_load_benchmark_measures_both_ways_step_by_step(tmp_path: Path) -> None:
+    text, rows = run_table(tmp_path, "benchmarks.load_bench", "--megabytes", 0.5, "--rounds", 1)
+    assert [name for name in rows if name in ("check", "store", "label index")] == [
+        "check", "store", "label index"]
+    for step in ("check", "store", "label index"):
+        values = [float(cell.replace(",", "")) for cell in rows[step]]
+        peaks, seconds = values[0::2], values[1::2]  # per way: peak MB, then seconds
+        assert len(values) == 4 and all(peak > 0 for peak in peaks), step
+        assert all(second >= 0 for second in seconds), step  # a fast step rounds to 0.0 s
+    assert rows["target: a 200 MB file loads in ≤ 400 MB peak (tgsparql)"] == [
+        "not judged: the file is under 200 MB"]
+    assert re.search(r"- file: 0\.\d MB of N-Triples, [\d,]+ triples, [\d,]+ labels indexed", text)
+    assert [path.suffix for path in (tmp_path / "work").iterdir()] == [".nt"]  # stores removed
 
 
 def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
@@ -384,3 +426,35 @@ def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
         "# Grounding: x", "# Retrieval, one hop", "# Labels: y", "# Trace: z", "SELECT")] == [
         "grounding", "retrieval", "retrieval", "sources", "other"]
     assert stage_of("PREFIX tg: <urn:x>\nINSERT DATA {}", update=True) == "recording"
+
+
+def test_tiny_real_llm_ingest_benchmark_reports_both_modes(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Against the fake server: the constrained mode answers in lines, the other in prose."""
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([
+        {"title": "Ada Lovelace", "text": "Ada Lovelace was born in London in 1815."},
+        {"title": "Lord Byron", "text": "Lord Byron was a poet. He was born in London."},
+    ]), encoding="utf-8")
+
+    def reply(body: dict) -> Reply:
+        if "grammar" not in body:
+            return Reply("Sure! Here are some facts about the passage:\n- London")
+        fact = {"s": "Someone", "p": "born in", "o": "London", "evidence": "born in London"}
+        return Reply(json.dumps(fact) + "\n" + json.dumps({**fact, "evidence": "not there"}))
+
+    fake_openai.script(*[reply] * 5)
+    out = tmp_path / "ingest_llm.md"
+    done = run_module("benchmarks.ingest_llm_bench", "--paragraphs", 2, "--corpus", corpus,
+                      "--base-url", fake_openai.base_url, "--model", "fake-model", "--out", out)
+    assert done.returncode == 0, done.stderr
+    rows = table_rows(out.read_text(encoding="utf-8"))
+    assert rows["reply lines that parse as facts"] == ["0/4 (0 %)", "4/4 (100 %)"]
+    assert rows["facts per paragraph (distinct, written)"] == ["0.00", "1.00"]
+    assert rows["paragraphs with 0 facts"] == ["2/2", "0/2"]
+    assert rows["evidence located in the chunk"] == ["0/0 (–)", "2/4 (50 %)"]
+    assert all(float(cell) >= 0 for cell in rows["seconds per paragraph, median"])
+    grammar_requests = [r for r in fake_openai.chat_requests if "grammar" in r.body]
+    assert len(grammar_requests) == 2
+    assert all(r.body["max_tokens"] == 256 for r in fake_openai.chat_requests[1:])

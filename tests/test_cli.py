@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 from tgsparql.cli import DEMO_QUESTION, main
 from tgsparql.explain import explain_session
 from tgsparql.pipeline import GraphRag
@@ -144,7 +145,8 @@ def assert_explanation_shown(stdout: str, explanation: dict) -> None:
             assert any(
                 line.strip().startswith(f'from: "{source["title"]}"') for line in lines
             ), source["title"]
-    assert "  answer     (SHA-256 verified)" in lines
+    assert any(re.fullmatch(r"  answer     \(SHA-256 verified; cites (\d+) of \1 selected edges\)",
+                            line) for line in lines), "the offline answer cites every edge"
 
 
 # --- help -------------------------------------------------------------------------------------
@@ -504,12 +506,51 @@ def test_query_empty_question_fails_and_records_nothing(demo_dir: Path, question
     assert sessions_json(demo_dir) == []
 
 
-def test_query_without_store_warns_that_the_store_is_empty() -> None:
+def test_query_without_store_warns_that_the_store_is_empty_and_gone() -> None:
     run = ok("query", "Where was Marie Curie born?")
-    assert run.stderr.splitlines()[0] == (
-        "warning: no --store given: querying an empty in-memory store"
-    )
+    first, last = run.stderr.splitlines()[0], run.stderr.splitlines()[-1]
+    assert first == "warning: no --store given: querying an empty in-memory store"
+    assert "tgsparql explain" not in run.stderr
+    assert re.fullmatch(rf"session urn:trustgraph:session:{UUID} was recorded in memory and is "
+                        "gone with this process: pass --store DIR to keep sessions", last)
     assert run.stdout == "The knowledge graph holds no facts that answer this question.\n"
+
+
+def test_query_warns_when_the_llm_selected_nothing_and_asks_no_answer_of_it(
+    demo_dir: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    log = tmp_path / "llm.jsonl"
+    fake_openai.script(Reply("None of these edges answer the question."))
+    run = ok("query", "--store", demo_dir, "--base-url", fake_openai.base_url, "--model", "m",
+             "--log-llm", log, "--max-tokens", 64, "Where was Marie Curie born?")
+    assert run.stdout == "The knowledge graph holds no facts that answer this question.\n"
+    assert run.stderr.splitlines()[0] == (
+        "warning: no edge of the KG was selected as answering the question; the answer says "
+        "so (--log-llm FILE shows the selector's reply)")
+    [request] = fake_openai.chat_requests
+    assert request.body["max_tokens"] == 64
+    [entry] = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert entry["call"] == "select"
+    assert entry["reply"] == "None of these edges answer the question."
+
+
+def test_query_with_a_selection_gives_no_warning(demo_dir: Path) -> None:
+    run = ok("query", "--store", demo_dir, "--llm", "offline", "Where was Marie Curie born?")
+    assert not [line for line in run.stderr.splitlines() if line.startswith("warning")]
+
+
+def test_explain_shows_each_citation_with_its_sentence(demo_dir: Path) -> None:
+    run = ok("query", "--store", demo_dir, "--llm", "offline", DEMO_QUESTION)
+    [session] = SESSION_RE.findall(run.stderr)
+    explained = ok("explain", "--store", demo_dir, session).stdout
+    assert "cited: “Marie Curie born in Warsaw [" in explained
+    assert "; cites 3 of 3 selected edges)" in explained
+    as_json = json.loads(ok("explain", "--store", demo_dir, session, "--format", "json").stdout)
+    assert as_json["invalid_citations"] == 0
+    for edge in as_json["selected"]:
+        [sentence] = edge["citations"]
+        assert " ".join(edge["labels"]) in sentence
+        assert all(source["citations"] == [sentence] for source in edge["sources"])
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -679,7 +720,8 @@ def test_console_script_runs_the_demo_with_exit_0(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[3].startswith("Warsaw")
-    assert "  answer     (SHA-256 verified)" in lines
+    assert any(re.fullmatch(r"  answer     \(SHA-256 verified; cites (\d+) of \1 selected edges\)",
+                            line) for line in lines), "the offline answer cites every edge"
     assert "\x1b[" not in done.stdout
 
 

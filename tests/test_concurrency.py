@@ -17,8 +17,7 @@ from conftest import REPO
 from tests.servers import oxigraph_server
 from tgsparql.explain import list_sessions
 from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.locking import LOCK_NAME, StoreBusy, exclusive_store
+from tgsparql.locking import LOCK_NAME, StoreBusy, TurnTakingStore, exclusive_store
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import Templates
@@ -31,14 +30,6 @@ QUESTIONS = [
     "Who married Marie Curie?",
     "Where did Pierre Curie die?",
 ]
-
-
-@pytest.fixture
-def demo_dir(tmp_path: Path, demo_path: Path) -> Path:
-    path = tmp_path / "kg"
-    with open_store(path) as store:
-        assert not load_files(store, [demo_path]).failed
-    return path
 
 
 def sessions_of(store: Store) -> list:
@@ -191,3 +182,30 @@ def test_cli_commands_on_one_directory_take_turns(demo_dir: Path) -> None:
     with open_store(demo_dir) as store:
         (session,) = sessions_of(store)
         assert session.status == "complete"
+
+
+def test_a_turn_taking_store_lets_other_writers_in_while_its_user_waits(demo_dir: Path) -> None:
+    shared = TurnTakingStore(demo_dir, timeout=5, step_aside_after=0.05)
+    try:
+        assert shared.ask("ASK { ?s ?p ?o }")
+        with shared.stepping_aside():  # waits for the store to be given up, never sleeps
+            with exclusive_store(demo_dir, timeout=30) as other:
+                other.update("INSERT DATA { <urn:x:meanwhile> <urn:x:p> 1 }")
+        assert shared.ask("ASK { <urn:x:meanwhile> ?p ?o }")  # its turn again, with the news
+        assert shared.turns == 2
+    finally:
+        shared.close()
+
+
+def test_a_turn_taking_store_keeps_the_store_through_quick_waits(demo_dir: Path) -> None:
+    shared = TurnTakingStore(demo_dir, step_aside_after=600)
+    try:
+        assert shared.ask("ASK { ?s ?p ?o }")
+        with shared.stepping_aside():
+            shared.update("INSERT DATA { <urn:x:a> <urn:x:p> 1 }")
+        assert shared.ask("ASK { <urn:x:a> ?p ?o }")
+        assert shared.turns == 1
+    finally:
+        shared.close()
+    with exclusive_store(demo_dir, timeout=0) as other:  # closed: the lock is free at once
+        assert other.ask("ASK { <urn:x:a> ?p ?o }")

@@ -1,4 +1,5 @@
-"""The evaluation at a tiny size, so it keeps working, and its answer scoring."""
+"""The evaluation at a tiny size (on our fixtures, and on real data when it is there), so it keeps
+working, and its answer scoring."""
 
 from __future__ import annotations
 
@@ -10,10 +11,6 @@ import pytest
 from benchmarks.evaluate import (
     answer_lead, evaluate, exact_match, f1_score, hub_stress, main, render, render_hubs,
 )
-from tests.conftest import SHARED
-
-TWOWIKI = SHARED / "datasets" / "2wiki"
-REDOCRED = SHARED / "datasets" / "redocred"
 
 
 @pytest.mark.parametrize("prediction, gold, em, f1", [
@@ -35,21 +32,23 @@ def test_answer_lead() -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def tiny(datasets: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Up to 8 questions with the paragraphs of their subjects, and up to 10 Re-DocRED documents."""
     root = tmp_path_factory.mktemp("eval")
-    questions = json.loads((TWOWIKI / "questions_dev.json").read_text())[:8]
-    corpus = json.loads((TWOWIKI / "corpus.json").read_text())
+    questions = json.loads((datasets / "2wiki" / "questions_dev.json").read_text())[:8]
+    corpus = json.loads((datasets / "2wiki" / "corpus.json").read_text())
     subjects = {s for q in questions for s, _, _ in q["evidence"]}
     (root / "q.json").write_text(json.dumps(questions))
     (root / "c.json").write_text(json.dumps([p for p in corpus if p["title"] in subjects]))
-    docs = json.loads((REDOCRED / "dev_revised.json").read_text())[:10]
+    docs = json.loads((datasets / "redocred" / "dev_revised.json").read_text())[:10]
     (root / "d.json").write_text(json.dumps(docs))
-    return {"corpus": root / "c.json", "questions": root / "q.json", "docs": root / "d.json"}
+    return {"corpus": root / "c.json", "questions": root / "q.json", "docs": root / "d.json",
+            "rel_info": datasets / "redocred" / "rel_info.json", "count": len(questions)}
 
 
-def test_tiny_evaluation(tiny: dict[str, Path]) -> None:
-    ev = evaluate(tiny["corpus"], tiny["questions"], tiny["docs"], REDOCRED / "rel_info.json")
-    assert len(ev.results) == 8
+def test_tiny_evaluation(tiny: dict) -> None:
+    ev = evaluate(tiny["corpus"], tiny["questions"], tiny["docs"], tiny["rel_info"])
+    assert len(ev.results) == tiny["count"]
     assert all(r.error is None for r in ev.results)
     anchored = sum(r.anchored_selected for r in ev.results)
     assert anchored > 0
@@ -59,40 +58,47 @@ def test_tiny_evaluation(tiny: dict[str, Path]) -> None:
     for r in ev.results:
         assert 0 <= r.retrieved_gold <= r.gold and r.selected_gold <= r.selected
     table = render(ev)
-    assert "| **all** | 8 |" in table
+    assert f"| **all** | {tiny['count']} |" in table
     assert f"{anchored}/{anchored} (100.0%) — pass" in table
 
 
-def test_cli_writes_the_table_and_names_bad_input(tiny: dict[str, Path], tmp_path: Path,
+def test_cli_writes_the_table_and_names_bad_input(tiny: dict, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "evaluation.md"
     args = ["--corpus", str(tiny["corpus"]), "--questions", str(tiny["questions"]),
-            "--redocred", str(tiny["docs"]), "--out", str(out), "--limit", "2"]
+            "--redocred", str(tiny["docs"]), "--rel-info", str(tiny["rel_info"]),
+            "--out", str(out), "--limit", "2"]
     assert main(args) == 0
     assert "| **all** | 2 |" in out.read_text()
     assert main([*args[:-2], "--questions", str(tmp_path / "missing.json")]) == 1
     assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'missing.json'}: cannot read")
 
 
-def test_tiny_hub_stress_keeps_the_facts_under_noise_loaded_before_and_after(
-    tiny: dict[str, Path],
-) -> None:
-    runs = hub_stress(tiny["corpus"], tiny["questions"], tiny["docs"],
-                      REDOCRED / "rel_info.json", sizes=(0, 30), limit=4)
+def test_without_the_data_setting_the_cli_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("TGSPARQL_DATA", raising=False)
+    assert main(["--limit", "1"]) == 1
+    assert capsys.readouterr().err.startswith("error: TGSPARQL_DATA is not set")
+
+
+def test_tiny_hub_stress_keeps_the_facts_under_noise_loaded_before_and_after(tiny: dict) -> None:
+    questions = min(4, tiny["count"])
+    runs = hub_stress(tiny["corpus"], tiny["questions"], tiny["docs"], tiny["rel_info"],
+                      sizes=(0, 30), limit=questions)
     assert [(run.k, run.order, run.on_disk) for run in runs] == [
         (0, "before", False), (0, "before", True),
         (30, "before", False), (30, "before", True), (30, "after", False), (30, "after", True),
     ]
     quiet = runs[0]
-    entities = runs[2].noise_edges // 30
-    assert quiet.noise_edges == 0 and entities > 0
+    assert quiet.noise_edges == 0 and runs[2].noise_edges > 0
+    assert runs[2].noise_edges % 30 == 0
     for run in runs:
-        assert len(run.results) == len(run.latencies_ms) == 4
+        assert len(run.results) == len(run.latencies_ms) == questions
         assert all(r.error is None for r in run.results)
         # thirty unrelated edges on every entity cut none of the facts the quiet KG gave
         assert [r.retrieved_gold for r in run.results] == [
             r.retrieved_gold for r in quiet.results
         ]
-    table = render_hubs(runs, 4)
+    table = render_hubs(runs, questions)
     assert table.count("\n| 30 | ") == 4
     assert "- selection precision ≥ 0.9 at every K: worst run" in table

@@ -294,6 +294,17 @@ def test_update_label_index_reports_progress_per_batch(
     assert seen == [5]
 
 
+def test_update_label_index_writes_batch_by_batch_as_its_rows_stream_in(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tgsparql.grounding.INDEX_BATCH", 2)
+    load(store, CURIES)
+    seen: list[int] = []
+    assert update_label_index(store, templates, progress=seen.append) == 5
+    assert seen == [2, 2, 1]
+    assert update_label_index(store, templates) == 0
+
+
 def test_rebuild_label_index_drops_stale_keys(store: EmbeddedStore, templates: Templates) -> None:
     indexed(store, templates, CURIES)
     store.oxigraph.remove(ox.Quad(ex("polonium"), RDFS_LABEL, ox.Literal("Polonium")))

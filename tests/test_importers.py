@@ -1,4 +1,4 @@
-"""The real-data importers on small slices of 2WikiMultiHopQA and Re-DocRED."""
+"""The real-data importers on our fixtures and on small slices of 2WikiMultiHopQA and Re-DocRED."""
 
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ from benchmarks.importers.redocred import import_redocred, join_sentences
 from benchmarks.importers.twowiki import (
     NO_PARAGRAPH, TitleResolver, fact_triple, import_twowiki, read_corpus, split_sentences,
 )
-from tests.conftest import SHARED
+from tests.conftest import FIXTURES
 from tgsparql import vocab
 from tgsparql.store import open_store
 
-TWOWIKI = SHARED / "datasets" / "2wiki"
-REDOCRED = SHARED / "datasets" / "redocred"
+REL_INFO = FIXTURES / "datasets" / "redocred" / "rel_info.json"
 
 
 @pytest.fixture(scope="module")
-def twowiki_slice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list]:
+def twowiki_slice(datasets: Path, tmp_path_factory: pytest.TempPathFactory
+                  ) -> tuple[Path, Path, list]:
     """The first 5 questions, and the paragraphs titled with their subjects plus 20 others."""
     root = tmp_path_factory.mktemp("twowiki")
-    questions = json.loads((TWOWIKI / "questions_dev.json").read_text())[:5]
-    corpus = json.loads((TWOWIKI / "corpus.json").read_text())
+    questions = json.loads((datasets / "2wiki" / "questions_dev.json").read_text())[:5]
+    corpus = json.loads((datasets / "2wiki" / "corpus.json").read_text())
     subjects = {s for q in questions for s, _, _ in q["evidence"]}
     paragraphs = [p for i, p in enumerate(corpus) if p["title"] in subjects or i < 20]
     (root / "q.json").write_text(json.dumps(questions))
@@ -66,6 +66,7 @@ def test_twowiki_slice_imports_with_exact_provenance(twowiki_slice, tmp_path: Pa
     assert report.facts == len(names)
     assert report.documents == len(corpus)
     assert len(report.anchors) + sum(report.unanchored.values()) == report.facts
+    assert report.anchors
     for s, _, o in names:
         anchored = fact_triple(s, _, o) in report.anchors
         assert anchored == (s in corpus and any(
@@ -126,10 +127,11 @@ def test_join_sentences_offsets() -> None:
     assert [(s.start, s.end) for s in spans] == [(0, 8), (9, 14)]
 
 
-def test_redocred_slice(tmp_path: Path) -> None:
-    docs = json.loads((REDOCRED / "dev_revised.json").read_text())[:3]
+def test_redocred_slice(datasets: Path, tmp_path: Path) -> None:
+    docs = json.loads((datasets / "redocred" / "dev_revised.json").read_text())[:3]
     (tmp_path / "d.json").write_text(json.dumps(docs))
-    report = import_redocred(tmp_path / "d.json", REDOCRED / "rel_info.json", tmp_path / "r.nq")
+    report = import_redocred(tmp_path / "d.json", datasets / "redocred" / "rel_info.json",
+                             tmp_path / "r.nq")
     assert report.documents == 3
     assert report.chunks == sum(len(d["sents"]) for d in docs)
     assert report.labels == sum(len(d["labels"]) for d in docs)
@@ -154,7 +156,7 @@ def test_redocred_unknown_relation_is_named(tmp_path: Path) -> None:
         "title": "T", "sents": [["a"]], "vertexSet": [[{"name": "a"}]],
         "labels": [{"h": 0, "t": 0, "r": "P999999", "evidence": []}]}]))
     with pytest.raises(DatasetError, match="relation 'P999999' is not in rel_info"):
-        import_redocred(tmp_path / "d.json", REDOCRED / "rel_info.json", tmp_path / "r.nq")
+        import_redocred(tmp_path / "d.json", REL_INFO, tmp_path / "r.nq")
 
 
 def test_a_plain_name_stands_for_the_one_title_it_disambiguates() -> None:

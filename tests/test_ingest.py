@@ -1,4 +1,4 @@
-"""Ingestion: text files to facts with SPEC §8 provenance, via a scripted OpenAI-like server."""
+"""Ingestion: text files to facts with docs/spec.md §8 provenance, via a scripted OpenAI-like server."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from click.testing import CliRunner
 from tgsparql import vocab
 from tgsparql.cli import main
 from tgsparql.extraction import MAX_FACTS, MAX_NAME_CHARS, parse_facts
-from tgsparql.ingest import IngestReport, ingest_files, locate
+from tgsparql.ingest import IngestFailure, IngestReport, ingest_files, locate, title_of
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import ExtractionUnsupported
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import ExtractionIds, entity_iri, relation_iri
+from tgsparql.retrieval import RetrievalLimits
 from tgsparql.store import EmbeddedStore
 from tgsparql.templates import Templates
 
@@ -476,10 +477,153 @@ def test_a_query_over_the_ingested_kg_answers_with_sources_in_the_document(
     assert len(mine) == 1
     (source,) = mine
     assert (source.document, source.title, source.page_number, source.chunk_index) == (
-        doc.value, "ada.txt", 1, 0)
+        doc.value, "Ada Lovelace was born in London in 1815. She was the daughter of Lord Byron.",
+        1, 0)
     assert source.text == "Ada Lovelace was born in London in 1815."
     assert ADA[source.char_offset : source.char_offset + source.char_length].startswith(
         source.text)
+
+
+# ---- titles
+
+
+@pytest.mark.parametrize(("text", "mime_type", "title"), [
+    ("Some intro.\n\n## Polonium\ntext\n# Later", "text/markdown", "Polonium"),
+    ("# The Curies #\nMarie and Pierre.", "text/markdown", "The Curies"),
+    ("> **Radium**, a history\n\nbody", "text/markdown", "**Radium**, a history"),
+    ("\n\n  Marie Curie   (1867-1934)\nborn in Warsaw", "text/plain", "Marie Curie (1867-1934)"),
+    ("# not a heading in plain text\nbody", "text/plain", "# not a heading in plain text"),
+    ("----\n\f\n", "text/plain", None),
+    ("", "text/markdown", None),
+])
+def test_a_document_is_titled_by_its_first_heading_or_line(
+    text: str, mime_type: str, title: str | None
+) -> None:
+    assert title_of(text, mime_type) == title
+
+
+def test_a_long_first_line_is_cut_at_a_word_and_a_file_without_one_keeps_its_name(
+    tmp_path: Path,
+) -> None:
+    long = title_of("word " * 100, "text/plain")
+    assert long is not None and long.endswith("word…") and len(long) <= 201
+    path = write(tmp_path, "empty-ish.txt", "   \n---\n")
+    from tgsparql.ingest import read_source
+
+    assert read_source(path).title == "empty-ish.txt"
+
+
+# ---- extracting again
+
+
+def graph_quads(store: EmbeddedStore) -> set[str]:
+    return {str(quad) for quad in store.oxigraph}
+
+
+def test_force_extracts_a_document_that_gave_no_fact_again_in_place_of_the_first_run(
+    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "ada.txt", ADA)
+    first = ingest(store, fake_openai, path, replies=2, script=Reply("I cannot help."))
+    (empty,) = first.documents
+    assert (empty.facts, empty.skipped_lines) == (0, 2)
+    skipped = ingest_files(store, backend(fake_openai), [path])
+    assert skipped.documents[0].already_present and skipped.documents[0].facts == 0
+
+    fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS))
+    again = ingest_files(store, backend(fake_openai), [path], force=True)
+    (document,) = again.documents
+    assert document.replaced and not document.already_present and document.facts == 5
+    born = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("born in"), entity_iri("London"))
+    assert born in {quad.triple for quad in store.oxigraph.quads_for_pattern(
+        None, None, None, ox.DefaultGraph())}
+    # One document, one activity, its pages and chunks once: replaced, not added to.
+    assert subjects(store, RDF_TYPE, tg("Document")) == [document.document]
+    assert len(subjects(store, prov("used"), document.document)) == 1
+    assert len(chunks_of(store, document.document)) == 2
+    assert len(objects(store, document.document, ox.NamedNode(vocab.DC + "title"),
+                       LIBRARY)) == 1
+    assert ingest_files(store, backend(fake_openai), [path]).documents[0].facts == 5
+    from tgsparql.testing import assert_conforms
+
+    assert_conforms(store)
+
+
+def test_force_keeps_other_documents_their_shared_facts_and_the_facts_sessions_selected(
+    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    ada = write(tmp_path, "ada.txt", ADA)
+    other = write(tmp_path, "byron.txt", "She was the daughter of Lord Byron, the poet.")
+    shared = ADA_FACTS["daughter"]
+    own = {"s": "Lord Byron", "p": "profession", "o": "poet", "evidence": "the poet"}
+    fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS),
+                       Reply("\n".join(json.dumps(fact) for fact in (shared, own))))
+    ingest_files(store, backend(fake_openai), [ada, other])
+    other_doc = ExtractionIds(sha256_hex(other.read_text())).document
+    other_before = {str(q) for q in store.oxigraph if other_doc.value in str(q)}
+    one_hop = RetrievalLimits(max_path_length=1)
+    messages = list(GraphRag(store, OfflineBackend(), limits=one_hop).query("What is London?"))
+    session_graph = vocab.explainability_graph()
+    recorded = {str(q) for q in store.oxigraph.quads_for_pattern(None, None, None, session_graph)}
+    selected = [q.object for q in store.oxigraph.quads_for_pattern(
+        None, tg("edge"), None, session_graph)]
+    retrieved = {q.object for q in store.oxigraph.quads_for_pattern(
+        None, tg("retrievedEdge"), None, session_graph)}
+    assert messages[-1].error is None and selected
+
+    fake_openai.script(Reply(""), Reply(""))  # the LLM now reads nothing out of Ada's text
+    report = ingest_files(store, backend(fake_openai), [ada], force=True)
+    assert report.documents[0].replaced and report.documents[0].facts == 0
+    kg = {q.triple for q in store.oxigraph.quads_for_pattern(None, None, None, ox.DefaultGraph())
+          if q.predicate != LABEL}
+    byron = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("daughter of"),
+                      entity_iri("Lord Byron"))
+    wrote = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("wrote"),
+                      entity_iri("first published algorithm"))
+    assert byron in kg, "another document's subgraph contains it"
+    assert set(selected) | retrieved <= kg, "a recorded session retrieved or selected them"
+    assert (wrote in kg) == (wrote in retrieved)
+    born = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("born in"), entity_iri("London"))
+    year = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("birth year"),
+                     ox.Literal("1815", datatype=vocab.XSD_INTEGER))
+    assert born in retrieved and born in kg
+    assert year not in retrieved and year not in kg, "only this document stated it"
+    assert {str(q) for q in store.oxigraph if other_doc.value in str(q)} == other_before
+    assert {str(q) for q in store.oxigraph.quads_for_pattern(
+        None, None, None, session_graph)} == recorded
+    from tgsparql.testing import assert_conforms
+
+    assert_conforms(store)
+
+
+def test_a_failed_reextraction_leaves_the_document_as_it_was(
+    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "ada.txt", ADA)
+    ingest(store, fake_openai, path, replies=2)
+    before = graph_quads(store)
+    fake_openai.script(reading(ADA_FACTS), Reply(status=500, error_message="boom"))
+    report = ingest_files(store, backend(fake_openai), [path], force=True)
+    assert list(report.failed) == [path]
+    assert graph_quads(store) == before
+
+
+def test_each_file_is_reported_as_soon_as_it_is_done_with(
+    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    events: list[str] = []
+
+    def reply(body: dict[str, Any]) -> Reply:
+        events.append("read " + passage(body)[:3])
+        return Reply("")
+
+    fake_openai.script(reply, reply)
+    paths = [write(tmp_path, "a.txt", "One."), tmp_path / "missing.txt",
+             write(tmp_path, "b.txt", "Two.")]
+    ingest_files(store, backend(fake_openai), paths, finished=lambda outcome: events.append(
+        f"failed {outcome.path.name}" if isinstance(outcome, IngestFailure)
+        else f"done {outcome.path.name}"))
+    assert events == ["read One", "done a.txt", "failed missing.txt", "read Two", "done b.txt"]
 
 
 # ---- the command line
@@ -505,13 +649,78 @@ def test_cli_ingest_reports_per_file_and_skips_on_the_second_run(
     assert first.stdout.splitlines() == [
         f"ingested {path}: 2 pages, 2 chunks, 5 facts (4 with evidence located) as {doc}",
         "indexed 9 labels for grounding",
+        "ingest: 1 file: 1 ingested (5 facts)",
     ]
     second = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, path)
     assert second.exit_code == 0, second.stderr
-    assert second.stdout.splitlines() == [f"skipped {path}: already ingested as {doc}"]
+    assert second.stdout.splitlines() == [
+        f"skipped {path}: already ingested as {doc}",
+        "ingest: 1 file: 0 ingested (0 facts), 1 skipped as ingested before",
+    ]
     query = run("query", "--store", store_dir, "--llm", "offline", "Where was Ada Lovelace born?")
     assert query.exit_code == 0, query.stderr
     assert query.stdout.startswith("London.")
+
+
+def test_cli_ingest_says_which_files_gave_no_fact_and_force_reads_them_again(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    empty = write(tmp_path, "empty.txt", "Nothing to see.")
+    ada = write(tmp_path, "ada.txt", ADA)
+    store_dir = tmp_path / "kg"
+    fake_openai.script(Reply("Sorry, no facts."), reading(ADA_FACTS), reading(ADA_FACTS))
+    first = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty, ada,
+                tmp_path / "gone.txt")
+    assert first.exit_code == 1
+    lines = first.stdout.splitlines()
+    empty_doc = ExtractionIds(sha256_hex("Nothing to see.")).document.value
+    assert lines[0] == (
+        f"ingested {empty}: 0 facts: the LLM stated none it could record (1 pages, 1 chunks, "
+        f"1 unusable reply lines or objects dropped; --log-llm FILE shows its replies) as "
+        f"{empty_doc}")
+    assert lines[1].startswith(f"ingested {ada}: 2 pages, 2 chunks, 5 facts")
+    assert lines[-1] == "ingest: 3 files: 2 ingested (5 facts), 1 with 0 facts, 1 failed"
+    assert first.stderr.splitlines()[-1].startswith(f"error: {tmp_path / 'gone.txt'}: ")
+
+    second = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty)
+    assert second.stdout.splitlines()[0] == (
+        f"skipped {empty}: already ingested as {empty_doc} (it gave 0 facts; --force extracts "
+        "it again)")
+    fake_openai.script(Reply(json.dumps(
+        {"s": "This", "p": "is", "o": "nothing", "evidence": "Nothing to see."})))
+    third = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, "--force",
+                empty)
+    assert third.exit_code == 0, third.stderr
+    assert third.stdout.splitlines()[0].startswith(
+        f"re-extracted {empty}: 1 pages, 1 chunks, 1 facts (1 with evidence located)")
+
+
+def test_cli_ingest_constrains_and_caps_replies_and_logs_every_call(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "ada.txt", ADA)
+    log = tmp_path / "llm.jsonl"
+    fake_openai.script(reading(ADA_FACTS), Reply("garbage"))
+    result = run("ingest", "--store", tmp_path / "kg", "--base-url", fake_openai.base_url,
+                 "--constrain", "grammar", "--max-tokens", 300, "--log-llm", log, path)
+    assert result.exit_code == 0, result.stderr
+    bodies = [request.body for request in fake_openai.chat_requests]
+    assert [body["max_tokens"] for body in bodies] == [300, 300]
+    grammar = bodies[0]["grammar"]
+    assert grammar.startswith("root ::= line{0,30}") and '\\"evidence\\": ' in grammar
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [entry["call"] for entry in entries] == ["extract", "extract"]
+    assert entries[0]["messages"] == bodies[0]["messages"]
+    assert entries[0]["grammar"] == grammar and entries[0]["max_tokens"] == 300
+    assert entries[0]["reply"] == reading(ADA_FACTS)(bodies[0]).text
+    assert entries[1]["reply"] == "garbage"
+    assert entries[0]["usage"] == {"model": "fake-model", "in_tokens": 11, "out_tokens": 7}
+
+
+def test_cli_ingest_names_an_llm_log_it_cannot_write(tmp_path: Path) -> None:
+    result = run("ingest", "--base-url", "http://127.0.0.1:9/v1", "--log-llm", tmp_path,
+                 write(tmp_path, "a.txt", "x"))
+    assert result.exit_code == 2 and "--log-llm" in result.stderr
 
 
 def test_cli_ingest_without_an_llm_exits_non_zero_saying_one_is_needed(tmp_path: Path) -> None:
@@ -521,6 +730,7 @@ def test_cli_ingest_without_an_llm_exits_non_zero_saying_one_is_needed(tmp_path:
         "error: ingesting needs an LLM to read the text, and the offline backend does not "
         "invent facts: set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
     ]
+    assert not (tmp_path / "kg").exists()  # refused before any store directory is made
 
 
 def test_cli_ingest_refuses_an_overlap_not_below_the_size(tmp_path: Path) -> None:
@@ -591,3 +801,32 @@ def with_graphs(store_dir: Path, expected: ox.Store) -> None:
         assert all(row["title"].value for row in rows)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("dialect", ["rdf12", "reification"])
+def test_force_replaces_a_document_on_an_endpoint_in_each_dialect(
+    oxigraph: Any, tmp_path: Path, dialect: str
+) -> None:
+    from tgsparql.testing import assert_conforms
+    from tgsparql.testing.fakes import ScriptedBackend
+
+    oxigraph.clear()
+    path = write(tmp_path, "ada.txt", "Ada Lovelace was born in London in 1815.")
+    text = path.read_text(encoding="utf-8")
+    born, year = ADA_FACTS["born in London"], ADA_FACTS["in 1815"]
+    with oxigraph.store(dialect=dialect) as remote:
+        first = ScriptedBackend({}, extractions={text: json.dumps(born) + "\n" + json.dumps(year)})
+        assert ingest_files(remote, first, [path]).documents[0].facts == 2
+        again = ScriptedBackend({}, extractions={text: json.dumps(born)})
+        report = ingest_files(remote, again, [path], force=True)
+        assert report.documents[0].replaced and report.documents[0].facts == 1
+        kg = remote.select("SELECT ?s ?p ?o WHERE { ?s ?p ?o FILTER(!isLiteral(?o) || "
+                           "datatype(?o) != <http://www.w3.org/2001/XMLSchema#string>) }")
+        facts = {(row["s"].value, row["p"].value, str(row["o"])) for row in kg}
+        assert (entity_iri("Ada Lovelace").value, relation_iri("born in").value,
+                str(entity_iri("London"))) in facts
+        assert not any(p == relation_iri("birth year").value for _, p, _ in facts)
+        assert not remote.ask(
+            f"ASK {{ GRAPH <{SOURCE.value}> {{ ?x ?p <{relation_iri('birth year').value}> }} }}"
+        ), "no statement or provenance of the fact it no longer gives"
+        assert_conforms(remote)

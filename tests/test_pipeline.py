@@ -1,4 +1,4 @@
-"""The streamed messages of a query, and what every failure leaves behind (SPEC §5, §6)."""
+"""The streamed messages of a query, and what every failure leaves behind (docs/spec.md §5, §6)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from collections.abc import Iterator, Sequence
 import pyoxigraph as ox
 import pytest
 
+from tgsparql.citations import NOTHING_SELECTED
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
+from tgsparql.pipeline import GraphRag, OutputLimits
 from tgsparql.store import EmbeddedStore, StoreError
 from tgsparql.testing import assert_conforms
 
@@ -381,6 +382,40 @@ def test_an_answer_stream_breaking_midway_fails_the_session_at_answer(demo_store
     assert f"urn:trustgraph:answer:{uuid}" not in subjects(demo_store, LIBRARY)
 
 
+class EndlessAnswer:
+    """An answer that never ends, and says whether its reader closed it."""
+
+    usage = None
+    closed = False
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            while True:
+                yield "Warsaw "
+        finally:
+            self.closed = True
+
+
+def test_an_endless_answer_is_cut_at_the_limit_its_stream_closed_and_the_session_completes(
+    demo_store,
+) -> None:
+    endless = EndlessAnswer()
+    backend = ScriptedBackend(pick=[("Marie Curie", "born in", "Warsaw")])
+    backend.answer = lambda question, facts, *, stream: endless  # type: ignore[method-assign]
+    rag = GraphRag(demo_store, backend, output_limits=OutputLimits(answer_chars=50))
+    messages = list(rag.query(QUESTION, stream=True))
+    chunks = [m for m in messages if m.message_type == "chunk" and not m.end_of_session]
+    assert "".join(m.response for m in chunks) == ("Warsaw " * 8)[:50]
+    assert [m.end_of_stream for m in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert endless.closed
+    assert messages[-1].error is None and messages[-1].end_of_session
+    uuid = uuid_of(messages)
+    assert demo_store.ask(f"""ASK {{ GRAPH ?g {{
+        <urn:trustgraph:session:{uuid}> <https://trustgraph.ai/ns/status> "complete" .
+        <urn:trustgraph:prov:answer:{uuid}> <https://trustgraph.ai/ns/truncated> true }} }}""")
+    assert_conforms(demo_store)
+
+
 @pytest.mark.parametrize(
     ("n", "stage", "explains", "recorded"),
     [
@@ -669,12 +704,15 @@ def test_unknown_and_junk_selection_lines_are_counted_as_invalid_ids(demo_store)
     assert sessions(demo_store)[messages[0].explain_id]["status"] == ["complete"]
 
 
-def test_zero_retrieved_edges_complete_without_calling_the_selector(demo_store) -> None:
+def test_zero_retrieved_edges_complete_without_calling_the_selector_or_the_writer(
+    demo_store,
+) -> None:
     backend = ScriptedBackend(chunks=["I do not know."])
     messages = list(GraphRag(demo_store, backend).query(UNKNOWN_QUESTION))
     uuid = uuid_of(messages)
     assert backend.select_calls == 0
-    assert backend.answer_facts == [[]]
+    assert backend.answer_facts == []
+    assert "".join(m.response for m in messages) == NOTHING_SELECTED
     assert [(m.message_type, m.explain_id) for m in messages] == expected_order(uuid, 1)
     assert messages[-1].error is None and messages[-1].sources == []
     assert sessions(demo_store)[messages[0].explain_id]["status"] == ["complete"]
@@ -694,9 +732,26 @@ def test_zero_retrieved_edges_complete_without_calling_the_selector(demo_store) 
     assert all(row["o"].datatype == integer for row in rows)
 
 
+def test_nothing_selected_means_no_synthesis_call_and_an_answer_saying_so(demo_store) -> None:
+    """A selector that chose nothing (here: only ids the prompt did not hold) leaves the
+    writer nothing to write from; the answer says the KG holds nothing that answers."""
+    backend = ScriptedBackend(extra_lines=['{"id": "ffffffff", "reasoning": "made up"}'],
+                              chunks=["Marie Curie was born in the United States."])
+    messages = list(GraphRag(demo_store, backend).query(QUESTION, stream=True))
+    assert backend.select_calls == 1 and backend.answer_facts == []
+    chunks = [m for m in messages if m.message_type == "chunk" and not m.end_of_session]
+    assert [(m.response, m.end_of_stream) for m in chunks] == [(NOTHING_SELECTED, True)]
+    assert messages[-1].error is None and messages[-1].sources == []
+    uuid = uuid_of(messages)
+    answer = ox.NamedNode(f"urn:trustgraph:prov:answer:{uuid}")
+    assert not list(demo_store.oxigraph.quads_for_pattern(
+        answer, ox.NamedNode(TG + "llmModel"), None, None))
+    assert sessions(demo_store)[messages[0].explain_id]["status"] == ["complete"]
+
+
 def test_zero_retrieved_edges_with_the_offline_backend_say_nothing_was_found(rag: GraphRag) -> None:
     messages = list(rag.query(UNKNOWN_QUESTION, stream=False))
-    assert messages[3].response == "The knowledge graph holds no facts that answer this question."
+    assert messages[3].response == NOTHING_SELECTED
     assert messages[-1].end_of_session and messages[-1].error is None
 
 

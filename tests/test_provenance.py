@@ -1,4 +1,4 @@
-"""A recorded session matches SPEC §2 exactly: IRIs, types, typed literals, the chain, the librarian."""
+"""A recorded session matches docs/spec.md §2 exactly: IRIs, types, typed literals, the chain, the librarian."""
 
 from __future__ import annotations
 
@@ -63,6 +63,10 @@ DATATYPE_OF = {
     TG + "reasoning": XSD + "string",
     TG + "llmModel": XSD + "string",
     RDFS + "label": XSD + "string",
+    TG + "invalidCitationCount": XSD + "integer",
+    TG + "sentence": XSD + "string",
+    TG + "charOffset": XSD + "integer",
+    TG + "charLength": XSD + "integer",
 }
 
 
@@ -175,6 +179,9 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
     cuts = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:seed:"))
     assert cuts, "every seed of the demo question has its cut recorded"
     assert cuts == sorted(f"urn:trustgraph:prov:seed:{uuid}:{i}" for i in range(len(cuts)))
+    citations = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:citation:"))
+    assert citations == sorted(
+        f"urn:trustgraph:prov:citation:{uuid}:{i}" for i in range(len(citations)))
     assert subjects == {
         f"urn:trustgraph:session:{uuid}",
         f"urn:trustgraph:prov:retrieval:{uuid}",
@@ -182,6 +189,7 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
         f"urn:trustgraph:prov:answer:{uuid}",
         *edges,
         *cuts,
+        *citations,
     }
     session_namespace = [
         term.value
@@ -235,10 +243,16 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
         RDF + "type", RDFS + "label", PROV + "wasDerivedFrom", TG + "selectedEdge",
         TG + "invalidIdCount",
     }
-    assert predicates(answer) == {RDF + "type", RDFS + "label", PROV + "wasDerivedFrom", TG + "document"}
+    assert predicates(answer) == {RDF + "type", RDFS + "label", PROV + "wasDerivedFrom",
+                                  TG + "document", TG + "cites", TG + "citation",
+                                  TG + "invalidCitationCount"}
     for edge in objects(triples, selection, TG + "selectedEdge"):
         assert objects(triples, edge.value, RDF + "type") == [ox.NamedNode(TG + "EdgeSelection")]
         assert predicates(edge.value) == {RDF + "type", TG + "edge", TG + "reasoning"}
+    for citation in objects(triples, answer, TG + "citation"):
+        assert objects(triples, citation.value, RDF + "type") == [ox.NamedNode(TG + "Citation")]
+        assert predicates(citation.value) == {RDF + "type", TG + "citedEdge", TG + "sentence",
+                                              TG + "charOffset", TG + "charLength"}
     assert only(objects(triples, session, TG + "query")) == ox.Literal(QUESTION)
     assert only(objects(triples, session, TG + "status")) == ox.Literal("complete")
 

@@ -1,4 +1,4 @@
-"""Retrieval: the subgraph around the seeds, within the limits of SPEC §5."""
+"""Retrieval: the subgraph around the seeds, within the limits of docs/spec.md §5."""
 
 from __future__ import annotations
 

@@ -377,3 +377,11 @@ def test_two_triples_with_identical_labels_both_survive_selection(
     assert {e.triple for e in result.edges} == {france, texas}
     assert [e.triple for e in result.edges] == [labelgraph.uri_map[h], labelgraph.uri_map[f"{h}-2"]]
     assert result.invalid_ids == [] and result.duplicates == 0
+
+
+def test_a_reason_longer_than_the_limit_is_cut_to_it_and_flagged() -> None:
+    text = "\n".join([line(A, "x" * 10), line(B, "y" * 11), line(C, "z" * 9)])
+    parsed = parse_selection(text, URI_MAP, max_reason_chars=10)
+    assert [(e.reasoning, e.reasoning_truncated) for e in parsed.edges] == [
+        ("x" * 10, False), ("y" * 10, True), ("z" * 9, False),
+    ]

@@ -210,6 +210,36 @@ def test_bulk_load_into_the_default_graph_and_a_named_graph() -> None:
     assert len(store.oxigraph) == 4
 
 
+def test_bulk_load_streams_in_batches_and_loses_nothing_at_their_edges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tgsparql.store.BULK_BATCH", 3)
+    lines = [f"<urn:s{i}> <urn:p> _:b{i % 4} .\n" for i in range(10)]
+    quads = "".join(f"<urn:s{i}> <urn:p> \"{i}\" <urn:graph:q> .\n" for i in range(4))
+    store = open_store()
+    store.bulk_load(io.BytesIO("".join(lines).encode()), ox.RdfFormat.N_TRIPLES,
+                    graph=ox.NamedNode("urn:graph:x"))
+    store.bulk_load(io.BytesIO(quads.encode()), ox.RdfFormat.N_QUADS)
+    named = store.select("SELECT ?s ?o WHERE { GRAPH <urn:graph:x> { ?s <urn:p> ?o } }")
+    assert len(named) == 10
+    assert len({row["o"] for row in named}) == 4  # one blank node per label, across batches
+    assert len(store.select("SELECT ?s WHERE { GRAPH <urn:graph:q> { ?s ?p ?o } }")) == 4
+
+
+def test_select_iter_streams_rows_from_a_snapshot_while_the_store_is_written(
+    tmp_path: Path,
+) -> None:
+    with open_store(tmp_path / "db") as store:
+        facts = " ".join(f"<urn:s{i}> <urn:p> {i} ." for i in range(5))
+        store.update(f"INSERT DATA {{ {facts} }}")
+        seen = []
+        for row in store.select_iter("SELECT ?s WHERE { ?s <urn:p> ?o }"):
+            seen.append(row["s"])
+            store.update(f"INSERT DATA {{ <urn:new{len(seen)}> <urn:p> 0 }}")
+        assert len(seen) == 5
+        assert len(store.select("SELECT ?s WHERE { ?s <urn:p> ?o }")) == 10
+
+
 def test_bulk_load_of_broken_data_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="bulk load failed: .*line 1"):
         open_store().bulk_load(io.BytesIO(b"<urn:a> <urn:b> .\n"), ox.RdfFormat.N_TRIPLES)

@@ -24,15 +24,28 @@ EXAMPLE = REPO / "docs" / "example_test_provenance.py"
 QUESTION = "Where was Marie Curie born?"
 
 
+def without_hypothesis(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run in a fresh interpreter where hypothesis cannot be imported."""
+    probe = "import sys; sys.modules['hypothesis'] = None\n" + code
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60)
+
+
 def test_the_plugin_loads_without_hypothesis_and_imports_no_validator() -> None:
     """Users without hypothesis must not break; the validator loads only when asked for."""
-    probe = ("import sys; sys.modules['hypothesis'] = None; import tgsparql.testing.plugin; "
-             "print(sorted(m for m in ('tgsparql.testing.strategies', 'tgsparql.validation', "
-             "'tgsparql.testing.fakes') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=60)
+    done = without_hypothesis(
+        "import tgsparql.testing.plugin; "
+        "print(sorted(m for m in ('tgsparql.testing.strategies', 'tgsparql.validation', "
+        "'tgsparql.testing.fakes') if m in sys.modules))")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_strategies_without_hypothesis_name_the_extra_to_install() -> None:
+    done = without_hypothesis("try:\n    import tgsparql.testing.strategies\n"
+                              "except ImportError as error:\n    print(error)")
+    assert done.stdout.strip() == ("tgsparql.testing.strategies needs hypothesis: "
+                                   "pip install 'tgsparql[testing]'")
 
 
 def test_the_plugin_is_registered_through_its_entry_point() -> None:
@@ -63,7 +76,8 @@ def test_pipeline_fixture_takes_a_script_mapping(
     tgsparql_loaded_store, tgsparql_demo_file: Path, tgsparql_pipeline
 ) -> None:
     store = tgsparql_loaded_store(tgsparql_demo_file)
-    rag = tgsparql_pipeline({QUESTION: Script(answer="Warsaw, as scripted.")})
+    born = (("Marie Curie", "born in", "Warsaw"), "the birthplace")
+    rag = tgsparql_pipeline({QUESTION: Script(select=[born], answer="Warsaw, as scripted.")})
     answer, messages = rag.ask(QUESTION)
     assert answer == "Warsaw, as scripted."
     assert rag.backend.calls == [("select", QUESTION), ("answer", QUESTION)]

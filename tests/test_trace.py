@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -29,13 +30,16 @@ from tgsparql.trace import (
     document_sessions,
     edge_sources,
     fact_sources,
+    SAVED_QUERIES,
     render_text,
+    saved_form,
     session_sources,
     session_trace,
     trace,
 )
 
 from conftest import REPO
+from tests.servers import Server
 
 TG = "https://trustgraph.ai/ns/"
 PROV = "http://www.w3.org/ns/prov#"
@@ -60,8 +64,10 @@ MARRIED = ox.Triple(ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "marri
                     ox.NamedNode(ENT + "Pierre_Curie"))
 LOCATED = ox.Triple(ox.NamedNode(ENT + "Radium_Institute"), ox.NamedNode(REL + "locatedIn"),
                     ox.NamedNode(ENT + "Paris"))
-TRACE_DIR = REPO / "queries" / "trace"
-TRACE_FILES = sorted(TRACE_DIR.glob("*.rq"))
+TRACE_FILES = sorted((REPO / "queries" / "trace").glob("*.rq"))
+"""The saved queries, as a person pastes them."""
+TEMPLATE_FILES = sorted((REPO / "queries" / "_trace").glob("*.rq"))
+"""The templates the code renders."""
 
 
 def tg(name: str) -> ox.NamedNode:
@@ -194,16 +200,17 @@ def ox_store(demo_store: EmbeddedStore) -> ox.Store:
 # the saved query files
 
 
-DIALECT_TAG = re.compile(r'# \{% (if dialect == "(rdf12|rdfstar|reification)"|endif) \+%\}')
-"""A comment line that keeps what follows, up to its `endif`, for one dialect only."""
+DIALECT_TAG = re.compile(r'\{% (if dialect == "(rdf12|rdfstar|reification)"|endif) %\}')
+"""A line that keeps what follows, up to its `endif`, for one dialect only."""
+PLACEHOLDERS = {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
 
 
 def is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
-@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
-def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path) -> None:
+@pytest.mark.parametrize("path", TEMPLATE_FILES, ids=lambda p: p.name)
+def test_each_trace_template_has_a_header_and_one_values_parameter_line(path: Path) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     header = []
     for line in lines:
@@ -226,21 +233,19 @@ def test_each_saved_query_has_a_header_and_one_values_parameter_line(path: Path)
     elsewhere = [line for line in lines if line not in values and not is_comment(line)]
     assert not any(root in re.findall(r"\{\{ ([a-z_]+)", line) for line in elsewhere)
     outside = {m for line in elsewhere for m in re.findall(r"\{[{%][^}]*[}%]\}", line)}
-    assert outside <= {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
-    tagged = [line for line in lines if is_comment(line) and "{%" in line]
-    assert all(DIALECT_TAG.fullmatch(line.strip()) for line in tagged), tagged
+    assert all(m in PLACEHOLDERS or DIALECT_TAG.fullmatch(m) for m in outside), outside
 
 
 @pytest.mark.parametrize("dialect", ["rdf12", "rdfstar", "reification"])
-@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
-def test_each_saved_query_renders_the_edge_references_of_each_dialect(
+@pytest.mark.parametrize("path", TEMPLATE_FILES, ids=lambda p: p.name)
+def test_each_trace_query_renders_the_edge_references_of_each_dialect(
     path: Path, dialect: str
 ) -> None:
     """No quoted triple (a reifier in RDF 1.2) for rdf12, no triple term for rdfstar, and no
-    edge reference but statements for reification (SPEC §3)."""
+    edge reference but statements for reification (docs/spec.md §3)."""
     ids = SessionIds("3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
     text = Templates(dialect).render(  # type: ignore[arg-type]
-        f"trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
+        f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
         edge_selection=ids.edge_selection(0), document=ox.NamedNode(DOC + "pierre-curie"),
         facts=[MARRIED])
     live = "\n".join(line for line in text.splitlines() if not is_comment(line))
@@ -250,41 +255,92 @@ def test_each_saved_query_renders_the_edge_references_of_each_dialect(
         assert not re.search(r"\b(SUBJECT|PREDICATE|OBJECT|TRIPLE|isTRIPLE)\(", live)
 
 
-def test_the_trace_directory_holds_the_five_saved_queries() -> None:
-    assert [p.name for p in TRACE_FILES] == [
-        "document_sessions.rq", "edge_sources.rq", "fact_sources.rq", "session_sources.rq",
-        "session_trace.rq",
-    ]
+def test_the_trace_directory_holds_the_five_saved_queries_one_per_template() -> None:
+    assert [p.stem for p in TRACE_FILES] == [p.stem for p in TEMPLATE_FILES] == [
+        "document_sessions", "edge_sources", "fact_sources", "session_sources", "session_trace",
+    ] == list(SAVED_QUERIES)
+
+
+REGENERATE = ("python -c \"from tgsparql.trace import SAVED_QUERIES, saved_form; "
+              "[open(f'queries/trace/{n}.rq', 'w').write(saved_form(n)) for n in SAVED_QUERIES]\"")
 
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
-def test_each_saved_query_runs_as_pasted_once_its_parameter_is_filled(
-    path: Path, demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
-) -> None:
-    """A person replaces the VALUES line and the graph names; the result is the rendered one's."""
-    ids = SessionIds.from_session_iri(sessions[1])
-    params = {"session": ids.session, "edge_selection": ids.edge_selection(0),
-              "document": ox.NamedNode(DOC + "pierre-curie"), "facts": [MARRIED]}
-    filled = {"{{ graph|iri }}": "<urn:graph:explainability>",
-              "{{ graphs.source|iri }}": "<urn:graph:source>",
-              "{{ graphs.library|iri }}": "<urn:graph:library>",
-              "{{ session|iri }}": str(ids.session),
-              "{{ edge_selection|iri }}": str(ids.edge_selection(0)),
-              "{{ document|iri }}": f"<{DOC}pierre-curie>",
-              "{{ fact.subject|term }}": str(MARRIED.subject),
-              "{{ fact.predicate|term }}": str(MARRIED.predicate),
-              "{{ fact.object|term }}": str(MARRIED.object),
-              "{{ fact|triple }}": f"<<( {MARRIED.subject} {MARRIED.predicate} {MARRIED.object} )>>",
-              "{% for fact in facts %}": "", "{% endfor %}": ""}
+def test_each_saved_query_is_its_template_as_the_code_renders_it(path: Path) -> None:
+    """Plain SPARQL: no placeholder, no template tag, the default graph names."""
     text = path.read_text(encoding="utf-8")
-    for placeholder, term in filled.items():
-        text = text.replace(placeholder, term)
-    live = [line for line in text.splitlines() if not is_comment(line)]
-    assert not any("{{" in line or "{%" in line for line in live)
-    pasted = demo_store.select(text)
-    rendered = demo_store.select(
-        templates.render(f"trace/{path.stem}", graph=EXPLAINABILITY, **params))
-    assert pasted and sorted(map(str, pasted)) == sorted(map(str, rendered))
+    assert text == saved_form(path.stem), f"regenerate the saved queries: {REGENERATE}"
+    assert "{{" not in text and "{%" not in text
+    assert "<urn:graph:source>" in text
+
+
+def filled(path: Path, terms: dict[str, str]) -> str:
+    """The saved query with its VALUES line filled as a person would: example terms replaced."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    (index,) = [i for i, line in enumerate(lines) if line.lstrip().startswith("VALUES")]
+    for example, term in terms.items():
+        lines[index] = lines[index].replace(example, term)
+    return "".join(lines)
+
+
+def row_keys(rows: list[Solution]) -> set[tuple[str, ...]]:
+    """What locates each row that reaches a source: its edge selection (or fact), subgraph and
+    chunk. (A document's facts that no session selected have no edge selection.)"""
+    return {(str(row.get("edgeSelection") or row["s"]), str(row["subgraph"]), str(row["chunk"]))
+            for row in rows if row.get("chunk") is not None
+            and (row.get("edgeSelection") or row.get("s")) is not None}
+
+
+def traced_keys(found: object) -> set[tuple[str, ...]]:
+    if isinstance(found, SessionTrace):
+        return {(f"<{e.edge_selection}>", f"<{s.subgraph}>", f"<{s.chunk}>")
+                for e in found.edges for s in e.sources}
+    if isinstance(found, EdgeTrace):
+        return {(f"<{found.edge.edge_selection}>", f"<{s.subgraph}>", f"<{s.chunk}>")
+                for s in found.edge.sources}
+    assert isinstance(found, DocumentTrace)
+    return {(f"<{u.edge_selection}>", f"<{c.subgraph}>", f"<{c.chunk}>")
+            for use in found.sessions for u in use.edges for c in u.chunks}
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
+def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
+    path: Path, demo_store: EmbeddedStore, templates: Templates, sessions: list[str],
+    oxigraph: Server,
+) -> None:
+    """On pyoxigraph and on an Oxigraph server, the same rows as the code's own rendering, and
+    the sources `tgsparql trace` shows."""
+    ids = SessionIds.from_session_iri(sessions[1])
+    example = SessionIds("00000000-0000-0000-0000-000000000000")
+    document = ox.NamedNode(DOC + "pierre-curie")
+    text = filled(path, {
+        str(example.edge_selection(0)): str(ids.edge_selection(0)),
+        str(example.session): str(ids.session),
+        "<urn:trustgraph:doc:" + "0" * 64 + ">": str(document),
+        "<https://example.org/subject>": str(MARRIED.subject),
+        "<https://example.org/predicate>": str(MARRIED.predicate),
+        "<https://example.org/object>": str(MARRIED.object),
+    })
+    rendered = demo_store.select(templates.render(
+        f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
+        edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED]))
+    embedded = demo_store.select(text)
+    oxigraph.clear()
+    oxigraph.store().bulk_load(io.BytesIO(ox.serialize(
+        demo_store.oxigraph.quads_for_pattern(None, None, None, None),
+        format=ox.RdfFormat.N_QUADS)), ox.RdfFormat.N_QUADS)
+    served = oxigraph.store().select(text)
+    assert embedded and sorted(map(str, embedded)) == sorted(map(str, rendered))
+    assert row_keys(served) == row_keys(embedded)
+    assert len(served) == len(embedded)
+    if path.stem == "fact_sources":
+        traced = {(str(MARRIED.subject), f"<{s.subgraph}>", f"<{s.chunk}>")
+                  for s in fact_sources(demo_store, templates, MARRIED)}
+    else:
+        iri = {"edge_sources": ids.edge_selection(0).value,
+               "document_sessions": document.value}.get(path.stem, ids.session.value)
+        traced = traced_keys(trace(demo_store, templates, "explainability", iri))
+    assert traced and row_keys(embedded) == traced
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,13 +588,14 @@ def test_a_trace_is_one_request_to_the_store(
 @pytest.mark.parametrize("iri, requests", [
     ("urn:trustgraph:session:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a", 1),
     ("urn:trustgraph:prov:edge:3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a:0", 1),
-    (DOC + "nope", 1),
+    (DOC + "nope", 2),
     ("urn:trustgraph:prov:edge:nope", 0),
     ("not an iri", 0),
 ])
-def test_what_cannot_be_traced_takes_one_request_at_most(
+def test_what_cannot_be_traced_takes_two_requests_at_most(
     demo_store: EmbeddedStore, templates: Templates, iri: str, requests: int
 ) -> None:
+    """The second, for an IRI that is no traceable document: is it a document without facts?"""
     counting = CountingStore(demo_store)
     with pytest.raises(TraceError):
         trace(counting, templates, "explainability", iri)
@@ -651,6 +708,17 @@ def test_trace_refuses_what_it_cannot_trace(
 ) -> None:
     with pytest.raises(TraceError, match=re.escape(message)):
         trace(demo_store, templates, "explainability", iri)
+
+
+def test_a_document_without_facts_is_said_to_have_none(
+    demo_store: EmbeddedStore, templates: Templates
+) -> None:
+    empty = "urn:trustgraph:doc:" + "e" * 64
+    demo_store.update(f"INSERT DATA {{ GRAPH <urn:graph:source> {{ <{empty}> a <{TG}Document> }} }}")
+    with pytest.raises(TraceError) as info:
+        trace(demo_store, templates, "explainability", empty)
+    assert str(info.value) == (f"document {empty} has no facts: no subgraph of urn:graph:source "
+                               "derives from it, so nothing traces to it")
 
 
 def test_text_tree_goes_down_to_the_sentence(

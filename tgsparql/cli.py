@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import re
 import signal
 import sys
 import textwrap
@@ -12,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -21,15 +23,20 @@ from tgsparql import vocab
 from tgsparql.explain import Explanation, SessionNotFound, explain_session, list_sessions
 from tgsparql.grounding import rebuild_label_index, update_label_index
 from tgsparql.llm import LLMError, make_backend
-from tgsparql.llm.base import Backend
+from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
 from tgsparql.loader import load_files
-from tgsparql.locking import exclusive_store
+from tgsparql.locking import TurnTakingStore, exclusive_store
 from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
+from tgsparql.pipeline import GraphRag, OutputLimits
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import DIALECTS, Templates
+from tgsparql.terminal import visible
+
+if TYPE_CHECKING:
+    from tgsparql.ingest import DocumentReport, IngestReport
+    from tgsparql.llm.log import LLMLog
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,7 +64,11 @@ StoreTarget = Path | Remote | None
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
 DEFAULT_LOCK_TIMEOUT = 30.0
+STORE_MARKER = "CURRENT"
+"""The file the embedded store's database keeps in every store directory it has created."""
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
+LLM_WAIT = "tgsparql.llm_wait"
+"""Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
 
 _REMOTE_OPTIONS = [
     click.option("--endpoint", metavar="URL", envvar="TGSPARQL_ENDPOINT",
@@ -89,6 +100,8 @@ _REMOTE_OPTIONS = [
                  show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
                  help="Seconds to wait for the endpoint to send more of a response."),
 ]
+_DIALECT_OF_OUTPUT = {"export"}
+"""Commands whose --dialect, without --endpoint, says how they write edge references."""
 _REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "kg_graph", "user",
                 "password", "token", "connect_timeout", "read_timeout")
 
@@ -110,8 +123,10 @@ def remote_options(function: F) -> F:
 def _remote(values: dict[str, Any]) -> Remote | None:
     endpoint = values.pop("endpoint")
     if endpoint is None:
-        source = click.get_current_context().get_parameter_source
-        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE]
+        context = click.get_current_context()
+        source = context.get_parameter_source
+        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE
+                 and not (key == "dialect" and context.command.name in _DIALECT_OF_OUTPUT)]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise click.UsageError(f"{flag} needs --endpoint URL (or TGSPARQL_ENDPOINT)")
@@ -144,7 +159,7 @@ def store_option(function: F) -> F:
     chosen = click.option(
         "--store",
         "store_path",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         envvar="TGSPARQL_STORE",
         help="On-disk store directory (created if missing); in memory when omitted. "
         "Env: TGSPARQL_STORE.",
@@ -175,7 +190,13 @@ def collection_option(function: F) -> F:
     )(function)
 
 
+def _keep_llm_wait(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+    context.meta.setdefault(LLM_WAIT, {})[parameter.name] = value
+
+
 def llm_options(function: F) -> F:
+    """The LLM flags of every command that calls one; the waits reach `backend_from` through
+    the click context, so no command has to pass them along."""
     options = [
         click.option(
             "--llm",
@@ -187,38 +208,64 @@ def llm_options(function: F) -> F:
         click.option(
             "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
         ),
+        click.option(
+            "--llm-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_LLM_TIMEOUT, show_default=True, envvar="TGSPARQL_LLM_TIMEOUT",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Seconds to wait for the LLM server to connect or to send more of a reply "
+            "before the try fails. Env: TGSPARQL_LLM_TIMEOUT.",
+        ),
+        click.option(
+            "--llm-retries", "max_retries", type=click.IntRange(min=0),
+            default=DEFAULT_LLM_RETRIES, show_default=True, envvar="TGSPARQL_LLM_RETRIES",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Tries after the first on a timeout, a lost connection, 429 or 5xx; a dead "
+            "LLM fails after (retries + 1) x timeout plus a few seconds of backoff. "
+            "Env: TGSPARQL_LLM_RETRIES.",
+        ),
     ]
     for option in reversed(options):
         function = option(function)
     return function
 
 
-def constrain_option(function: F) -> F:
+def constrain_option(function: F, what: str = "selection") -> F:
     return click.option(
         "--constrain",
         type=click.Choice(["none", "grammar"]),
         default="none",
         show_default=True,
-        help="Constrain the selection output with a GBNF grammar (llama.cpp servers).",
+        help=f"grammar: constrain the {what} output to lines that parse: a GBNF grammar on "
+        "llama.cpp-compatible servers, a JSON schema (response_format) on the OpenAI API.",
     )(function)
 
 
 @contextmanager
-def opened(target: StoreTarget) -> Iterator[Store]:
+def opened(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
     try:
-        with store_for(target) as store:
+        with store_for(target, waits_for_llm=waits_for_llm) as store:
             yield store
     except StoreError as error:
         raise Failure(str(error)) from None
 
 
 @contextmanager
-def store_for(target: StoreTarget) -> Iterator[Store]:
+def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
     """The store a command was pointed at: an endpoint, memory, or a directory, which it
-    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it."""
+    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it.
+
+    `waits_for_llm`: a directory is held only while it is used, not while the LLM is awaited,
+    so other writer processes are not kept out by a slow or dead LLM."""
     if isinstance(target, Path):
         context = click.get_current_context(silent=True)
         timeout = context.meta.get(LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT) if context else 0.0
+        if waits_for_llm:
+            shared = TurnTakingStore(target, timeout=timeout)
+            try:
+                yield shared
+            finally:
+                shared.close()
+            return
         with exclusive_store(target, timeout=timeout) as store:
             yield store
         return
@@ -229,33 +276,79 @@ def store_for(target: StoreTarget) -> Iterator[Store]:
         store.close()
 
 
-@contextmanager
-def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
-    """Start a bar per item of long work, on a terminal only; each closes when the next starts."""
-    open_bars: list[Any] = []
+class ProgressBars:
+    """A bar per item of long work, on a terminal only; each closes when the next starts."""
 
-    def start(label: str, length: int) -> Callable[[int], None] | None:
+    def __init__(self) -> None:
+        self.open_bars: list[Any] = []
+
+    def __call__(self, label: str, length: int) -> Callable[[int], None] | None:
         if not sys.stderr.isatty():
             return None  # a bar is for people; logs get the one-line results
-        while open_bars:
-            open_bars.pop().__exit__(None, None, None)
+        self.close()
         bar = click.progressbar(length=length, label=label, file=sys.stderr)
         bar.__enter__()
-        open_bars.append(bar)
+        self.open_bars.append(bar)
         return bar.update
 
+    def close(self) -> None:
+        """Close the open bar, e.g. before a line is printed under it."""
+        while self.open_bars:
+            self.open_bars.pop().__exit__(None, None, None)
+
+
+@contextmanager
+def progress_bars() -> Iterator[ProgressBars]:
+    bars = ProgressBars()
     try:
-        yield start
+        yield bars
     finally:
-        while open_bars:
-            open_bars.pop().__exit__(None, None, None)
+        bars.close()
+
+
+@contextmanager
+def llm_log(path: Path | None) -> Iterator[LLMLog | None]:
+    """The --log-llm file, open for the command's length; None without the flag."""
+    if path is None:
+        yield None
+        return
+    from tgsparql.llm.log import LLMLog, LLMLogError
+
+    try:
+        log = LLMLog(path)
+    except LLMLogError as error:
+        raise Failure(str(error)) from None
+    try:
+        yield log
+    finally:
+        log.close()
+
+
+def reply_options(function: F) -> F:
+    """--max-tokens and --log-llm: how long a reply may be, and where every call is logged."""
+    options = [
+        click.option("--max-tokens", type=click.IntRange(1), metavar="N",
+                     help="Tokens an LLM reply may hold at most (default 1024)."),
+        click.option("--log-llm", "log_llm", metavar="FILE",
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Append every prompt and raw LLM reply to FILE as JSON Lines (with "
+                     "the model, constraint, usage, seconds, and any error): to see why nothing "
+                     "was extracted or selected."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
 
 
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
-                 api_key: str | None, constrain: str) -> Backend:
+                 api_key: str | None, constrain: str, *, max_tokens: int | None = None,
+                 log: LLMLog | None = None) -> Backend:
+    context = click.get_current_context(silent=True)
+    waits = context.meta.get(LLM_WAIT, {}) if context else {}
     try:
         return make_backend(
-            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain  # type: ignore[arg-type]
+            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain,  # type: ignore[arg-type]
+            max_tokens=max_tokens, log=log, **waits,
         )
     except LLMError as error:
         raise Failure(str(error)) from None
@@ -280,7 +373,7 @@ def demo(store_path: StoreTarget, question: str, llm: str | None, model: str | N
          base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Load the bundled sample (the Curies) and answer a question with its explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
-    with opened(store_path) as store:
+    with opened(store_path, waits_for_llm=True) as store:
         with as_file(files("tgsparql.demo").joinpath("curie.trig")) as sample:
             report = load_files(store, [sample])
         if report.failed:
@@ -327,7 +420,12 @@ def load(store_path: StoreTarget, files_: tuple[Path, ...]) -> None:
               help="Write to FILE instead of standard output.")
 def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
            output: Path | None) -> None:
-    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically."""
+    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically.
+
+    With --dialect reification (no --endpoint needed), edge references are written as
+    rdf:Statement IRIs with rdf:subject, rdf:predicate and rdf:object, for SPARQL 1.1 tools and
+    rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
+    """
     from tgsparql.export import export as export_store
     from tgsparql.validate_session import GraphNameError, data_graph
 
@@ -335,14 +433,25 @@ def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
         chosen = data_graph(graphs) if graphs else None
     except GraphNameError as error:
         raise click.BadParameter(str(error), param_hint="--graph") from None
+    dialect = click.get_current_context().params.get("dialect") or "rdf12"
+    if dialect == "rdfstar" and not isinstance(store_path, Remote):
+        raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
+                                 "endpoint stores it)", param_hint="--dialect")
+    if isinstance(store_path, Remote):
+        dialect = "rdf12"  # written as the endpoint's reads return them
     with opened(store_path) as store:
         try:
             if output is None:
-                export_store(store, sys.stdout.buffer, format_, chosen)  # type: ignore[arg-type]
+                export_store(store, sys.stdout.buffer, format_, chosen,  # type: ignore[arg-type]
+                             dialect)
                 sys.stdout.buffer.flush()
             else:
                 with output.open("wb") as file:
-                    export_store(store, file, format_, chosen)  # type: ignore[arg-type]
+                    export_store(store, file, format_, chosen, dialect)  # type: ignore[arg-type]
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): nothing to say, and nothing more to write.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except OSError as error:
             raise Failure(f"cannot write {output or 'standard output'}: "
                           f"{error.strerror or error}") from None
@@ -358,46 +467,98 @@ def export(store_path: StoreTarget, graphs: tuple[str, ...], format_: str,
               help="Characters per chunk at most.")
 @click.option("--chunk-overlap", type=click.IntRange(0), default=200, show_default=True,
               help="Characters a chunk shares with the one before it.")
+@click.option("--force", "--reextract", "force", is_flag=True,
+              help="Extract files ingested before again, replacing the facts and provenance "
+              "each gave (facts another document or a recorded session stands on stay).")
 @llm_options
+@functools.partial(constrain_option, what="extraction")
+@reply_options
 def ingest(store_path: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
-           chunk_overlap: int, llm: str | None, model: str | None, base_url: str | None,
-           api_key: str | None) -> None:
+           chunk_overlap: int, force: bool, llm: str | None, model: str | None,
+           base_url: str | None, api_key: str | None, constrain: str, max_tokens: int | None,
+           log_llm: Path | None) -> None:
     """Extract facts from plain text and Markdown files, with where each came from.
 
-    One document per file, pages split on form feeds, chunks read by the LLM. Facts go to the
-    KG, their provenance to urn:graph:source, the texts to urn:graph:library. A file whose text
-    was ingested before is skipped. Needs an LLM: the offline backend does not invent facts.
+    One document per file, titled by its first heading or line, pages split on form feeds,
+    chunks read by the LLM. Facts go to the KG, their provenance to urn:graph:source, the
+    texts to urn:graph:library. A file whose text was ingested before is skipped (--force reads
+    it again). One line per file as it finishes, then a summary. Needs an LLM: the offline
+    backend does not invent facts.
     """
     from tgsparql.chunking import ChunkingError, check_settings
-    from tgsparql.ingest import ingest_files
+    from tgsparql.ingest import IngestFailure, ingest_files
     from tgsparql.llm.base import ExtractionUnsupported
+    from tgsparql.llm.offline import EXTRACTION_REFUSED, OfflineBackend
 
     try:
         check_settings(chunk_size, chunk_overlap)
     except ChunkingError as error:
         raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
-    backend = backend_from(llm, model, base_url, api_key, "none")
-    with opened(store_path) as store:
-        if store_path is None:
-            click.echo("warning: no --store given: the facts go to an in-memory store and are "
-                       "lost on exit", err=True)
-        try:
-            with progress_bars() as bar:
-                report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
-                                      chunk_overlap=chunk_overlap,
-                                      progress=lambda path, chunks: bar(str(path), chunks))
-        except (ExtractionUnsupported, StoreError) as error:
-            raise Failure(str(error)) from None
-        for doc in report.documents:
-            if doc.already_present:
-                click.echo(f"skipped {doc.path}: already ingested as {doc.document.value}")
-                continue
-            dropped = doc.skipped_lines + doc.rejected
-            click.echo(f"ingested {doc.path}: {doc.pages} pages, {doc.chunks} chunks, "
-                       f"{doc.facts} facts ({doc.evidence_found} with evidence located"
-                       + (f", {dropped} unusable reply lines or objects dropped" if dropped
-                          else "") + f") as {doc.document.value}")
-        _finish(report.labels_indexed, list(report.failed.values()))
+    with llm_log(log_llm) as log:
+        backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
+                               log=log)
+        if isinstance(backend, OfflineBackend):  # refused before a store directory is made
+            raise Failure(EXTRACTION_REFUSED)
+        with opened(store_path, waits_for_llm=True) as store:
+            if store_path is None:
+                click.echo("warning: no --store given: the facts go to an in-memory store and "
+                           "are lost on exit", err=True)
+            try:
+                with progress_bars() as bars:
+
+                    def finished(outcome: DocumentReport | IngestFailure) -> None:
+                        bars.close()
+                        if isinstance(outcome, IngestFailure):
+                            click.echo(f"error: {outcome.message}", err=True)
+                        else:
+                            click.echo(_ingested_line(outcome))
+
+                    report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
+                                          chunk_overlap=chunk_overlap, force=force,
+                                          progress=lambda path, chunks: bars(str(path), chunks),
+                                          finished=finished)
+            except (ExtractionUnsupported, StoreError) as error:
+                raise Failure(str(error)) from None
+            if report.labels_indexed:
+                click.echo(f"indexed {report.labels_indexed} labels for grounding")
+            click.echo(_ingest_summary(report))
+            if report.failed:
+                sys.exit(1)
+
+
+def _ingested_line(doc: DocumentReport) -> str:
+    """One file's outcome, as soon as it is known; a document that gave no fact says so."""
+    if doc.already_present:
+        line = f"skipped {doc.path}: already ingested as {doc.document.value}"
+        if not doc.facts:
+            line += " (it gave 0 facts; --force extracts it again)"
+        return line
+    verb = "re-extracted" if doc.replaced else "ingested"
+    dropped = doc.skipped_lines + doc.rejected
+    drops = f"{dropped} unusable reply lines or objects dropped" if dropped else ""
+    if not doc.facts:
+        return (f"{verb} {doc.path}: 0 facts: the LLM stated none it could record "
+                f"({doc.pages} pages, {doc.chunks} chunks" + (f", {drops}" if drops else "")
+                + f"; --log-llm FILE shows its replies) as {doc.document.value}")
+    return (f"{verb} {doc.path}: {doc.pages} pages, {doc.chunks} chunks, {doc.facts} facts "
+            f"({doc.evidence_found} with evidence located" + (f", {drops}" if drops else "")
+            + f") as {doc.document.value}")
+
+
+def _ingest_summary(report: IngestReport) -> str:
+    docs = report.documents
+    done = [doc for doc in docs if not doc.already_present]
+    parts = [f"{len(done)} ingested ({sum(doc.facts for doc in done)} facts)"]
+    empty = sum(1 for doc in docs if not doc.facts)
+    if empty:
+        parts.append(f"{empty} with 0 facts")
+    skipped = len(docs) - len(done)
+    if skipped:
+        parts.append(f"{skipped} skipped as ingested before")
+    if report.failed:
+        parts.append(f"{len(report.failed)} failed")
+    files_ = len(docs) + len(report.failed)
+    return f"ingest: {files_} file{'s' if files_ != 1 else ''}: " + ", ".join(parts)
 
 
 @main.command()
@@ -420,6 +581,7 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
 @collection_option
 @llm_options
 @constrain_option
+@reply_options
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer, then print it.")
 @click.option("--format", "format_", type=click.Choice(["text", "jsonl"]), default="text",
               show_default=True, help="jsonl: every GraphRagResponse as one JSON object a line.")
@@ -429,21 +591,34 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
 @click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
               help="Seed entities at most.")
 @click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
+@click.option("--max-reason-chars", type=click.IntRange(1),
+              default=OutputLimits.reason_chars, show_default=True,
+              envvar="TGSPARQL_MAX_REASON_CHARS",
+              help="Characters kept of each reason the LLM gives; a longer one is cut and "
+              "flagged tg:truncated. Env: TGSPARQL_MAX_REASON_CHARS.")
+@click.option("--max-answer-chars", type=click.IntRange(1),
+              default=OutputLimits.answer_chars, show_default=True,
+              envvar="TGSPARQL_MAX_ANSWER_CHARS",
+              help="Characters kept (printed and stored) of the LLM's answer; the rest is not "
+              "read, and the answer is flagged tg:truncated. Env: TGSPARQL_MAX_ANSWER_CHARS.")
 @click.option("--validate", "validate_", is_flag=True,
               help="Validate the new session against the bundled shapes; exit 1 if it does "
               "not conform.")
 def query(store_path: StoreTarget, question: str, collection: str, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
-          no_stream: bool, format_: str, max_path_length: int, triple_limit: int,
-          entity_limit: int, max_subgraph_size: int, validate_: bool) -> None:
+          max_tokens: int | None, log_llm: Path | None, no_stream: bool, format_: str,
+          max_path_length: int, triple_limit: int, entity_limit: int, max_subgraph_size: int,
+          max_reason_chars: int, max_answer_chars: int, validate_: bool) -> None:
     """Answer QUESTION from the KG and record the session's explanation."""
-    backend = backend_from(llm, model, base_url, api_key, constrain)
     limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
-    with opened(store_path) as store:
+    output_limits = OutputLimits(max_reason_chars, max_answer_chars)
+    with llm_log(log_llm) as log, opened(store_path, waits_for_llm=True) as store:
+        backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
+                               log=log)
         if store_path is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
-        rag = _rag(store, backend, collection, limits)
-        messages = rag.query(question, stream=not no_stream)
+        rag = _rag(store, backend, collection, limits, output_limits)
+        messages = _warn_on_empty_selection(rag.query(question, stream=not no_stream))
         if format_ == "jsonl":
             failed = False
             session = ""
@@ -458,11 +633,30 @@ def query(store_path: StoreTarget, question: str, collection: str, llm: str | No
                 sys.exit(1)
             return
         session = _stream_text(messages)
-        click.echo(f"explain: tgsparql explain {session}"
-                   + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
-                      else ""), err=True)
+        if store_path is None:  # nothing to explain once this process ends
+            click.echo(f"session {session} was recorded in memory and is gone with this "
+                       "process: pass --store DIR to keep sessions", err=True)
+        else:
+            click.echo(f"explain: tgsparql explain {session}"
+                       + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
+                          else ""), err=True)
         if validate_ and not _session_conforms(store, session, jsonl=False):
             sys.exit(1)
+
+
+def _warn_on_empty_selection(
+    messages: Iterator[GraphRagResponse],
+) -> Iterator[GraphRagResponse]:
+    """The messages, with a warning on stderr once the selection is announced empty: the
+    answer then only says that the KG holds nothing that answers."""
+    for message in messages:
+        if message.explain_id and ":prov:selection:" in message.explain_id and not any(
+            triple.predicate.value == vocab.TG + "selectedEdge"
+            for triple in message.explain_triples
+        ):
+            click.echo("warning: no edge of the KG was selected as answering the question; "
+                       "the answer says so (--log-llm FILE shows the selector's reply)", err=True)
+        yield message
 
 
 @main.group(invoke_without_command=True)
@@ -489,7 +683,8 @@ def sessions(ctx: click.Context, store_path: StoreTarget, collection: str, limit
         click.echo(f"no sessions in collection {collection!r}", err=True)
         return
     rows = [("STARTED", "STATUS", "SESSION", "QUESTION")] + [
-        (s.started, s.status or "open", s.session, _one_line(s.question, 60)) for s in found
+        (s.started, s.status or "open", s.session, visible(_one_line(s.question, 60)))
+        for s in found
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
@@ -597,12 +792,20 @@ def explain(store_path: StoreTarget, session: str, collection: str, format_: str
               show_default=True, help="Seconds a query may run before it is stopped (503).")
 @click.option("--max-results", type=click.IntRange(1), default=100_000, show_default=True,
               help="Solutions or triples a query may return (503 beyond).")
+@click.option("--max-memory", metavar="SIZE", default="1GiB", show_default=True,
+              help="Memory each query process may use (e.g. 512MiB, 2GiB; 0 for no bound); a "
+              "query past it is stopped (503) and its process replaced.")
 @click.option("--workers", type=click.IntRange(1), default=2, show_default=True,
-              help="Query processes: queries that may run at once.")
+              help="Query processes for /sparql: queries that may run at once. One more process "
+              "is kept for pages and saved queries, which may also use idle ones.")
+@click.option("--allowed-host", "allowed_hosts", metavar="NAME", multiple=True,
+              help="Also accept requests whose Host is NAME (repeatable); by default only the "
+              "loopback names and --host are, so no other site's page can reach the server "
+              "through a browser (DNS rebinding).")
 @click.option("--log", is_flag=True, help="Log every request to stderr.")
 def serve(store_path: Path | None, remote: Remote | None, collection: str, host: str, port: int,
-          serve_token: str | None, timeout: float, max_results: int, workers: int,
-          log: bool) -> None:
+          serve_token: str | None, timeout: float, max_results: int, max_memory: str,
+          workers: int, allowed_hosts: tuple[str, ...], log: bool) -> None:
     """Serve the store (or the SPARQL endpoint) read-only: /sparql (SPARQL 1.1 Protocol),
     /queries (saved BI queries as CSV, TSV, JSON), /sessions (trace pages)."""
     from tgsparql.serve.app import ServerConfig, TgsparqlServer, describe, is_loopback
@@ -617,7 +820,8 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
         vocab.explainability_graph(collection)
         server = TgsparqlServer(ServerConfig(
             **served, host=host, port=port, token=serve_token, timeout=timeout,
-            max_results=max_results, workers=workers, collection=collection, log=log,
+            max_results=max_results, max_memory=_memory_size(max_memory) or None,
+            allowed_hosts=allowed_hosts, workers=workers, collection=collection, log=log,
         ))
     except (OSError, StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
@@ -635,6 +839,25 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
         server.server_close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*",
+                   re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _memory_size(text: str) -> int:
+    """Bytes from `512MiB`, `2GiB`, `1.5G` (binary units) or a plain number of bytes."""
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        raise click.BadParameter(f"{text!r} is not a size such as 512MiB or 2GiB",
+                                 param_hint="--max-memory")
+    number, unit = found.groups()
+    size = int(float(number) * _SIZE_UNITS[(unit or "b")[0].lower()])
+    if 0 < size < 64 << 20:
+        raise click.BadParameter("a query process needs at least 64MiB (0 for no bound)",
+                                 param_hint="--max-memory")
+    return size
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -693,22 +916,31 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
     could not be validated (bad shapes, a store that cannot be opened, an unknown session).
     """
     from tgsparql.validate_session import (
-        GraphNameError, data_graph, render, session_nodes, verdict,
+        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes,
+        verdict,
     )
     from tgsparql.validation import Shapes, ShapesError, Validator
 
     if store_path is None:
         raise CannotValidate("no store to validate: give --store PATH or --endpoint URL")
-    if isinstance(store_path, Path) and not store_path.is_dir():
-        raise CannotValidate(f"no store at {store_path}")
+    if isinstance(store_path, Path):
+        _refuse_non_store(store_path)
     try:
         graph = data_graph(graphs)
         shapes = Shapes.from_files(shape_files) if shape_files else None
     except (GraphNameError, ShapesError) as error:
         raise CannotValidate(str(error)) from None
+    if shapes is not None and not len(shapes):
+        raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
     try:
         with store_for(store_path) as store:
-            validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
+            validator = (
+                bundled_validator(store.dialect)
+                if shapes is None
+                else Validator(shapes, dialect=store.dialect)
+            )
+            for name in empty_graphs(store, graph):
+                raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")
             focus = (
                 session_nodes(store, Templates(store.dialect), session, graph) if session else None
             )
@@ -726,6 +958,17 @@ def validate(store_path: StoreTarget, shape_files: tuple[Path, ...], graphs: tup
         click.echo(f"{verdict(report)}; report written to {output}", err=True)
     if report.violations:
         sys.exit(1)
+
+
+def _refuse_non_store(path: Path) -> None:
+    """`validate` reads a store that exists: it never creates one where a path names none."""
+    if not path.exists():
+        raise CannotValidate(f"no store at {path}")
+    if not path.is_dir():
+        raise CannotValidate(f"{path} is a file, not a store directory")
+    if not (path / STORE_MARKER).is_file():
+        what = "an empty directory" if not any(path.iterdir()) else "a directory"
+        raise CannotValidate(f"{path} is {what}, not a store")
 
 
 def _session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
@@ -776,7 +1019,7 @@ def doctor(remote: Remote | None, format_: str) -> None:
 
 
 def _finish(labels_indexed: int, errors: list[str]) -> None:
-    """The shared end of load and ingest: labels indexed, one line per failed file, exit 1."""
+    """The end of load: labels indexed, one line per failed file, exit 1."""
     if labels_indexed:
         click.echo(f"indexed {labels_indexed} labels for grounding")
     for message in errors:
@@ -786,9 +1029,11 @@ def _finish(labels_indexed: int, errors: list[str]) -> None:
 
 
 def _rag(store: Store, backend: Backend, collection: str,
-         limits: RetrievalLimits | None = None) -> GraphRag:
+         limits: RetrievalLimits | None = None,
+         output_limits: OutputLimits | None = None) -> GraphRag:
     try:
-        return GraphRag(store, backend, collection=collection, limits=limits)
+        return GraphRag(store, backend, collection=collection, limits=limits,
+                        output_limits=output_limits)
     except (StoreError, vocab.CollectionError) as error:
         raise Failure(str(error)) from None
 
@@ -803,7 +1048,7 @@ def _stream_text(messages: Iterator[GraphRagResponse]) -> str:
         if message.message_type == "explain" and message.explain_id and not session:
             session = message.explain_id
         if message.message_type == "chunk" and message.response:
-            click.echo(message.response, nl=False)
+            click.echo(visible(message.response, keep="\n\t"), nl=False)
     click.echo()
     return session
 
@@ -821,23 +1066,26 @@ def render_text(e: Explanation) -> str:
     add = out.append
     add(click.style("Explanation", bold=True) + f"  {e.session}")
     add(f"  status     {e.status or 'open (not ended)'}"
-        + (f" — {e.error}" if e.error else ""))
-    add(f"  asked      {e.question}")
+        + (f" — {visible(e.error)}" if e.error else ""))
+    add(f"  asked      {visible(e.question)}")
     add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
-    seeds = ", ".join(label for _, label in e.entities) or "none"
-    add(f"  grounding  concepts: {', '.join(e.concepts) or 'none'}; seed entities: {seeds}")
+    seeds = ", ".join(visible(label) for _, label in e.entities) or "none"
+    add(f"  grounding  concepts: {visible(', '.join(e.concepts)) or 'none'}; seed entities: {seeds}")
     add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
     usage = _usage_text(e.selection_usage)
     invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + " — ".join(edge.labels))
-        add(_wrap("why: " + edge.reasoning, 8))
+            + visible(" — ".join(edge.labels)))
+        cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
+        add(_wrap("why: " + edge.reasoning + cut, 8))
+        for sentence in edge.citations:
+            add(_wrap(f"cited: “{_one_line(sentence, 300)}”", 8))
         if not edge.sources:
             add("        from: no recorded source")
         for source in edge.sources:
-            where = f'"{source.title}"' if source.title else source.document
+            where = f'"{visible(source.title)}"' if source.title else source.document
             if source.page_number is not None:
                 where += f", page {source.page_number}"
             if source.chunk_index is not None:
@@ -849,7 +1097,13 @@ def render_text(e: Explanation) -> str:
                 add(_wrap(f"“{_one_line(source.text, 300)}”", 14))
     if e.answer is not None:
         check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
-        add(f"  answer     ({check}{_usage_text(e.answer_usage)})")
+        cited = sum(1 for edge in e.selected if edge.citations)
+        citing = "" if e.invalid_citations is None else (
+            f"; cites {cited} of {len(e.selected)} selected edges"
+            + (f", {e.invalid_citations} markers naming no selected edge"
+               if e.invalid_citations else ""))
+        cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{citing}{cut})")
         add(_wrap(e.answer, 8))
     return "\n".join(out)
 
@@ -864,7 +1118,9 @@ def _usage_text(usage: dict[str, Any]) -> str:
 
 
 def _wrap(text: str, indent: int) -> str:
-    return textwrap.fill(text, width=100, initial_indent=" " * indent,
+    """`text` filled to the width, on lines of its own: its line breaks become spaces (as
+    textwrap makes them) and any other control character shows as an escape."""
+    return textwrap.fill(visible(" ".join(text.split())), width=100, initial_indent=" " * indent,
                          subsequent_indent=" " * indent, break_on_hyphens=False,
                          break_long_words=False)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyoxigraph as ox
@@ -44,6 +44,14 @@ class ExplainedEdge:
     labels: LabelTriple
     reasoning: str
     sources: list[Source] = field(default_factory=list)
+    reasoning_truncated: bool = False
+    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
+    citations: list[str] = field(default_factory=list)
+    """The sentences of the answer that cite this edge, in answer order."""
+
+    @property
+    def cited(self) -> bool:
+        return bool(self.citations)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +60,8 @@ class ExplainedEdge:
             "edge": rdf_text(self.edge),
             "labels": list(self.labels),
             "reasoning": self.reasoning,
+            "reasoning_truncated": self.reasoning_truncated,
+            "citations": list(self.citations),
             "sources": [source.to_json() for source in self.sources],
         }
 
@@ -77,6 +87,11 @@ class Explanation:
     answer_intact: bool | None = None
     """Whether the answer's SHA-256 in the librarian matches its text."""
     answer_usage: dict[str, Any] = field(default_factory=dict)
+    answer_truncated: bool = False
+    """The LLM's answer was longer than the limit: `answer` is its beginning (tg:truncated)."""
+    invalid_citations: int | None = None
+    """Markers in the answer that named no selected edge; None for an answer recorded
+    before citations were."""
     triples: list[ox.Triple] = field(default_factory=list)
     """Every triple recorded for the session, as stored."""
 
@@ -142,6 +157,15 @@ def explain_session(
     out.invalid_ids = facts.integer(ids.selection, TG + "invalidIdCount")
     out.selection_usage = facts.usage(ids.selection)
     out.answer_usage = facts.usage(ids.answer)
+    out.answer_truncated = facts.flag(ids.answer, TG + "truncated")
+    out.invalid_citations = facts.integer(ids.answer, TG + "invalidCitationCount")
+    cited_in: dict[Term, list[tuple[int, str]]] = {}
+    for citation in facts.all(ids.answer, TG + "citation"):
+        edge_selection = facts.one(citation, TG + "citedEdge")
+        sentence = facts.text(citation, TG + "sentence")
+        if edge_selection is not None and sentence is not None:
+            offset = facts.integer(citation, TG + "charOffset") or 0
+            cited_in.setdefault(edge_selection, []).append((offset, sentence))
 
     selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
     for iri in facts.all(ids.selection, TG + "selectedEdge"):
@@ -157,6 +181,7 @@ def explain_session(
         store, templates, collection, ids, {iri: edge for _, iri, edge, _ in selected}
     )
     for index, iri, edge, reasoning in selected:
+        citations = [sentence for _, sentence in sorted(cited_in.get(iri, []))]
         names = (label_of(edge.subject, labels), label_of(edge.predicate, labels),
                  label_of(edge.object, labels))
         out.selected.append(
@@ -166,7 +191,10 @@ def explain_session(
                 edge=edge,
                 labels=names,
                 reasoning=reasoning,
-                sources=[s for s in sources if s.edge_selection == iri.value],
+                sources=[replace(s, citations=tuple(citations))
+                         for s in sources if s.edge_selection == iri.value],
+                reasoning_truncated=facts.flag(iri, TG + "truncated"),
+                citations=citations,
             )
         )
     document_iri = facts.one(ids.answer, TG + "document")
@@ -202,6 +230,10 @@ class _Facts:
             return int(value) if value is not None else None
         except ValueError:
             return None
+
+    def flag(self, subject: Term, predicate: str) -> bool:
+        """An xsd:boolean that is there and true."""
+        return self.one(subject, predicate) == ox.Literal(True)
 
     def usage(self, subject: Term) -> dict[str, Any]:
         usage = {

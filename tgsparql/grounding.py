@@ -14,9 +14,10 @@ one query.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -24,12 +25,14 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.stems import stem
-from tgsparql.store import Store
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 
 MAX_PHRASE_WORDS: Final = 10
 MAX_QUESTION_WORDS: Final = 200
-INDEX_BATCH: Final = 5000
+INDEX_BATCH: Final = 1000
+"""Labels an update of the index: each update's transaction is held in memory until it commits
+(5,000 took some 100 MB more at the peak of a large load, and were no faster)."""
 INDEX_VERSION: Final = 3
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
@@ -313,20 +316,26 @@ def update_label_index(
     current = store.ask(templates.render("label_index_version", version=INDEX_VERSION))
     if not current:
         store.update(templates.render("label_index_clear", version=INDEX_VERSION))
-    rows = store.select(templates.render("label_index_pending"))
-    entries = []
-    for row in rows:
-        entity, label = row.get("entity"), row.get("label")
-        if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
-            keys = label_keys(label.value)
-            if keys:
-                entries.append(IndexEntry(entity, label, keys))
-    for start in range(0, len(entries), INDEX_BATCH):
-        batch = entries[start : start + INDEX_BATCH]
-        store.update(templates.render("label_index_insert", entries=batch))
-        if progress is not None:
-            progress(len(batch))
-    return len(entries)
+    pending = templates.render("label_index_pending")
+    # Rows one at a time where the store can stream them (the embedded store, whose query reads
+    # a snapshot, so writing meanwhile is safe): a load of a million labels must not hold them all.
+    stream: Callable[[str], Iterable[Solution]] = getattr(store, "select_iter", store.select)
+    added = 0
+    batch: list[IndexEntry] = []
+    for row in itertools.chain(stream(pending), [None]):
+        if row is not None:
+            entity, label = row.get("entity"), row.get("label")
+            if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
+                keys = label_keys(label.value)
+                if keys:
+                    batch.append(IndexEntry(entity, label, keys))
+        if batch and (row is None or len(batch) == INDEX_BATCH):
+            store.update(templates.render("label_index_insert", entries=batch))
+            added += len(batch)
+            if progress is not None:
+                progress(len(batch))
+            batch = []
+    return added
 
 
 def rebuild_label_index(store: Store, templates: Templates) -> int:

@@ -1,4 +1,4 @@
-"""Ingestion: plain text and Markdown files into facts, with the provenance of SPEC §8.
+"""Ingestion: plain text and Markdown files into facts, with the provenance of docs/spec.md §8.
 
 Each file is one document, its form-feed-separated parts its pages, and each page is cut into
 chunks with exact offsets (`tgsparql.chunking`). Every chunk goes to the LLM, whose JSONL facts
@@ -8,6 +8,8 @@ found in it (facts whose evidence is not found in the chunk share one subgraph w
 so every recorded `tg:sourceText` belongs to exactly the facts it states. Texts go to the
 librarian. All IRIs derive from the text's SHA-256, so a document already ingested is
 recognised and skipped: ingesting twice adds nothing, and its activity keeps the first time.
+Re-extracting (`force`) replaces one document's facts and provenance in the update that writes
+its new ones, keeping the facts another document or a recorded session also stands on.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tgsparql.extraction import Fact, parse_facts
 from tgsparql.grounding import update_label_index
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
+from tgsparql.locking import stepping_aside
 from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
 from tgsparql.store import Store, StoreError
 from tgsparql.templates import TemplateError, Templates
@@ -44,10 +47,15 @@ MIME_TYPES: Final[dict[str, str]] = {
     ".markdown": "text/markdown",
 }
 AGENT_LABEL: Final = "tgsparql ingest"
-_MARKDOWN_TITLE = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+MAX_TITLE_CHARS: Final = 200
+_BLOCK_MARKERS = re.compile(r"^\s*(?:[>#]+\s*|[-+*]\s+)*")
+"""Quote, heading and list markers that open a Markdown line."""
+_MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 
 Progress = Callable[[int], None]
 """Told how many more chunks were read by the LLM."""
+Finished = Callable[["DocumentReport | IngestFailure"], None]
+"""Told of each file as soon as it is done with, ingested, skipped or failed."""
 
 
 class IngestError(ValueError):
@@ -67,6 +75,8 @@ class DocumentReport:
     document: ox.NamedNode
     title: str
     already_present: bool = False
+    replaced: bool = False
+    """Ingested before, and extracted again in place of what it gave then."""
     pages: int = 0
     chunks: int = 0
     facts: int = 0
@@ -77,6 +87,12 @@ class DocumentReport:
     """Lines of the LLM's replies that held no JSON object."""
     rejected: int = 0
     """Objects of the LLM's replies that were not usable facts, or beyond the per-reply cap."""
+
+
+@dataclass(frozen=True)
+class IngestFailure:
+    path: Path
+    message: str
 
 
 @dataclass
@@ -140,12 +156,24 @@ def read_source(path: Path) -> SourceText:
         raise IngestError(f"{path}: not UTF-8 text (byte {error.start})") from None
     if "\x00" in text:
         raise IngestError(f"{path}: not a text file (it holds NUL characters)")
-    title = path.name
-    if mime_type == "text/markdown":
-        heading = _MARKDOWN_TITLE.search(text)
-        if heading is not None:
-            title = heading.group(1)
-    return SourceText(text, title, mime_type)
+    return SourceText(text, title_of(text, mime_type) or path.name, mime_type)
+
+
+def title_of(text: str, mime_type: str) -> str | None:
+    """A document's title as a reader sees it: its first Markdown heading, else its first
+    line with words on it (cut at a word near MAX_TITLE_CHARS); None for a text without one."""
+    heading = _MARKDOWN_HEADING.search(text) if mime_type == "text/markdown" else None
+    if heading is not None:
+        line = heading.group(1)
+    else:
+        line = next((line for line in text.splitlines() if any(c.isalnum() for c in line)), "")
+        if mime_type == "text/markdown":
+            line = _BLOCK_MARKERS.sub("", line)
+    title = " ".join(line.split())
+    if len(title) > MAX_TITLE_CHARS:
+        cut = title.rfind(" ", 0, MAX_TITLE_CHARS)
+        title = title[: cut if cut > MAX_TITLE_CHARS // 2 else MAX_TITLE_CHARS].rstrip() + "…"
+    return title or None
 
 
 def locate(evidence: str, text: str) -> tuple[int, int] | None:
@@ -170,18 +198,24 @@ def ingest_document(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     progress: Callable[[Path, int], Progress | None] | None = None,
+    force: bool = False,
 ) -> DocumentReport:
-    """Ingest one file, or skip it when its text was ingested before; IngestError when it fails.
+    """Ingest one file, or skip it when its text was ingested before (unless `force`: then
+    extract it again and replace what it gave before); IngestError when it fails.
 
     The LLM reads every chunk before anything is written, and the document's facts and
-    provenance go in one update, written last: a failure leaves no half-ingested document.
+    provenance go in one update, written last: a failure leaves no half-ingested document,
+    and a failed re-extraction leaves the old one as it was.
     """
     source = read_source(path)
     ids = ExtractionIds(sha256_hex(source.text))
     report = DocumentReport(path, ids.document, source.title)
     if store.ask(templates.render("ingest_document_exists", document=ids.document)):
-        report.already_present = True
-        return report
+        if not force:
+            report.already_present = True
+            report.facts = _facts_recorded(store, templates, ids.document)
+            return report
+        report.replaced = True
     pages, chunks = chunk_document(source.text, chunk_size, chunk_overlap)
     if not chunks:
         raise IngestError(f"{path}: no text to ingest")
@@ -202,7 +236,8 @@ def ingest_document(
         chunk_rows.append(_Chunk(chunk_iri, page_iris[chunk.page], chunk.index, chunk.start,
                                  chunk.length))
         try:
-            output = backend.extract(ExtractionRequest(chunk.text, source.title))
+            with stepping_aside(store):  # other writer processes may write meanwhile
+                output = backend.extract(ExtractionRequest(chunk.text, source.title))
         except ExtractionUnsupported:
             raise
         except LLMError as error:
@@ -252,12 +287,17 @@ def ingest_document(
         texts = [(ids.document, source.text)]
         texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, chunk_rows)]
         # The texts first and the document's record last, in one update, so a document is
-        # never recorded without its texts; the whole file lands in one transaction.
-        store.update(templates.insert_update([
-            *(librarian.record(iri, text, title=source.title, mime_type=source.mime_type)
-              for iri, text in texts),
-            templates.insert_data("ingest_document", **params),
-        ]))
+        # never recorded without its texts; the whole file lands in one transaction, with
+        # the removal of what it gave before when it is extracted again.
+        store.update(templates.insert_update(
+            [
+                *(librarian.record(iri, text, title=source.title, mime_type=source.mime_type)
+                  for iri, text in texts),
+                templates.insert_data("ingest_document", **params),
+            ],
+            before="ingest_document_remove" if report.replaced else None,
+            document=ids.document,
+        ))
     except (StoreError, TemplateError) as error:
         raise IngestError(f"{path}: {error}") from None
     return report
@@ -271,28 +311,41 @@ def ingest_files(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     progress: Callable[[Path, int], Progress | None] | None = None,
+    finished: Finished | None = None,
+    force: bool = False,
 ) -> IngestReport:
     """Ingest each file whole or not at all; the others go on regardless. Then index labels.
 
     ChunkingError (bad settings) and ExtractionUnsupported (a backend that cannot read text)
     stop the run before any write. `progress(path, chunks)` may return a callback told of each
-    chunk the LLM has read.
+    chunk the LLM has read; `finished` is told of each file once it is done. `force` extracts
+    documents ingested before again, replacing what they gave.
     """
     check_settings(chunk_size, chunk_overlap)
     templates = Templates(store.dialect)
     report = IngestReport()
     for name in paths:
         path = Path(name)
+        outcome: DocumentReport | IngestFailure
         try:
-            report.documents.append(
-                ingest_document(store, templates, backend, path, chunk_size=chunk_size,
-                                chunk_overlap=chunk_overlap, progress=progress)
-            )
+            outcome = ingest_document(store, templates, backend, path, chunk_size=chunk_size,
+                                      chunk_overlap=chunk_overlap, progress=progress,
+                                      force=force)
+            report.documents.append(outcome)
         except IngestError as error:
-            report.failed[path] = str(error)
+            outcome = IngestFailure(path, str(error))
+            report.failed[path] = outcome.message
+        if finished is not None:
+            finished(outcome)
     if any(not document.already_present for document in report.documents):
         report.labels_indexed = update_label_index(store, templates)
     return report
+
+
+def _facts_recorded(store: Store, templates: Templates, document: ox.NamedNode) -> int:
+    rows = store.select(templates.render("ingest_document_facts", document=document))
+    value = rows[0].get("facts") if rows else None
+    return int(value.value) if isinstance(value, ox.Literal) else 0
 
 
 def _span(fact: Fact, chunk: Chunk) -> _Span | None:

@@ -1,4 +1,4 @@
-"""Labels for the LLM, original terms for the record (SPEC §4)."""
+"""Labels for the LLM, original terms for the record (docs/spec.md §4)."""
 
 from __future__ import annotations
 

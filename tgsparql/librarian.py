@@ -1,4 +1,4 @@
-"""The librarian: text content by IRI, kept out of the explainability graph (SPEC §7)."""
+"""The librarian: text content by IRI, kept out of the explainability graph (docs/spec.md §7)."""
 
 from __future__ import annotations
 

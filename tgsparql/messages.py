@@ -1,4 +1,4 @@
-"""The streamed messages of a GraphRAG query (SPEC §6)."""
+"""The streamed messages of a GraphRAG query (docs/spec.md §6)."""
 
 from __future__ import annotations
 
@@ -32,10 +32,13 @@ class Source:
     char_length: int | None = None
     text: str | None = None
     """The evidence span when one was recorded, else the chunk text."""
+    citations: tuple[str, ...] = ()
+    """The sentences of the answer that cite this edge."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["edge"] = rdf_text(self.edge)
+        data["citations"] = list(self.citations)
         return data
 
 

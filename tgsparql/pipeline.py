@@ -1,4 +1,4 @@
-"""The GraphRAG query: session → retrieval → selection → answer, each stage recorded (SPEC §5)."""
+"""The GraphRAG query: session → retrieval → selection → answer, each stage recorded (docs/spec.md §5)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,18 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.grounding import Grounding, ground, update_label_index
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
 from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
+from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
@@ -27,6 +30,18 @@ from tgsparql.trace import facts_sources
 
 MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """How much of what the LLM writes is kept, shown and stored: a reply of megabytes (a
+    model that rambles, a hostile server) becomes its beginning, flagged `tg:truncated`, and
+    the session still completes."""
+
+    reason_chars: int = 2_000
+    """Characters kept of each edge's reason."""
+    answer_chars: int = 20_000
+    """Characters kept of the answer; the rest is not read."""
 
 
 class QuestionError(ValueError):
@@ -43,7 +58,7 @@ class StageError(RuntimeError):
 
 
 class GraphRag:
-    """Answers questions from the KG of a store and records how, per SPEC §2."""
+    """Answers questions from the KG of a store and records how, per docs/spec.md §2."""
 
     def __init__(
         self,
@@ -57,6 +72,7 @@ class GraphRag:
         record_retrieved_edges: bool = True,
         index_labels: bool = True,
         write_retrieval_early: bool | None = None,
+        output_limits: OutputLimits | None = None,
     ) -> None:
         """`write_retrieval_early`: write (and announce) the session and its retrieval while
         the LLM selects, rather than with the selection. Earlier explain messages and a write
@@ -72,6 +88,7 @@ class GraphRag:
         self.limits = limits or RetrievalLimits()
         self.librarian = librarian or StoreLibrarian(store, self.templates)
         self.record = record
+        self.output_limits = output_limits or OutputLimits()
         self.write_retrieval_early = (
             not store.round_trips if write_retrieval_early is None else write_retrieval_early
         )
@@ -79,7 +96,7 @@ class GraphRag:
             update_label_index(store, self.templates)
 
     def query(self, question: str, *, stream: bool = False) -> Iterator[GraphRagResponse]:
-        """The messages of one session, in the order of SPEC §6; never raises for bad input."""
+        """The messages of one session, in the order of docs/spec.md §6; never raises for bad input."""
         try:
             check_question(question)
         except QuestionError as error:
@@ -185,9 +202,13 @@ class _Session:
             yield from self._explains(explains)
             explains = []
 
-        output = _stage("selection", selecting.result)
+        # While the LLM thinks, other writer processes may have the store (TurnTakingStore).
+        with stepping_aside(rag.store):
+            output = _stage("selection", selecting.result)
         parsed = _stage(
-            "selection", lambda: parse_selection(output.text if output else "", labelgraph.uri_map)
+            "selection",
+            lambda: parse_selection(output.text if output else "", labelgraph.uri_map,
+                                    max_reason_chars=rag.output_limits.reason_chars),
         )
         usage = output.usage if output else None
         selection = _stage(
@@ -198,21 +219,29 @@ class _Session:
         )
         by_id = labelgraph.by_id()
         facts = [by_id[edge.id] for edge in parsed.edges]
+        # Nothing selected, nothing to write from: the answer says so, with no LLM call.
         answering = _background(
-            lambda: _started(rag.backend.answer(question, facts, stream=self.stream))
+            lambda: _started(
+                rag.backend.answer(question, facts, stream=self.stream)
+                if facts else _Fixed(NOTHING_SELECTED)
+            )
         )
         self._hold(selection)
         _stage("selection", self._write_held)
         yield from self._explains([*explains, (ids.selection, selection)])
 
-        answer, chunks = _stage("answer", answering.result)
-        text: list[str] = []
-        for chunk, last in _with_last(_guarded("answer", chunks)):
-            text.append(chunk)
-            yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
+        with stepping_aside(rag.store):
+            answer, chunks = _stage("answer", answering.result)
+            kept = _Capped(_guarded("answer", chunks), rag.output_limits.answer_chars)
+            text: list[str] = []
+            for chunk, last in _with_last(kept):
+                text.append(chunk)
+                yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
-        sourcing = _background(lambda: self._sources(parsed.edges))
-        recorded = _stage("answer", lambda: self._record_answer(full, answer.usage))
+        citations = find_citations(full, [edge.id for edge in parsed.edges])
+        sourcing = _background(lambda: self._sources(parsed.edges, citations))
+        recorded = _stage("answer",
+                          lambda: self._record_answer(full, answer.usage, citations, kept.cut))
         yield self._explain(ids.answer, recorded)
         sources = _stage("trace", sourcing.result)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
@@ -267,7 +296,9 @@ class _Session:
         if written:
             self.rag.recorder.write(*written)
 
-    def _record_answer(self, text: str, usage: Usage | None) -> Record | None:
+    def _record_answer(
+        self, text: str, usage: Usage | None, citations: Citations, truncated: bool
+    ) -> Record | None:
         """The answer's text and its record, in one update when the librarian shares the store,
         so an answer is never recorded without its text; else the text goes first."""
         rag, ids = self.rag, self.ids
@@ -275,7 +306,7 @@ class _Session:
             return None
         title = f"GraphRAG answer {ids.uuid}"
         librarian = rag.librarian
-        record = rag.recorder.answer(ids, usage, now())
+        record = rag.recorder.answer(ids, usage, now(), citations, truncated=truncated)
         if isinstance(librarian, StoreLibrarian) and librarian.store is rag.store:
             self._write(librarian.record(ids.answer_document, text, title=title), record)
         else:
@@ -284,16 +315,24 @@ class _Session:
         self.finished = True
         return record
 
-    def _sources(self, edges: Sequence[SelectedEdge]) -> list[Source]:
-        """Where each selected edge came from, from one query over the provenance graph.
+    def _sources(self, edges: Sequence[SelectedEdge], citations: Citations) -> list[Source]:
+        """Where each selected edge came from, from one query over the provenance graph, with
+        the sentences of the answer that cite it.
 
         Sources belong to the answer, not to its record, so they come from the edges
         themselves and are there with recording off too (then without edge-selection IRIs).
         """
         found = facts_sources(self.rag.store, self.rag.templates, [e.triple for e in edges])
         recorded = self.rag.record
+        cited_in: dict[int, list[str]] = {}
+        for citation in citations.citations:
+            cited_in.setdefault(citation.edge, []).append(citation.sentence)
         return [
-            source.as_source(self.ids.edge_selection(i).value if recorded else None, edge.triple)
+            replace(
+                source.as_source(self.ids.edge_selection(i).value if recorded else None,
+                                 edge.triple),
+                citations=tuple(cited_in.get(i, ())),
+            )
             for i, edge in enumerate(edges)
             for source in found.get(edge.triple, [])
         ]
@@ -367,12 +406,60 @@ def _background(step: Callable[[], T]) -> Future[T]:
     return _WORKERS.submit(step)
 
 
+class _Fixed:
+    """An answer known without asking the LLM."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.usage: Usage | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        yield self.text
+
+
 def _started(answer: AnswerStream) -> tuple[AnswerStream, Iterator[str]]:
     """The answer with its first chunk already asked for, so the LLM call is under way (and its
     first token in) while the caller goes on; the chunks, that one included."""
     chunks = iter(answer)
     first = list(itertools.islice(chunks, 1))
-    return answer, itertools.chain(first, chunks)
+    return answer, _chained(first, chunks)
+
+
+def _chained(first: list[str], rest: Iterator[str]) -> Iterator[str]:
+    """`first`, then `rest`; closing this closes `rest` (the LLM's stream) too."""
+    try:
+        yield from first
+        yield from rest
+    finally:
+        close = getattr(rest, "close", None)
+        if close is not None:
+            close()
+
+
+class _Capped:
+    """The chunks up to `limit` characters in all; past it, the rest is neither read nor kept
+    (the stream is closed), and `cut` says so."""
+
+    def __init__(self, chunks: Iterator[str], limit: int) -> None:
+        self.chunks = chunks
+        self.limit = limit
+        self.cut = False
+
+    def __iter__(self) -> Iterator[str]:
+        room = self.limit
+        try:
+            for chunk in self.chunks:
+                if len(chunk) > room:
+                    self.cut = True
+                    if room:
+                        yield chunk[:room]
+                    return
+                room -= len(chunk)
+                yield chunk
+        finally:
+            close = getattr(self.chunks, "close", None)
+            if close is not None:
+                close()
 
 
 def _with_last(chunks: Iterable[str]) -> Iterator[tuple[str, bool]]:

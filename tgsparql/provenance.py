@@ -1,4 +1,4 @@
-"""IRI minting for KG terms and extraction, and the query-time record of SPEC §2, in one place.
+"""IRI minting for KG terms and extraction, and the query-time record of docs/spec.md §2, in one place.
 
 Each stage's record is one INSERT DATA template of `queries/`, rendered into a `Record`; the
 Recorder writes one or more records in one update. The same template's quads, read back as TriG
@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.citations import Citations
 from tgsparql.grounding import Grounding, normalize_label
 from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
@@ -55,7 +56,7 @@ def stable_uuid(*parts: str) -> str:
 
 @dataclass(frozen=True)
 class ExtractionIds:
-    """The IRIs of one document's extraction (SPEC §8), all derived from its text's SHA-256.
+    """The IRIs of one document's extraction (docs/spec.md §8), all derived from its text's SHA-256.
 
     Ingesting the same text again mints the same IRIs, so it can be recognised and skipped.
     """
@@ -90,7 +91,7 @@ INGEST_AGENT = ox.NamedNode("https://trustgraph.ai/agent/tgsparql-ingest")
 
 @dataclass(frozen=True)
 class SessionIds:
-    """The IRIs of one session; all share its UUID (SPEC §2)."""
+    """The IRIs of one session; all share its UUID (docs/spec.md §2)."""
 
     uuid: str
 
@@ -137,6 +138,9 @@ class SessionIds:
     def seed_cut(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:seed:{self.uuid}:{index}")
 
+    def citation(self, index: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:citation:{self.uuid}:{index}")
+
 
 @dataclass(frozen=True)
 class SeedCut:
@@ -163,6 +167,16 @@ class EdgeSelectionRecord:
     iri: ox.NamedNode
     triple: ox.Triple
     reasoning: str
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class CitationRecord:
+    iri: ox.NamedNode
+    edge_selection: ox.NamedNode
+    sentence: str
+    offset: int
+    length: int
 
 
 class RecordedTriples(Sequence[ox.Triple]):
@@ -274,7 +288,8 @@ class Recorder:
         usage: Usage | None,
     ) -> Record:
         items = [
-            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning)
+            EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning,
+                                edge.reasoning_truncated)
             for i, edge in enumerate(edges)
         ]
         return self._render(
@@ -286,7 +301,24 @@ class Recorder:
             **_usage(usage),
         )
 
-    def answer(self, ids: SessionIds, usage: Usage | None, ended: dt.datetime) -> Record:
+    def answer(
+        self,
+        ids: SessionIds,
+        usage: Usage | None,
+        ended: dt.datetime,
+        citations: Citations | None = None,
+        *,
+        truncated: bool = False,
+    ) -> Record:
+        """The Answer, with the edge selections its text cites, each citation's sentence, and
+        how many of its markers named no selected edge. `truncated`: the LLM's answer was longer
+        than the limit and its text is cut."""
+        citations = citations or Citations()
+        items = [
+            CitationRecord(ids.citation(i), ids.edge_selection(c.edge), c.sentence, c.offset,
+                           c.length)
+            for i, c in enumerate(citations.citations)
+        ]
         return self._render(
             "record_answer",
             session=ids.session,
@@ -294,6 +326,10 @@ class Recorder:
             answer=ids.answer,
             document=ids.answer_document,
             ended=ended,
+            cited=[ids.edge_selection(i) for i in citations.cited],
+            citations=items,
+            invalid_citations=len(citations.invalid_ids),
+            truncated=truncated,
             **_usage(usage),
         )
 

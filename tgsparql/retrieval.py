@@ -1,10 +1,12 @@
-"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of SPEC §5.
+"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of
+docs/spec.md §5.
 
-Per node and hop the store ranks the node's edges before the limit cuts them
-(`RANKING_RULE`, spelled out in queries/retrieve_subgraph.rq): edges to other seeds, then edges
-whose predicate or neighbour is named with the question's words, then rare predicates of that
-node before common ones, ties by term strings — so the edges a question needs survive on a hub,
-and every engine keeps the same ones.
+Per node and hop the node's edges are ranked before the limit cuts them (`RANKING_RULE`, spelled
+out in queries/retrieve_ranked.rq): edges to other seeds, then edges whose predicate or neighbour
+is named with the question's words, then rare predicates of that node before common ones, ties
+by term strings — so the edges a question needs survive on a hub, and every engine keeps the
+same ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by the same
+rule; the store ranks only bigger seeds.
 """
 
 from __future__ import annotations

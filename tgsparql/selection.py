@@ -1,4 +1,4 @@
-"""Reading the selector's JSONL: tolerant of what LLMs write, exact about what it keeps (SPEC §5)."""
+"""Reading the selector's JSONL: tolerant of what LLMs write, exact about what it keeps (docs/spec.md §5)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ class SelectedEdge:
     id: str
     triple: ox.Triple
     reasoning: str
+    reasoning_truncated: bool = False
+    """The LLM's reason was longer than the limit and `reasoning` is its beginning."""
 
 
 @dataclass
@@ -28,7 +30,10 @@ class ParsedSelection:
     duplicates: int = 0
 
 
-def parse_selection(text: str, uri_map: Mapping[str, ox.Triple]) -> ParsedSelection:
+def parse_selection(
+    text: str, uri_map: Mapping[str, ox.Triple], *, max_reason_chars: int | None = None
+) -> ParsedSelection:
+    """The edges `text` selects, each reason cut to `max_reason_chars` (and marked so)."""
     result = ParsedSelection()
     seen: set[str] = set()
     for found in object_lines(text):
@@ -49,5 +54,8 @@ def parse_selection(text: str, uri_map: Mapping[str, ox.Triple]) -> ParsedSelect
                     reasoning = ""
                 elif not isinstance(reasoning, str):
                     reasoning = json.dumps(reasoning, ensure_ascii=False)
-                result.edges.append(SelectedEdge(edge_id, uri_map[edge_id], reasoning))
+                cut = max_reason_chars is not None and len(reasoning) > max_reason_chars
+                if cut:
+                    reasoning = reasoning[:max_reason_chars]
+                result.edges.append(SelectedEdge(edge_id, uri_map[edge_id], reasoning, cut))
     return result

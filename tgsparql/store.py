@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 import pyoxigraph as ox
@@ -24,9 +24,17 @@ of every graph (how validation reads provenance spread over named graphs); or th
 listed graphs, `ox.DefaultGraph()` naming the store's default graph."""
 
 
+BULK_BATCH = 50_000
+"""Quads per write of a bulk load. pyoxigraph's own bulk loader keeps up to a million quads per
+thread in memory (a 200 MB N-Triples file took 1.3 GB); batches of this size keep a load of any
+size near 100 MB, and load as fast (benchmarks/load_bench.py)."""
+
 FLUSH_EVERY = 1000
 """Updates between flushes of an on-disk store. RocksDB keeps unflushed writes in memory, so
 without this a long-running writer grows by about 80 KB per session (the soak benchmark)."""
+FLUSH_BYTES = 4 * 1024 * 1024
+"""Update text between flushes, for writers of big updates: without it the label index of a
+large load grew RocksDB's memtables by some 450 MB for 80,000 labels."""
 
 
 class StoreError(RuntimeError):
@@ -71,6 +79,7 @@ class EmbeddedStore:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._updates = itertools.count(1)
+        self._unflushed_bytes = 0
         try:
             self._open: ox.Store | None = (
                 ox.Store(str(self.path)) if self.path is not None else ox.Store()
@@ -95,20 +104,35 @@ class EmbeddedStore:
             raise StoreError(f"the store {self.path or '(in memory)'} is closed")
         return self._open
 
-    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
-        result = self._run(query, default_graph)
+    def select(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> list[Solution]:
+        """The query's rows; `substitutions` pre-binds variables (blank nodes included)."""
+        return list(self.select_iter(query, default_graph=default_graph,
+                                     substitutions=substitutions))
+
+    def select_iter(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> Iterator[Solution]:
+        """The rows of a SELECT one at a time, from a snapshot of the store: for results too
+        big to hold, and safe to write to the store between rows."""
+        result = self._run(query, default_graph, substitutions)
         if not isinstance(result, ox.QuerySolutions):
             raise StoreError("expected a SELECT query")
         names = [variable.value for variable in result.variables]
-        rows: list[Solution] = []
-        for solution in result:
-            row = {}
-            for name in names:
-                value = solution[name]
-                if value is not None:
-                    row[name] = value
-            rows.append(row)
-        return rows
+        try:
+            for solution in result:
+                yield {name: value for name in names if (value := solution[name]) is not None}
+        except OSError as error:
+            raise StoreError(f"the store failed to read: {error}") from None
 
     def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
         result = self._run(query, default_graph)
@@ -125,8 +149,12 @@ class EmbeddedStore:
     def update(self, update: str) -> None:
         try:
             self._store.update(update)
-            if self.path is not None and next(self._updates) % FLUSH_EVERY == 0:
-                self._store.flush()
+            if self.path is not None:
+                self._unflushed_bytes += len(update)
+                if (next(self._updates) % FLUSH_EVERY == 0
+                        or self._unflushed_bytes >= FLUSH_BYTES):
+                    self._store.flush()
+                    self._unflushed_bytes = 0
         except SyntaxError as error:
             raise StoreError(f"the store rejected an update: {error}") from None
         except OSError as error:
@@ -139,8 +167,15 @@ class EmbeddedStore:
         *,
         graph: ox.NamedNode | None = None,
     ) -> None:
+        """Streams `source` into the store in batches of BULK_BATCH quads, each written by
+        pyoxigraph's bulk path (no transaction): check a file first, as `load` does, for all or
+        nothing."""
         try:
-            self._store.bulk_load(source, format, to_graph=graph)
+            quads: Iterator[ox.Quad] = iter(ox.parse(source, format))
+            if graph is not None:
+                quads = (_into_graph(quad, graph) for quad in quads)
+            while batch := list(itertools.islice(quads, BULK_BATCH)):
+                self._store.bulk_extend(batch)
         except (OSError, SyntaxError, ValueError) as error:
             raise StoreError(f"bulk load failed: {error}") from None
 
@@ -158,18 +193,29 @@ class EmbeddedStore:
         self.close()
 
     def _run(
-        self, query: str, default_graph: DataGraph = None
+        self,
+        query: str,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
     ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+        bound = {ox.Variable(name): term for name, term in (substitutions or {}).items()}
         try:
             if default_graph is None:
-                return self._store.query(query)
+                return self._store.query(query, substitutions=bound)
             if default_graph == "union":
-                return self._store.query(query, use_default_graph_as_union=True)
-            return self._store.query(query, default_graph=list(default_graph))
+                return self._store.query(query, use_default_graph_as_union=True, substitutions=bound)
+            return self._store.query(query, default_graph=list(default_graph), substitutions=bound)
         except SyntaxError as error:
             raise StoreError(f"the store rejected a query: {error}") from None
         except OSError as error:
             raise StoreError(f"the store failed to read: {error}") from None
+
+
+def _into_graph(quad: ox.Quad, graph: ox.NamedNode) -> ox.Quad:
+    """A triple of the default graph moved into `graph`; a quad of a named graph as it is."""
+    if isinstance(quad.graph_name, ox.DefaultGraph):
+        return ox.Quad(quad.subject, quad.predicate, quad.object, graph)
+    return quad
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> EmbeddedStore:

@@ -67,7 +67,7 @@ def to_iri(value: str | ox.NamedNode) -> ox.NamedNode:
 
 
 def to_literal(value: Any, language: str | None = None) -> ox.Literal:
-    """A typed literal for a Python value (SPEC §1: every literal is typed)."""
+    """A typed literal for a Python value (docs/spec.md §1: every literal is typed)."""
     if isinstance(value, ox.Literal):
         return value
     if language is not None:
@@ -104,7 +104,7 @@ def to_literal(value: Any, language: str | None = None) -> ox.Literal:
 
 
 def statement_iri(triple: ox.Triple) -> ox.NamedNode:
-    """Content-addressed IRI of a triple for the `reification` dialect (SPEC §3)."""
+    """Content-addressed IRI of a triple for the `reification` dialect (docs/spec.md §3)."""
     digest = hashlib.sha256(canonical_ntriples(triple).encode("utf-8")).hexdigest()
     return ox.NamedNode(f"urn:trustgraph:stmt:{digest}")
 
@@ -272,13 +272,18 @@ class Templates:
         prologue = self.render_block(name, "prologue", **params)
         return InsertData(prologue, self.render_block(name, "quads", **params))
 
-    def insert_update(self, parts: Sequence[InsertData]) -> str:
-        """One INSERT DATA update holding the quads of every part, under their prologues."""
+    def insert_update(self, parts: Sequence[InsertData], *, before: str | None = None,
+                      **params: Any) -> str:
+        """One INSERT DATA update holding the quads of every part, under their prologues;
+        `before` names a template whose `operations` block (rendered with `params`, under the
+        same prologue) runs first in the same update."""
         if not parts:
             raise TemplateError("an INSERT DATA needs at least one part")
         prologue = "".join(dict.fromkeys(part.prologue for part in parts))
         quads = "".join(part.quads for part in parts)
-        return self.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads))
+        first = "" if before is None else self.render_block(before, "operations", **params) + " ;"
+        return self.render("_insert_data", prologue=Sparql(prologue), quads=Sparql(quads),
+                           before=Sparql(first))
 
     def names(self) -> list[str]:
         root = files("tgsparql.queries")

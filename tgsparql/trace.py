@@ -1,7 +1,9 @@
 """Walking recorded edges back to the chunks, pages and documents that state them, and back.
 
-Each question asked of the trace is one saved query in `queries/trace/`; this module only turns
-their rows into typed results and trees.
+Each question asked of the trace is one query template in `queries/_trace/`; this module only
+turns their rows into typed results and trees. `queries/trace/` holds the same queries as a person
+pastes them: rendered for an RDF 1.2 store with the default graph names and an example in the
+VALUES line (`saved_form`, which a test holds them to).
 """
 
 from __future__ import annotations
@@ -19,11 +21,24 @@ from tgsparql.messages import Source, rdf_text
 from tgsparql.provenance import SESSION_PREFIX, SessionIds
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
+from tgsparql.terminal import visible
 
 EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
 _EDGE_SELECTION = re.compile(
     re.escape(EDGE_SELECTION_PREFIX) + r"([0-9a-fA-F-]{36}):(0|[1-9][0-9]*)"
 )
+SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
+                 "session_trace")
+_EXAMPLE_IDS = SessionIds("00000000-0000-0000-0000-000000000000")
+_EXAMPLE: dict[str, Any] = {
+    "session": _EXAMPLE_IDS.session,
+    "edge_selection": _EXAMPLE_IDS.edge_selection(0),
+    "document": ox.NamedNode("urn:trustgraph:doc:" + "0" * 64),
+    "facts": [ox.Triple(ox.NamedNode("https://example.org/subject"),
+                        ox.NamedNode("https://example.org/predicate"),
+                        ox.NamedNode("https://example.org/object"))],
+}
+"""What the VALUES line of a saved query holds, for a person to replace."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
@@ -50,7 +65,7 @@ class ChunkSource:
     evidence_length: int | None = None
 
     def as_source(self, edge_selection: str | None, edge: ox.Triple) -> Source:
-        """The answer-side view (SPEC §6 sources): the evidence span, else the chunk text."""
+        """The answer-side view (docs/spec.md §6 sources): the evidence span, else the chunk text."""
         return Source(
             edge_selection=edge_selection,
             edge=edge,
@@ -213,7 +228,7 @@ def session_sources(
     reification dialect; sources come back in edge-selection order, then document, then chunk.
     """
     found: dict[str, set[ChunkSource]] = {}
-    for row in _session_rows(store, templates, collection, ids, "trace/session_sources"):
+    for row in _session_rows(store, templates, collection, ids, "_trace/session_sources"):
         source = _chunk_source(row)
         if source is not None:
             found.setdefault(row["edgeSelection"].value, set()).add(source)
@@ -231,7 +246,7 @@ def session_trace(
 
     None if the session is not recorded; edges without a source are kept, in index order.
     """
-    rows = _session_rows(store, templates, collection, ids, "trace/session_trace")
+    rows = _session_rows(store, templates, collection, ids, "_trace/session_trace")
     if not rows:
         return None
     first = rows[0]
@@ -252,7 +267,7 @@ def edge_sources(
     """edge selection → every source of its edge, all levels (`edge_sources.rq`)."""
     rows = store.select(
         templates.render(
-            "trace/edge_sources",
+            "_trace/edge_sources",
             graph=vocab.explainability_graph(collection),
             edge_selection=edge_selection,
         )
@@ -271,7 +286,7 @@ def facts_sources(
     """Each fact → every chunk that states it, from one query; facts without a source are absent."""
     if not facts:
         return {}
-    rows = store.select(templates.render("trace/fact_sources", facts=list(dict.fromkeys(facts))))
+    rows = store.select(templates.render("_trace/fact_sources", facts=list(dict.fromkeys(facts))))
     found: dict[ox.Triple, set[ChunkSource]] = {}
     for row in rows:
         source = _chunk_source(row)
@@ -290,7 +305,7 @@ def document_sessions(
     """
     rows = store.select(
         templates.render(
-            "trace/document_sessions",
+            "_trace/document_sessions",
             graph=vocab.explainability_graph(collection),
             document=document,
         )
@@ -343,7 +358,7 @@ def document_sessions(
 def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trace:
     """The tree behind an edge selection, a session (IRI or bare UUID) or a document.
 
-    One query each: the IRI's form says which (SPEC §2), and an edge selection is traced with
+    One query each: the IRI's form says which (docs/spec.md §2), and an edge selection is traced with
     its session's query. Raises TraceError for an IRI that is malformed or names none of these
     in the store.
     """
@@ -375,6 +390,9 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
     except ValueError:
         raise TraceError(f"not an IRI: {iri!r}") from None
     document = document_sessions(store, templates, collection, node)
+    if document is None and store.ask(templates.render("ingest_document_exists", document=node)):
+        raise TraceError(f"document {text} has no facts: no subgraph of "
+                         f"{vocab.GRAPH_SOURCE.value} derives from it, so nothing traces to it")
     if document is None:
         raise TraceError(
             f"unknown IRI {text}: not an edge selection, a session, or a document of "
@@ -388,7 +406,7 @@ def render_text(found: Trace) -> str:
     out: list[str] = []
     if isinstance(found, SessionTrace):
         out.append(f"session {found.session}  [{found.status or 'open'}, started {found.started}]")
-        out.append(f"  asked: {found.question}")
+        out.append(f"  asked: {visible(found.question)}")
         if not found.edges:
             out.append("  no selected edges")
         for edge in found.edges:
@@ -397,12 +415,13 @@ def render_text(found: Trace) -> str:
         out.append(f"edge selection {found.edge.edge_selection}  (session {found.session})")
         _edge_lines(out, found.edge, 2)
     else:
-        out.append(f"document {found.document}" + (f"  “{found.title}”" if found.title else ""))
+        title = f"  “{visible(found.title)}”" if found.title else ""
+        out.append(f"document {found.document}{title}")
         if not found.sessions:
             out.append("  used by no session")
         for use in found.sessions:
             out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
-            out.append(f"    asked: {use.question}")
+            out.append(f"    asked: {visible(use.question)}")
             if use.answer_text is not None:
                 out.append(f"    answer: {_one_line(use.answer_text)}")
             for edge in use.edges:
@@ -423,7 +442,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
     if not edge.sources:
         out.append(f"{pad}    no recorded source")
     for source in edge.sources:
-        title = f"“{source.title}”" if source.title else source.document
+        title = f"“{visible(source.title)}”" if source.title else source.document
         out.append(f"{pad}    document {title}  {source.document}")
         out.append(f"{pad}      {_where(source.page_number, source.chunk_index)}"
                    + _span(" characters", source.char_offset, source.char_length)
@@ -437,7 +456,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
 
 
 def _edge_text(edge: TracedEdge | UsedEdge) -> str:
-    return " — ".join(edge.labels) if edge.labels else rdf_text(edge.edge)
+    return visible(" — ".join(edge.labels) if edge.labels else rdf_text(edge.edge))
 
 
 def _where(page_number: int | None, chunk_index: int | None) -> str:
@@ -453,7 +472,8 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
+    """`text` on one line, cut at `limit`, its control characters shown as escapes."""
+    flat = visible(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -575,3 +595,10 @@ def _integer(term: Term | None) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def saved_form(name: str) -> str:
+    """`queries/trace/{name}.rq`: the template as the code renders it for an RDF 1.2 store with
+    the default collection, the VALUES line holding an example."""
+    return Templates("rdf12").render(f"_trace/{name}", graph=vocab.explainability_graph(),
+                                     **_EXAMPLE)

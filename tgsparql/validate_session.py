@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from typing import Literal
 
 import pyoxigraph as ox
@@ -16,7 +17,7 @@ import pyoxigraph as ox
 from tgsparql.explain import SessionNotFound
 from tgsparql.provenance import SessionIds
 from tgsparql.store import DataGraph, Store
-from tgsparql.templates import Templates
+from tgsparql.templates import Dialect, Templates
 from tgsparql.validation import Shapes, ValidationReport, Validator
 
 DEFAULT_GRAPH_NAME = "default"
@@ -46,6 +47,18 @@ def data_graph(names: Sequence[str]) -> DataGraph:
                 f"--graph {name!r} is neither an IRI nor the word {DEFAULT_GRAPH_NAME!r}"
             ) from None
     return graphs
+
+
+def empty_graphs(store: Store, graph: DataGraph) -> list[str]:
+    """The graphs named on the command line that hold no triple: validating them proves nothing."""
+    if graph == "union" or graph is None:
+        return []
+    query = Templates(store.dialect).render("validation/any_triple")
+    return [
+        DEFAULT_GRAPH_NAME if isinstance(name, ox.DefaultGraph) else f"<{name.value}>"
+        for name in graph
+        if not store.ask(query, default_graph=[name])
+    ]
 
 
 def session_nodes(
@@ -80,8 +93,17 @@ def validate_session(
     are given)."""
     templates = Templates(store.dialect)
     nodes = session_nodes(store, templates, session, graph)
-    validator = Validator(shapes or Shapes.bundled(store.dialect), dialect=store.dialect)
+    validator = (
+        bundled_validator(store.dialect) if shapes is None else Validator(shapes, store.dialect)
+    )
     return validator.validate(store, default_graph=graph, focus=nodes)
+
+
+@cache
+def bundled_validator(dialect: Dialect) -> Validator:
+    """The bundled shapes' validator, built once per process and dialect (building renders
+    every query)."""
+    return Validator(Shapes.bundled(dialect), dialect=dialect)
 
 
 def verdict(report: ValidationReport) -> str:

@@ -1,4 +1,4 @@
-"""Namespaces, graph names and the IRIs of SPEC §1, defined once for the whole package."""
+"""Namespaces, graph names and the IRIs of docs/spec.md §1, defined once for the whole package."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ WELL_KNOWN_SCHEMA_PREDICATES: Final = tuple(
     )
     for name in names.split()
 )
-"""The rdf:, rdfs: and owl: terms a KG uses as predicates, which retrieval leaves out (SPEC §5
+"""The rdf:, rdfs: and owl: terms a KG uses as predicates, which retrieval leaves out (docs/spec.md §5
 walks facts, not schema). Any other term of those namespaces is left out too, in Python."""
 XSD_STRING: Final = NamedNode(XSD + "string")
 XSD_INTEGER: Final = NamedNode(XSD + "integer")
@@ -77,7 +77,7 @@ class CollectionError(ValueError):
 
 
 def explainability_graph(collection: str = DEFAULT_COLLECTION) -> NamedNode:
-    """`urn:graph:{collection}`, refusing names that would land in another graph of SPEC §1."""
+    """`urn:graph:{collection}`, refusing names that would land in another graph of docs/spec.md §1."""
     if not isinstance(collection, str) or not _COLLECTION.fullmatch(collection):
         raise CollectionError(
             f"invalid collection name {collection!r}: use 1-64 letters, digits, '.', '_' or '-', "

@@ -1,4 +1,4 @@
-"""Importers of real datasets: facts plus the extraction provenance of SPEC §8, as N-Quads.
+"""Importers of real datasets: facts plus the extraction provenance of docs/spec.md §8, as N-Quads.
 
 Benchmark code, not the product. An importer writes RDF 1.2 N-Quads with pyoxigraph's
 serializer and loads them with `tgsparql.loader.load_files`, exactly as a user's own files would
@@ -60,8 +60,6 @@ TG_SOURCE_TEXT = ox.NamedNode(_TG + "sourceText")
 TG_SOURCE_OFFSET = ox.NamedNode(_TG + "sourceCharOffset")
 TG_SOURCE_LENGTH = ox.NamedNode(_TG + "sourceCharLength")
 MIME = "text/plain"
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
-"""`../shared/datasets/` relative to the repository root."""
 
 
 class DatasetError(ValueError):

@@ -25,11 +25,13 @@ from typing import Any, Final
 
 import pyoxigraph as ox
 
-from benchmarks.importers import DATASETS, DatasetError, QuadWriter, Sentence, read_json
+from benchmarks.data import data_path
+from benchmarks.importers import DatasetError, QuadWriter, Sentence, read_json
 from tgsparql.provenance import entity_iri, now
 
-DEFAULT_DOCS: Final = DATASETS / "redocred" / "dev_revised.json"
-DEFAULT_REL_INFO: Final = DATASETS / "redocred" / "rel_info.json"
+DOCS: Final = ("datasets", "redocred", "dev_revised.json")
+REL_INFO: Final = ("datasets", "redocred", "rel_info.json")
+"""Where the files are under `TGSPARQL_DATA` (`benchmarks.data`)."""
 WIKIDATA_PROPERTY: Final = "http://www.wikidata.org/prop/direct/"
 AGENT: Final = ox.NamedNode("https://trustgraph.ai/agent/benchmarks-importer-redocred")
 AGENT_LABEL: Final = "benchmarks.importers.redocred"
@@ -155,12 +157,13 @@ def import_redocred(docs_path: str | Path, rel_info_path: str | Path, out: str |
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", default=DEFAULT_DOCS)
-    parser.add_argument("--rel-info", default=DEFAULT_REL_INFO)
+    parser.add_argument("--docs", help="default: $TGSPARQL_DATA/" + "/".join(DOCS))
+    parser.add_argument("--rel-info", help="default: $TGSPARQL_DATA/" + "/".join(REL_INFO))
     parser.add_argument("--out", required=True, help="the N-Quads file to write")
     args = parser.parse_args(argv)
     try:
-        report = import_redocred(args.docs, args.rel_info, args.out)
+        report = import_redocred(args.docs or data_path(*DOCS),
+                                 args.rel_info or data_path(*REL_INFO), args.out)
     except (DatasetError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

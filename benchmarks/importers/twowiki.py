@@ -29,11 +29,13 @@ from typing import Final
 
 import pyoxigraph as ox
 
-from benchmarks.importers import DATASETS, Anchor, DatasetError, QuadWriter, Sentence, read_json
+from benchmarks.data import data_path
+from benchmarks.importers import Anchor, DatasetError, QuadWriter, Sentence, read_json
 from tgsparql.provenance import ExtractionIds, entity_iri, now, relation_iri
 
-DEFAULT_CORPUS: Final = DATASETS / "2wiki" / "corpus.json"
-DEFAULT_QUESTIONS: Final = DATASETS / "2wiki" / "questions_dev.json"
+CORPUS: Final = ("datasets", "2wiki", "corpus.json")
+QUESTIONS: Final = ("datasets", "2wiki", "questions_dev.json")
+"""Where the files are under `TGSPARQL_DATA` (`benchmarks.data`)."""
 AGENT: Final = ox.NamedNode("https://trustgraph.ai/agent/benchmarks-importer-2wiki")
 AGENT_LABEL: Final = "benchmarks.importers.twowiki"
 MODEL: Final = "2WikiMultiHopQA gold evidence (no model)"
@@ -235,12 +237,13 @@ def _anchor(paragraph: _Paragraph | None, o: str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
-    parser.add_argument("--questions", default=DEFAULT_QUESTIONS)
+    parser.add_argument("--corpus", help="default: $TGSPARQL_DATA/" + "/".join(CORPUS))
+    parser.add_argument("--questions", help="default: $TGSPARQL_DATA/" + "/".join(QUESTIONS))
     parser.add_argument("--out", required=True, help="the N-Quads file to write")
     args = parser.parse_args(argv)
     try:
-        report = import_twowiki(args.corpus, args.questions, args.out)
+        report = import_twowiki(args.corpus or data_path(*CORPUS),
+                                args.questions or data_path(*QUESTIONS), args.out)
     except (DatasetError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -73,8 +73,12 @@ def positive_integer(term) -> bool:
 
 
 def test_streamed_query_against_llama_cpp_is_recorded_completely(demo_store, llama_url: str) -> None:
+    # One request at a time (n_parallel=1) on two threads of a machine others load too: a reply
+    # may take minutes. A retry would only queue behind the abandoned request, so there is none,
+    # and the timeout bounds the wait without guessing how busy the machine is.
     backend = OpenAIBackend(
-        base_url=llama_url + "/v1", model="smollm2", constraint="grammar", max_tokens=256
+        base_url=llama_url + "/v1", model="smollm2", constraint="grammar", max_tokens=256,
+        timeout=1800.0, max_retries=0,
     )
     rag = GraphRag(demo_store, backend)
     messages = list(rag.query("Where was the scientist who discovered polonium born?", stream=True))

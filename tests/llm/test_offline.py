@@ -242,9 +242,24 @@ def test_answer_is_composed_only_from_the_selected_facts(rag) -> None:
         labels = [rag_labels(rag, edge) for edge, _ in recorded_selection(rag.store, ids)]
         lead, rest = text.split(LEAD, 1)
         assert lead in {label for s, _, o in labels for label in (s, o)}
-        assert rest == "; ".join(" ".join(triple) for triple in labels) + "."
+        plain = re.sub(r" \[[0-9a-f]{8}(?:-[0-9]+)?\]", "", rest)
+        assert plain == "; ".join(" ".join(triple) for triple in labels) + "."
         fact_words = {word for triple in labels for part in triple for word in part.split()}
-        assert set(rest.rstrip(".").replace(";", " ").split()) <= fact_words
+        assert set(plain.rstrip(".").replace(";", " ").split()) <= fact_words
+
+
+def test_the_answer_cites_exactly_the_edges_it_was_composed_from(rag) -> None:
+    text, ids = run(rag, POLONIUM)
+    selected = [iri for _, iri in sorted(
+        (int(q.object.value.rsplit(":", 1)[1]), q.object) for q in rag.store.oxigraph
+        .quads_for_pattern(ids.selection, ox.NamedNode(TG + "selectedEdge"), None, None))]
+    cites = [q.object for q in rag.store.oxigraph.quads_for_pattern(
+        ids.answer, ox.NamedNode(TG + "cites"), None, None)]
+    assert len(selected) > 1 and sorted(cites, key=str) == sorted(selected, key=str)
+    [invalid] = [q.object.value for q in rag.store.oxigraph.quads_for_pattern(
+        ids.answer, ox.NamedNode(TG + "invalidCitationCount"), None, None)]
+    assert invalid == "0"
+    assert len(re.findall(r"\[[0-9a-f]{8}(?:-[0-9]+)?\]", text)) == len(selected)
 
 
 def rag_labels(rag: GraphRag, edge: ox.Triple) -> tuple[str, str, str]:
@@ -276,7 +291,7 @@ label = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1
 def test_answer_states_a_lead_from_the_facts_then_the_facts_verbatim(question, triples) -> None:
     facts = labeled(*triples)
     [text] = list(OfflineBackend().answer(question, facts, stream=False))
-    statements = "; ".join(" ".join(f.labels) for f in facts)
+    statements = "; ".join(f"{' '.join(f.labels)} [{f.id}]" for f in facts)
     ends = {label for f in facts for label in (f.labels[0], f.labels[2])}
     if text.startswith("From the knowledge graph: "):
         assert text == f"From the knowledge graph: {statements}."

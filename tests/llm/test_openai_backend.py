@@ -13,12 +13,15 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.labels import LabeledEdge, build_labelgraph
+from tgsparql.explain import explain_session
 from tgsparql.librarian import StoreLibrarian
-from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
+from tgsparql.llm.base import ExtractionRequest, LLMError, SelectionOutput, SelectionRequest
+from tgsparql.llm.log import LLMLog
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import SessionIds, Usage
 from tgsparql.templates import Templates
+from tgsparql.testing import assert_conforms
 
 from .fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
@@ -184,7 +187,7 @@ def test_answer_not_streamed_returns_one_chunk_and_usage(fake_openai: FakeOpenAI
     assert "stream_options" not in request.body
     assert prompt_question(request.user_prompt) == "Where was she born?"
     assert prompt_json_lines(request.user_prompt) == [
-        {"s": "Marie Curie", "p": "born in", "o": "Warsaw"}
+        {"id": CURIE_EDGES[0].id, "s": "Marie Curie", "p": "born in", "o": "Warsaw"}
     ]
 
 
@@ -254,15 +257,16 @@ def test_malformed_json_reply_raises_llm_error(fake_openai: FakeOpenAI, kind: st
     assert fake_openai.base_url in str(info.value)
 
 
-def test_unreachable_server_raises_llm_error_naming_it() -> None:
+@pytest.mark.parametrize("model", ["m", None], ids=["model-given", "model-to-discover"])
+def test_unreachable_server_raises_llm_error_saying_so(model: str | None) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    llm = OpenAIBackend(model="m", base_url=url, max_retries=0, timeout=5)
+    llm = OpenAIBackend(model=model, base_url=url, max_retries=0, timeout=5)
     with pytest.raises(LLMError) as info:
         llm.select(SelectionRequest("Where?", CURIE_EDGES, []))
-    assert url in str(info.value)
+    assert str(info.value) == f"the LLM server {url} is unreachable (Connection error.)"
 
 
 # ---- model discovery
@@ -300,6 +304,9 @@ WANTED = {
     ("Marie Curie", "born in", "Warsaw"): "the birthplace",
     ("Marie Curie", "discovered", "polonium"): "names the scientist",
 }
+
+
+WANTED_KEYS = list(WANTED)
 
 
 def select_wanted(body: dict) -> Reply:
@@ -427,3 +434,136 @@ def test_broken_answer_stream_leaves_failed_session_with_selection_kept(
     assert len(objects(demo_store, ids.selection, "selectedEdge")) == 2
     assert list(demo_store.oxigraph.quads_for_pattern(ids.answer, None, None, None)) == []
     assert StoreLibrarian(demo_store, Templates("rdf12")).get(ids.answer_document) is None
+
+
+# ---- answers a reader can check
+
+
+def test_the_answer_prompt_gives_each_fact_its_id_and_asks_for_markers(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.script(Reply("Warsaw."))
+    list(backend(fake_openai).answer(QUESTION, CURIE_EDGES[:2], stream=False))
+    [request] = fake_openai.chat_requests
+    facts = prompt_json_lines(request.user_prompt)
+    assert [fact["id"] for fact in facts] == [edge.id for edge in CURIE_EDGES[:2]]
+    system = next(m["content"] for m in request.messages if m["role"] == "system")
+    assert "square brackets" in system and "[1a2b3c4d]" in system
+
+
+def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
+    demo_store, fake_openai: FakeOpenAI
+) -> None:
+    prompts: dict[str, dict] = {}
+
+    def select(body: dict) -> Reply:
+        prompts["edges"] = {(e["s"], e["p"], e["o"]): e["id"]
+                            for e in prompt_json_lines(body["messages"][-1]["content"])}
+        return select_wanted(body)
+
+    def answer(body: dict) -> Reply:
+        ids = prompts["edges"]
+        born, found = ids[("Marie Curie", "born in", "Warsaw")], ids[
+            ("Marie Curie", "discovered", "polonium")]
+        unselected = next(i for key, i in ids.items() if key not in WANTED)
+        return Reply([f"Marie Curie discovered polonium [{found}]. She was born in ",
+                      f"Warsaw. [{born}, {unselected}] Nothing else [cafef00d]; "
+                      "see [citation needed]."])
+
+    fake_openai.script(select, answer)
+    messages = list(GraphRag(demo_store, backend(fake_openai)).query(QUESTION, stream=True))
+    assert [m.error for m in messages] == [None] * len(messages)
+    text = "".join(m.response for m in messages if m.message_type == "chunk")
+    ids = SessionIds.from_session_iri(messages[0].explain_id)
+    by_fact = {objects(demo_store, item, "edge")[0]: item
+               for item in objects(demo_store, ids.selection, "selectedEdge")}
+    born = by_fact[demo_fact("Marie_Curie", "bornIn", "Warsaw")]
+    found = by_fact[demo_fact("Marie_Curie", "discovered", "Polonium")]
+
+    assert set(objects(demo_store, ids.answer, "cites")) == {born, found}
+    assert objects(demo_store, ids.answer, "invalidCitationCount") == [integer(2)]
+    cited = {}
+    for citation in objects(demo_store, ids.answer, "citation"):
+        [edge] = objects(demo_store, citation, "citedEdge")
+        [sentence] = objects(demo_store, citation, "sentence")
+        [offset] = objects(demo_store, citation, "charOffset")
+        [length] = objects(demo_store, citation, "charLength")
+        assert text[int(offset.value):][: int(length.value)] == sentence.value
+        cited[edge] = sentence.value
+    assert cited == {
+        found: f"Marie Curie discovered polonium [{prompts['edges'][WANTED_KEYS[1]]}].",
+        born: text[text.index("She was"):text.index(" Nothing")],
+    }
+    # The final message's sources show each citation with its sentence.
+    sources = {s.edge_selection: s.citations for s in messages[-1].sources}
+    assert sources[born.value] == (cited[born],) and sources[found.value] == (cited[found],)
+    assert_conforms(demo_store, session=ids.session.value)
+    explained = explain_session(demo_store, Templates("rdf12"), "explainability", ids.uuid)
+    assert explained.invalid_citations == 2
+    assert {edge.iri: edge.citations for edge in explained.selected} == {
+        born.value: [cited[born]], found.value: [cited[found]]}
+
+
+def test_nothing_selected_means_no_answer_call_and_an_answer_that_says_so(
+    demo_store, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("I think none of these help."))
+    messages = list(GraphRag(demo_store, backend(fake_openai)).query(QUESTION, stream=True))
+    assert len(fake_openai.chat_requests) == 1, "no synthesis call"
+    text = "".join(m.response for m in messages if m.message_type == "chunk")
+    assert text == "The knowledge graph holds no facts that answer this question."
+    ids = SessionIds.from_session_iri(messages[0].explain_id)
+    assert objects(demo_store, ids.answer, "llmModel") == []
+    assert objects(demo_store, ids.session, "status") == [ox.Literal("complete")]
+
+
+def test_json_schema_constraint_on_the_openai_api_turns_replies_back_into_lines(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(OpenAIBackend, "speaks_json_schema", True)
+    fact = {"s": "Marie Curie", "p": "born in", "o": "Warsaw", "evidence": "born in Warsaw"}
+    picked = {"id": CURIE_EDGES[0].id, "reasoning": "the birthplace"}
+    fake_openai.script(Reply(json.dumps({"lines": [fact, fact]})),
+                       Reply(json.dumps({"lines": [picked]})), Reply("not json"))
+    chosen = backend(fake_openai, constraint="grammar")
+    extracted = chosen.extract(ExtractionRequest("Marie Curie was born in Warsaw.", "t"))
+    assert [json.loads(line) for line in extracted.text.splitlines()] == [fact, fact]
+    selected = chosen.select(SelectionRequest(QUESTION, CURIE_EDGES, []))
+    assert [json.loads(line) for line in selected.text.splitlines()] == [picked]
+    assert chosen.extract(ExtractionRequest("x", "t")).text == "not json"
+    extract_body, select_body, _ = [r.body for r in fake_openai.chat_requests]
+    assert "grammar" not in extract_body and "grammar" not in select_body
+    schema = select_body["response_format"]["json_schema"]
+    assert schema["strict"] is True
+    item = schema["schema"]["properties"]["lines"]["items"]
+    assert item["properties"]["id"]["enum"] == [edge.id for edge in CURIE_EDGES]
+    fact_item = extract_body["response_format"]["json_schema"]["schema"]["properties"]["lines"]
+    assert set(fact_item["items"]["required"]) == {"s", "p", "o", "evidence"}
+
+
+def test_the_openai_api_is_told_by_its_host(fake_openai: FakeOpenAI) -> None:
+    assert OpenAIBackend(api_key="k").speaks_json_schema
+    assert OpenAIBackend(base_url="https://api.openai.com/v1", api_key="k").speaks_json_schema
+    assert not backend(fake_openai).speaks_json_schema
+
+
+def test_every_call_and_its_raw_reply_is_logged(
+    demo_store, fake_openai: FakeOpenAI, tmp_path
+) -> None:
+    log = LLMLog(tmp_path / "llm.jsonl")
+    fake_openai.script(select_wanted, Reply(["War", "saw."]), Reply(status=500))
+    chosen = backend(fake_openai, constraint="grammar", log=log)
+    list(GraphRag(demo_store, chosen).query(QUESTION, stream=True))
+    with pytest.raises(LLMError):
+        chosen.extract(ExtractionRequest("x", "t"))
+    log.close()
+    entries = [json.loads(line) for line in (tmp_path / "llm.jsonl").read_text().splitlines()]
+    assert [entry["call"] for entry in entries] == ["select", "answer", "extract"]
+    select, answer, failed = entries
+    requests = [r.body for r in fake_openai.chat_requests]
+    assert select["messages"] == requests[0]["messages"] and "root ::=" in select["grammar"]
+    assert select["reply"] == select_wanted(requests[0]).text
+    assert select["usage"]["in_tokens"] == 812
+    assert answer["stream"] is True and answer["reply"] == "Warsaw."
+    assert failed["reply"] is None and "HTTP 500" in failed["error"]
+    assert all(entry["seconds"] >= 0 and entry["model"] == "asked-model" for entry in entries)

@@ -2,18 +2,22 @@
 
 Each request is counted (method, path, headers) before any fault applies, so a test can tell how
 many attempts a client made. A fault applies to requests whose path matches, after the first
-`after` of them have passed, for `times` requests (all, when None).
+`after` of them have passed, for `times` requests (all, when None), and (with `marker`) only
+to queries whose text contains the marker. A `hold` fault keeps each matching request waiting
+until `release()`, and counts it in `held` as it starts waiting, so a test knows when the
+client is stuck on it.
 """
 
 from __future__ import annotations
 
 import http.client
 import threading
+from urllib.parse import parse_qs
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
-Kind = Literal["status", "delay", "truncate", "malformed", "close"]
+Kind = Literal["status", "delay", "truncate", "malformed", "close", "hold"]
 
 
 @dataclass
@@ -25,6 +29,7 @@ class Fault:
     paths: tuple[str, ...] | None = None
     after: int = 0
     times: int | None = None
+    marker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,9 @@ class FaultyProxy:
         self._matched = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._released = threading.Event()
+        self.held = threading.Semaphore(0)
+        """Released once for each request a `hold` fault starts holding."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -58,13 +66,19 @@ class FaultyProxy:
         with self._lock:
             self.fault = fault
             self._matched = 0
+            self._released.clear()
             self.seen.clear()
+
+    def release(self) -> None:
+        """Let every held request (and any to come) through."""
+        self._released.set()
 
     def count(self, path: str | None = None) -> int:
         return sum(1 for seen in self.seen if path is None or seen.path == path)
 
     def stop(self) -> None:
         self._stopping.set()
+        self._released.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -73,6 +87,8 @@ class FaultyProxy:
             self.seen.append(seen)
             fault = self.fault
             if fault is None or (fault.paths is not None and seen.path not in fault.paths):
+                return None
+            if fault.marker is not None and fault.marker not in _query_text(seen):
                 return None
             self._matched += 1
             index = self._matched - fault.after
@@ -115,6 +131,11 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
             if fault is not None and fault.kind == "delay":
                 if proxy._stopping.wait(fault.delay):
                     return
+            if fault is not None and fault.kind == "hold":
+                proxy.held.release()
+                proxy._released.wait()
+                if proxy._stopping.is_set():
+                    return
             status, content_type, data = self._forward(body)
             if fault is not None and fault.kind == "malformed":
                 self._send(200, content_type, fault.body)
@@ -147,3 +168,9 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def _query_text(seen: Seen) -> str:
+    """The query a protocol request carries: in the URL, the form body or a direct POST."""
+    form = parse_qs(seen.body.decode("utf-8", "replace"))
+    return " ".join(form.get("query", [])) or seen.body.decode("utf-8", "replace")

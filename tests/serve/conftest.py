@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import queue
+import signal
+import subprocess
+import sys
 import threading
+import time
 from contextlib import contextmanager
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -42,6 +48,16 @@ class Served:
     def post(self, path: str, body: bytes, content_type: str,
              headers: Mapping[str, str] | None = None) -> Response:
         return fetch(self.url + path, body, {"Content-Type": content_type, **(headers or {})})
+
+    def recovered(self, headers: Mapping[str, str], within: float = 60.0) -> Response:
+        """`ASK {}` once a worker answers it. A worker killed at the timeout is replaced by a
+        fresh process, which takes its time to start on a loaded machine; until then each try
+        waits up to the server's timeout for an idle worker and is refused as busy."""
+        deadline = time.monotonic() + within
+        while (reply := self.get("/sparql?query=ASK%20%7B%7D", headers)).status != 200:
+            assert "every query worker stayed busy" in reply.text, reply.text
+            assert time.monotonic() < deadline, reply.text
+        return reply
 
 
 @dataclass
@@ -94,6 +110,68 @@ def running(config: ServerConfig) -> Iterator[TgsparqlServer]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@dataclass
+class ServeProcess(Served):
+    """A `tgsparql serve` command running in its own process, as a user starts it."""
+
+    process: subprocess.Popen[str] | None = None
+    started: dict[str, object] = field(default_factory=dict)
+    stderr: list[str] = field(default_factory=list)
+    """Every line it wrote to stderr after its startup line, as it comes."""
+
+
+STARTUP_SECONDS = 60
+
+
+@contextmanager
+def serve_process(built: tuple[Path, list[str], str], *args: str,
+                  endpoint: str | None = None) -> Iterator[ServeProcess]:
+    """`tgsparql serve --store STORE --port 0 ARGS…` (or `--endpoint ENDPOINT`), ready once it
+    prints its startup line; stopped by SIGTERM, as a service manager would, and expected to
+    exit 0."""
+    path, sessions, failed = built
+    served_from = ["--endpoint", endpoint] if endpoint else ["--store", str(path)]
+    command = [str(Path(sys.executable).with_name("tgsparql")), "serve", *served_from,
+               "--port", "0", *args]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        before = []
+        while True:
+            line = lines.get(timeout=STARTUP_SECONDS)
+            assert line is not None, f"serve exited {process.wait()}: {before}"
+            if line.startswith("{"):
+                started = json.loads(line)
+                break
+            before.append(line)
+        served = ServeProcess(str(started["url"]), path, sessions, failed, process, started,
+                              before)
+
+        def collect() -> None:
+            while (line := lines.get()) is not None:
+                served.stderr.append(line)
+
+        collector = threading.Thread(target=collect, daemon=True)
+        collector.start()
+        yield served
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+        reader.join(timeout=30)
+    collector.join(timeout=30)
+    assert code == 0, served.stderr
 
 
 @pytest.fixture(scope="package")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import urllib.parse
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -26,7 +27,7 @@ from tgsparql.cli import main
 from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.store import StoreError
 
-from .conftest import Served, fetch, running
+from .conftest import Served, fetch, running, serve_process
 
 TG = "PREFIX tg: <https://trustgraph.ai/ns/>\n"
 EDGES = TG + ("SELECT ?e ?t WHERE { GRAPH <urn:graph:explainability> { ?e tg:edge ?t } } "
@@ -207,11 +208,34 @@ def test_a_slow_endpoint_hits_the_timeout_and_the_server_recovers(
     strict_remote: Served, clean: FaultyProxy
 ) -> None:
     auth = {"Authorization": f"Bearer {SERVE_TOKEN}", "Accept": "text/csv"}
-    clean.inject(Fault("delay", delay=3.0, times=1))
+    clean.inject(Fault("delay", delay=60.0, times=1))  # far past the timeout, however loaded
     reply = strict_remote.get(sparql(COUNT), auth)
     assert reply.status == 503 and "1 s timeout" in reply.text
-    after = strict_remote.get(sparql("ASK {}"), auth)  # a fresh worker takes the killed one's place
-    assert after.status == 200 and after.text.strip() == "true"
+    # a fresh worker takes the killed one's place
+    assert strict_remote.recovered(auth).text.strip() == "true"
+
+
+def test_pages_and_saved_queries_answer_while_slow_queries_fill_every_sparql_worker(
+    built: tuple[Path, list[str], str], clean: FaultyProxy
+) -> None:
+    """The starvation attack: slow /sparql queries (here held by the endpoint until the test
+    lets them go, so the test knows they fill every worker) must not stop the pages."""
+    clean.inject(Fault("hold", marker="# slow"))
+    slow = sparql(SESSIONS + "\n# slow")
+    with serve_process(built, "--workers", "2", "--timeout", "120",
+                       endpoint=clean.url + "/query") as served, ThreadPoolExecutor(3) as pool:
+        held = [pool.submit(served.get, slow) for _ in range(3)]
+        for _ in range(2):  # both /sparql workers are waiting on the endpoint; a third query waits
+            assert clean.held.acquire(timeout=60)
+        uuid = served.sessions[0].rsplit(":", 1)[1]
+        for path in ("/sessions", f"/sessions/{uuid}", "/queries/edges_per_session.csv",
+                     "/queries/failed_sessions.json", "/queries"):
+            reply = served.get(path)
+            assert reply.status == 200, (path, reply.text)
+        assert not any(future.done() for future in held)
+        clean.release()
+        assert [future.result().status for future in held] == [200] * 3
+    assert clean.count("/query") >= 3 + 4
 
 
 @pytest.mark.parametrize(("fault", "reason"), [

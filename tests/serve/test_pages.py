@@ -11,11 +11,14 @@ import urllib.parse
 from pathlib import Path
 
 from click.testing import CliRunner
+import pyoxigraph as ox
 import pytest
 
+from tgsparql import vocab
 from tgsparql.cli import main
+from tgsparql.provenance import SessionIds
 
-from .conftest import QUESTIONS, Served, running
+from .conftest import QUESTIONS, Served, running, serve_process
 from tgsparql.serve import ServerConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,16 +84,17 @@ def test_explain_writes_the_picture(served: Served, tmp_path: Path, fmt: str,
 
 
 WRITER = textwrap.dedent("""
-    import sys, time
+    import sys
     from tgsparql.llm.offline import OfflineBackend
     from tgsparql.pipeline import GraphRag
     from tgsparql.store import open_store
     store = open_store(sys.argv[1])  # holds the store's exclusive lock until it exits
     rag = GraphRag(store, OfflineBackend())
+    print("open", flush=True)
     for n in range(int(sys.argv[2])):
+        sys.stdin.readline()  # one session each time the test asks for one
         list(rag.query(f"Where was Marie Curie born? (writer {n})"))
         print(n, flush=True)
-        time.sleep(0.3)
     sys.stdin.readline()
 """)
 
@@ -103,8 +107,11 @@ def test_serves_while_another_process_records_sessions(served: Served, tmp_path:
     try:
         with running(ServerConfig(store=store, port=0, timeout=20)) as server:
             seen = []
+            assert writer.stdout is not None and writer.stdin is not None
+            assert writer.stdout.readline().strip() == "open"
             for n in range(4):
-                assert writer.stdout is not None
+                writer.stdin.write("\n")
+                writer.stdin.flush()
                 assert writer.stdout.readline().split()[0] == str(n)
                 page = Served(server.url, store, [], "").get("/sessions?q=writer").text
                 seen.append(page.count("(writer "))
@@ -115,13 +122,73 @@ def test_serves_while_another_process_records_sessions(served: Served, tmp_path:
     assert writer.returncode == 0
 
 
-def test_chromium_renders_the_session_page(served: Served) -> None:
+SCRIPT_IRI = "javascript:alert(document.domain)"
+SCRIPT_LABEL = "Click for the full record"
+
+
+@pytest.fixture(scope="module")
+def hostile(built: tuple[Path, list[str], str],
+            tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], str]:
+    """The served store, but the first session's retrieval also names a seed entity whose IRI
+    is a `javascript:` URL, labelled to be clicked: what a hostile KG can put there."""
+    path, sessions, failed = built
+    copy = tmp_path_factory.mktemp("hostile") / "store"
+    shutil.copytree(path, copy, ignore=shutil.ignore_patterns("LOCK"))
+    store = ox.Store(str(copy))
+    entity = ox.NamedNode(SCRIPT_IRI)
+    retrieval = SessionIds.from_session_iri(sessions[0]).retrieval
+    store.add(ox.Quad(retrieval, ox.NamedNode(vocab.TG + "entity"), entity,
+                      vocab.explainability_graph()))
+    store.add(ox.Quad(entity, ox.NamedNode(vocab.RDFS + "label"), ox.Literal(SCRIPT_LABEL)))
+    store.flush()
+    del store
+    return copy, sessions, failed
+
+
+def test_only_http_iris_become_links(hostile: tuple[Path, list[str], str]) -> None:
+    with serve_process(hostile) as served:
+        page = served.get(f"/sessions/{uuid_of(served.sessions[0])}").text
+    assert SCRIPT_LABEL in page and "javascript:" in page  # shown, as text
+    assert not re.search(r"href=\s*[\"']?\s*javascript:", page, re.IGNORECASE)
+    assert f'<span class="iri" title="{SCRIPT_IRI}">{SCRIPT_LABEL}</span>' in page
+    assert re.search(r'<a href="https://example\.org/demo/[^"]+" title=', page)
+
+
+def chromium_flags() -> list[str]:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--hide-scrollbars", "--window-size=1280,1600"]
+
+
+def test_chromium_renders_every_page_under_the_content_security_policy(
+    hostile: tuple[Path, list[str], str]
+) -> None:
+    """Chromium reports each thing the policy blocks on its console; there is none, and the
+    pages are all there: the policy lets the pages' stylesheet in and nothing else."""
+    with serve_process(hostile) as served:
+        session = f"{served.url}/sessions/{uuid_of(served.sessions[0])}"
+        for url, expected in ((session, SCRIPT_LABEL), (f"{served.url}/sessions", QUESTIONS[1]),
+                              (f"{served.url}/queries", "Failed sessions"),
+                              (f"{served.url}/sparql", "PREFIX tg: &lt;https://trustgraph"),
+                              (f"{served.url}/sparql?format=html&query=ASK%7B%7D",
+                               '<strong id="boolean">true</strong>'),
+                              (f"{served.url}/sparql?format=html&query=ASK", "not a SPARQL"),
+                              (f"{served.url}/sessions/nope", "no session")):
+            dom = subprocess.run(chromium_flags() + ["--enable-logging=stderr", "--v=0",
+                                                     "--dump-dom", url],
+                                 capture_output=True, text=True, timeout=50)
+            assert dom.returncode == 0, dom.stderr[-500:]
+            assert expected in dom.stdout
+            console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+            assert console == [], console
+            assert "Content Security Policy" not in dom.stderr
+
+
+def test_chromium_renders_the_session_page(served: Served) -> None:
     url = f"{served.url}/sessions/{uuid_of(served.sessions[0])}"
-    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--hide-scrollbars", "--window-size=1280,1600"]
+    flags = chromium_flags()
     dom = subprocess.run(flags + ["--dump-dom", url], capture_output=True, text=True,
                          timeout=50)
     assert dom.returncode == 0, dom.stderr[-500:]
@@ -136,3 +203,10 @@ def test_chromium_renders_the_session_page(served: Served) -> None:
                           text=True, timeout=50)
     assert done.returncode == 0, done.stderr[-500:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_session_page_shows_each_citation_with_its_sentence(served: Served) -> None:
+    page = served.get(f"/sessions/{uuid_of(served.sessions[0])}").text
+    citations = re.findall(r'<p class="citation">cited in the answer: <q>([^<]*)</q></p>', page)
+    assert citations and any("Marie Curie married Pierre Curie [" in c for c in citations)
+    assert re.search(r"cites \d+ of \d+ selected edges", page)

@@ -127,3 +127,53 @@ def test_injection_through_typed_parameters_is_refused(served: Served, evil: str
                             ("sessions_per_day", "since")]:
         reply = served.get(f"/queries/{name}.csv?" + urllib.parse.urlencode({parameter: evil}))
         assert reply.status == 400, (name, parameter)
+
+
+def test_ndjson_is_one_typed_record_a_line(served: Served) -> None:
+    reply = served.get("/queries/edges_per_session.ndjson")
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("application/x-ndjson")
+    records = [json.loads(line) for line in reply.text.splitlines()]
+    assert [set(r) for r in records] == [{"session", "started", "status", "question", "retrieved",
+                                          "selected", "ratio"}] * 3
+    failed = records[-1]
+    assert failed["session"] == served.failed and failed["status"] == "failed"
+    assert failed["retrieved"] is None and failed["ratio"] is None  # unbound: null, column kept
+    answered = [r for r in records if r["status"] == "complete"]
+    assert {r["retrieved"] for r in answered} == {35}  # xsd:integer: a JSON number
+    assert all(isinstance(r["selected"], int) and isinstance(r["ratio"], float)
+               for r in answered)  # a decimal with a point: a JSON number too
+    assert failed["started"] == "2024-05-01T09:30:00Z"  # xsd:dateTime: its ISO 8601 form
+    days = [json.loads(line) for line in
+            served.get("/queries/sessions_per_day.ndjson?since=2024-05-01").text.splitlines()]
+    assert days[0] == {"day": "2024-05-01", "sessions": 1, "complete": 0, "failed": 1, "open": 0}
+
+
+def test_json_shape_objects_is_the_same_records_in_one_array(served: Served) -> None:
+    reply = served.get("/queries/edges_per_session.json?shape=objects&limit=2")
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("application/json")
+    lines = served.get("/queries/edges_per_session.ndjson?limit=2").text.splitlines()
+    assert json.loads(reply.text) == [json.loads(line) for line in lines]
+    assert "head" in json.loads(served.get("/queries/edges_per_session.json?shape=sparql").text)
+    assert served.get("/queries/tokens_by_model.json?shape=objects").text.strip() == "[]"
+    assert served.get("/queries/tokens_by_model.ndjson").body == b""
+
+
+@pytest.mark.parametrize("path", ["/queries/edges_per_session.csv?shape=objects",
+                                  "/queries/edges_per_session.json?shape=rows",
+                                  "/queries/edges_per_session.json?shape=objects&shape=objects"])
+def test_shape_is_for_json_only_and_named_once(served: Served, path: str) -> None:
+    reply = served.get(path)
+    assert reply.status == 400 and "shape is for NAME.json only" in reply.text
+
+
+def test_pandas_reads_the_records_urls(served: Served) -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_json(served.url + "/queries/edges_per_session.ndjson", lines=True)
+    assert list(frame.columns) == ["session", "started", "status", "question", "retrieved",
+                                   "selected", "ratio"]
+    assert len(frame) == 3 and frame["retrieved"].max() == 35
+    assert str(frame["selected"].dtype) == "int64"
+    assert frame["retrieved"].isna().sum() == 1
+    objects = pandas.read_json(served.url + "/queries/sessions_per_day.json?shape=objects")
+    assert objects["sessions"].sum() == 3 and str(objects["sessions"].dtype) == "int64"
+    assert str(pandas.to_datetime(objects["day"]).dt.date.iloc[0]) == "2024-05-01"

@@ -155,14 +155,18 @@ def run_ours(data: str, shapes: str) -> Outcome:
     return outcome_from_report(validator.validate(store, default_graph=None).to_turtle())
 
 
-def run_pyshacl(data: str, shapes: str) -> Outcome:
-    """pyshacl on rdflib graphs parsed from the texts; refuses triple terms before rdflib sees them."""
+def run_pyshacl(data: str, shapes: str, dataset: bool = False) -> Outcome:
+    """pyshacl on rdflib graphs parsed from the texts; refuses triple terms before rdflib sees them.
+
+    `dataset` holds the data in a dataset's default graph, for shapes whose queries say GRAPH."""
     if has_triple_terms(data) or has_triple_terms(shapes):
         raise TripleTermsRefused("pyshacl (rdflib) cannot read RDF 1.2 triple terms")
     import pyshacl
     import rdflib
 
-    data_graph = rdflib.Graph().parse(data=data, format="turtle")
+    data_graph = (rdflib.Dataset() if dataset else rdflib.Graph()).parse(
+        data=data, format="turtle"
+    )
     shapes_graph = rdflib.Graph().parse(data=shapes, format="turtle")
     _, report, _ = pyshacl.validate(
         data_graph, shacl_graph=shapes_graph, inference="none", advanced=False

@@ -128,7 +128,7 @@ def test_warnings_alone_exit_0(store, session) -> None:
     corrupt(store, UNSOURCED_FACT)
     run = validate(store)
     assert run.exit_code == 0
-    assert run.stdout.splitlines()[0] == "Does not conform: 1 warning."
+    assert run.stdout.splitlines()[0] == "Conforms, with 1 warning."
     assert "has no extraction provenance" in run.stdout
 
 
@@ -171,6 +171,46 @@ def test_a_store_that_does_not_exist_exits_2_and_is_not_created(tmp_path) -> Non
     assert run.exit_code == 2
     assert run.one_error_line == f"error: no store at {tmp_path / 'typo'}"
     assert not (tmp_path / "typo").exists()
+
+
+def test_an_empty_directory_is_not_a_store_and_gets_no_database_files(tmp_path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = validate(empty)
+    assert run.exit_code == 2
+    assert run.one_error_line == f"error: {empty} is an empty directory, not a store"
+    assert list(empty.iterdir()) == []
+
+
+def test_a_directory_of_other_files_is_not_a_store(tmp_path) -> None:
+    write(tmp_path / "notes.txt", "hello")
+    run = validate(tmp_path)
+    assert run.exit_code == 2
+    assert run.one_error_line == f"error: {tmp_path} is a directory, not a store"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_regular_file_as_store_is_a_one_line_error(tmp_path) -> None:
+    regular = write(tmp_path / "store.ttl", "<a> <b> <c> .")
+    run = validate(regular)
+    assert run.exit_code == 2
+    assert run.one_error_line == f"error: {regular} is a file, not a store directory"
+
+
+def test_a_shapes_file_without_shapes_exits_2_and_is_not_replaced_by_the_bundled_shapes(
+    store, session, tmp_path
+) -> None:
+    shapes = write(tmp_path / "none.ttl", "<https://example.org/a> <https://example.org/b> 1 .\n")
+    run = validate(store, "--shapes", shapes)
+    assert run.exit_code == 2
+    assert run.one_error_line == f"error: {shapes}: no shapes (nothing to validate against)"
+    assert run.stdout == ""
+
+
+def test_a_graph_without_triples_exits_2_rather_than_conforming_vacuously(store, session) -> None:
+    run = validate(store, "--graph", "urn:graph:typo")
+    assert run.exit_code == 2
+    assert run.one_error_line == "error: --graph <urn:graph:typo> holds no triples: nothing to validate"
 
 
 def test_no_store_exits_2() -> None:

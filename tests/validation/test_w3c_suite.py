@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.validation.w3c_suite import KNOWN_MISSES, SUITE, cases, run
+from benchmarks.data import MissingData
+from tests.validation.w3c_suite import KNOWN_MISSES, cases, run, scoped_against_full
 
-CASES = cases() if SUITE.exists() else []
+try:
+    CASES, MISSING = cases(), ""
+except MissingData as error:
+    CASES, MISSING = [], f"the W3C SHACL suite is missing: {error}"
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING)
 
 
 def test_the_suite_has_all_98_core_tests() -> None:
@@ -32,3 +37,11 @@ def test_w3c_case_passes_fully(case) -> None:
 def test_known_misses_still_agree_on_conformance(name: str) -> None:
     case = next(c for c in CASES if c.name == name)
     assert run(case).outcome == "partial"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_validating_a_few_focus_nodes_gives_their_results_of_the_whole_run(case) -> None:
+    """`validate --session` runs other queries (starting from the nodes, SHACL-SPARQL once per
+    node): with every IRI of the data as the focus, the results on IRIs are the whole run's."""
+    verdict = scoped_against_full(case)
+    assert verdict.outcome == "full", verdict.reason

@@ -15,6 +15,11 @@ from tgsparql.labels import LabeledEdge
 from tgsparql.provenance import Usage
 
 
+DEFAULT_LLM_TIMEOUT = 25.0
+"""Seconds to wait for the LLM to connect or send more of a reply. With DEFAULT_LLM_RETRIES, a
+server that accepts and never answers fails the call in under a minute (2 x 25 s + backoff)."""
+DEFAULT_LLM_RETRIES = 1
+
 Constraint = Literal["none", "grammar"]
 """How a backend may constrain the selection output: not at all, or by a GBNF grammar."""
 

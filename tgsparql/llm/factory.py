@@ -6,7 +6,10 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from tgsparql.llm.base import Backend, Constraint, LLMError
+from tgsparql.llm.base import (
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend, Constraint, LLMError,
+)
+from tgsparql.llm.log import LLMLog
 from tgsparql.llm.offline import OfflineBackend
 
 BackendName = Literal["offline", "openai"]
@@ -19,12 +22,17 @@ def make_backend(
     base_url: str | None = None,
     api_key: str | None = None,
     constraint: Constraint = "none",
+    max_tokens: int | None = None,
+    log: LLMLog | None = None,
+    timeout: float = DEFAULT_LLM_TIMEOUT,
+    max_retries: int = DEFAULT_LLM_RETRIES,
     environ: Mapping[str, str] | None = None,
 ) -> Backend:
     """`openai` when asked for or when an LLM is configured in the environment, else `offline`.
 
     Configured means OPENAI_BASE_URL, OPENAI_API_KEY or TGSPARQL_MODEL is set (or the
-    matching flag given).
+    matching flag given). `max_tokens` caps each reply (the backend's default when None);
+    `log` receives every prompt and raw reply.
     """
     env = os.environ if environ is None else environ
     model = model or env.get("TGSPARQL_MODEL") or None
@@ -43,5 +51,8 @@ def make_backend(
         # Imported here: the openai client takes ~2 s to import, which offline runs never need.
         from tgsparql.llm.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(model=model, base_url=base_url, api_key=api_key, constraint=constraint)
+        limits = {} if max_tokens is None else {"max_tokens": max_tokens}
+        return OpenAIBackend(model=model, base_url=base_url, api_key=api_key,
+                             constraint=constraint, log=log, timeout=timeout,
+                             max_retries=max_retries, **limits)
     raise LLMError(f"unknown LLM backend {name!r}; choose offline or openai")

@@ -20,6 +20,7 @@ import json
 
 import pyoxigraph as ox
 
+from tgsparql.citations import NOTHING_SELECTED
 from tgsparql.grounding import stems, words
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
@@ -52,6 +53,12 @@ class _Scored:
     score: float = 0.0
     partner: LabeledEdge | None = None
     via: set[str] = field(default_factory=set)
+
+
+EXTRACTION_REFUSED = (
+    "ingesting needs an LLM to read the text, and the offline backend does not invent facts: "
+    "set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
+)
 
 
 class OfflineBackend:
@@ -116,10 +123,7 @@ class OfflineBackend:
 
     def extract(self, request: ExtractionRequest) -> ExtractionOutput:
         """Refuses: without a model, any facts it gave would be invented."""
-        raise ExtractionUnsupported(
-            "ingesting needs an LLM to read the text, and the offline backend does not invent "
-            "facts: set OPENAI_BASE_URL (or pass --llm openai --base-url URL)"
-        )
+        raise ExtractionUnsupported(EXTRACTION_REFUSED)
 
 
 def _seed_names(edges: Sequence[LabeledEdge], seeds: set[ox.NamedNode]) -> set[str]:
@@ -171,7 +175,7 @@ def _reason(item: _Scored, question: dict[str, str], seeds: set[ox.NamedNode]) -
 
 
 def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
-    """The entity the facts lead to, then the facts themselves.
+    """The entity the facts lead to, then the facts themselves, each citing its edge id.
 
     The lead entity is one the question does not already name in full, preferring the end of a
     fact whose predicate the question asks about, a value or an entity as the question asks
@@ -179,9 +183,9 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     a subject.
     """
     if not facts:
-        return "The knowledge graph holds no facts that answer this question."
+        return NOTHING_SELECTED
     asked = set(stems(question))
-    statements = "; ".join(" ".join(fact.labels) for fact in facts)
+    statements = "; ".join(f"{' '.join(fact.labels)} [{fact.id}]" for fact in facts)
     uses = Counter(label for fact in facts for label in (fact.labels[0], fact.labels[2]))
     candidates = []
     question_words = set(words(question))

@@ -23,19 +23,33 @@ Serving a remote store (`--endpoint`). Each worker holds a RemoteStore instead a
 query to the endpoint; the results come back through pyoxigraph's parsers and are served with the
 same content negotiation, caps and timeout (the worker waiting on a slow endpoint is stopped like
 one running a slow query). A failing endpoint is answered 502 with its one-line reason.
+
+Hostile clients. Every wait, size and allocation is bounded: a query by --timeout (its process
+killed) and by --max-memory (its process's RLIMIT_DATA: a failed allocation ends the process,
+and the query is answered 503); a request by `max_request` (256 KiB), whether its body comes
+with a Content-Length or in chunks, and its request line with it. /sparql may hold --workers
+of the processes at once, so one is always left for the pages and saved queries. A Host header must
+name the server, so a page elsewhere cannot reach it through a browser by rebinding its own
+name to this address; and every answer forbids scripts, sniffing, framing and referrers.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
+import math
 import multiprocessing
 import os
 import queue
+import re
+import resource
+import signal
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -46,17 +60,29 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
-from tgsparql.serve import pages
+from tgsparql.serve import editor, pages
+from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, Result, \
-    execute, read_request, serialize
+    execute, read_request, refuse_service, serialize
 from tgsparql.store import EmbeddedStore, Store, StoreError
 from tgsparql.templates import Templates
 
-SAVED_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json"}
+SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
+"""The extensions of /queries/NAME.EXT; `.json?shape=objects` is records in one array."""
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": pages.CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+"""On every answer: pages run no script and load nothing from elsewhere, nothing is sniffed
+into another type, no URL of this server leaks in a Referer, no other site frames a page."""
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
 
 
 @dataclass(frozen=True)
@@ -74,7 +100,13 @@ class ServerConfig:
     max_results: int = 100_000
     max_request: int = 256 * 1024
     """Bytes of query string or request body at most (413 beyond)."""
+    max_memory: int | None = 1 << 30
+    """Bytes of data memory each query process may use (503 beyond); None for no bound."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header names accepted besides the loopback names and `host` (DNS rebinding)."""
     workers: int = 2
+    page_workers: int = 1
+    """Query processes /sparql may not take, kept for pages and saved queries."""
     collection: str = vocab.DEFAULT_COLLECTION
     log: bool = False
 
@@ -169,38 +201,80 @@ class Worker:
 
 
 class WorkerPool:
-    """Runs each job in an idle worker; a job past the timeout kills its worker (503)."""
+    """Runs each job in an idle worker; a job past the timeout kills its worker (503), and so
+    does one past the memory bound (its worker dies of it).
+
+    There are `workers + page_workers` processes, and /sparql queries may hold `workers` of them
+    at once: slow SPARQL queries cannot starve the pages and saved queries, which may use any."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all: set[Worker] = set()
+        self._busy_since: dict[Worker, float] = {}
         self._lock = threading.Lock()
-        starting = [self._spawn() for _ in range(config.workers)]
+        self._sparql_slots = threading.BoundedSemaphore(config.workers)
+        starting = [self._spawn() for _ in range(config.workers + config.page_workers)]
         for worker in starting:
             if not worker.ready():
-                raise StoreError("a query worker did not start")
+                self.close()
+                raise StoreError("a query worker did not start" + (
+                    f" within --max-memory {_size(config.max_memory)}"
+                    if worker.process.exitcode in OUT_OF_MEMORY else ""))
             self._idle.put(worker)
 
     def run(self, job: tuple[Any, ...]) -> Answer:
+        """The job's answer; a /sparql job first waits for one of its slots."""
+        timeout = self.config.timeout
+        if job[0] != "sparql":
+            return self._run(job, timeout)
+        started = time.monotonic()
+        if not self._sparql_slots.acquire(timeout=timeout):
+            raise self._busy()
+        try:
+            return self._run(job, max(0.0, started + timeout - time.monotonic()))
+        finally:
+            self._sparql_slots.release()
+
+    def _busy(self) -> ProtocolError:
+        return ProtocolError(503, f"every query worker stayed busy for {self.config.timeout:g} s "
+                                  "(--timeout); try again later", retry_after=self._next_free())
+
+    def _run(self, job: tuple[Any, ...], wait: float) -> Answer:
         timeout = self.config.timeout
         try:
-            worker = self._idle.get(timeout=timeout)
+            worker = self._idle.get(timeout=wait)
         except queue.Empty:
-            raise ProtocolError(503, f"every query worker stayed busy for {timeout:g} s "
-                                     "(--timeout); try again later") from None
+            raise self._busy() from None
+        with self._lock:
+            self._busy_since[worker] = time.monotonic()
         try:
             worker.conn.send(job)
             if worker.conn.poll(timeout):
                 status, content_type, body = worker.conn.recv()
+                self._done(worker)
                 self._idle.put(worker)
                 return Answer(status, content_type, body)
         except (EOFError, OSError):
             self._replace(worker)
+            if worker.process.exitcode in OUT_OF_MEMORY and self.config.max_memory:
+                raise ProtocolError(503, "the query needed more memory than the "
+                                         f"{_size(self.config.max_memory)} bound (--max-memory) "
+                                         "and was stopped") from None
             raise ProtocolError(500, "the query worker failed; it has been restarted") from None
         self._replace(worker)
         raise ProtocolError(503, f"the query ran longer than the {timeout:g} s timeout "
                                  "(--timeout) and was stopped")
+
+    def _next_free(self) -> int:
+        """Whole seconds until the first busy worker is done or stopped by the timeout."""
+        with self._lock:
+            started = min(self._busy_since.values(), default=time.monotonic())
+        return max(1, math.ceil(started + self.config.timeout - time.monotonic()))
+
+    def _done(self, worker: Worker) -> None:
+        with self._lock:
+            self._busy_since.pop(worker, None)
 
     def close(self) -> None:
         with self._lock:
@@ -216,6 +290,7 @@ class WorkerPool:
 
     def _replace(self, worker: Worker) -> None:
         """Kill the worker now; its successor joins the pool once it has started."""
+        self._done(worker)
         with self._lock:
             self._all.discard(worker)
         worker.stop()
@@ -236,8 +311,20 @@ def open_served(config: ServerConfig) -> ReadOnlyStore | RemoteStore:
     return ReadOnlyStore(config.store)
 
 
+OUT_OF_MEMORY_EXIT = 3
+OUT_OF_MEMORY = (OUT_OF_MEMORY_EXIT, -signal.SIGABRT, -signal.SIGKILL)
+"""How a worker past --max-memory ends: Python's MemoryError exits with OUT_OF_MEMORY_EXIT, a
+failed allocation in pyoxigraph's Rust code aborts, and the kernel's OOM killer kills."""
+
+
 def _worker_main(conn: Connection, config: ServerConfig) -> None:
-    """A worker's life: open the store read-only, then answer jobs until the pipe closes."""
+    """A worker's life: bound its memory, open the store read-only, then answer jobs until the
+    pipe closes."""
+    if config.max_memory:
+        # RLIMIT_DATA counts what allocators use (heap and private writable mappings), not the
+        # address space merely reserved, which for pyoxigraph and glibc is several times more.
+        resource.setrlimit(resource.RLIMIT_DATA, (config.max_memory, config.max_memory))
+        os.environ["RUST_BACKTRACE"] = "0"  # a failed allocation: one line, not a backtrace
     store = open_served(config)
     templates = Templates(store.dialect)
     conn.send("ready")
@@ -248,11 +335,14 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
             return
         try:
             answer = _run_job(store, templates, config, job)
+        except MemoryError:
+            os._exit(OUT_OF_MEMORY_EXIT)  # the pool answers 503 and starts a fresh process
         except ProtocolError as error:
-            answer = _error(error.status, error.message, html=job[0] in ("sessions", "session"))
+            answer = _failure(config, job, error.status, error.message)
         except Exception as error:  # a failing request must not take the worker with it
-            answer = _error(500, f"{type(error).__name__}: {error}",
-                            html=job[0] in ("sessions", "session"))
+            # One line: what follows the first (a response body quoted in it) is not repeated.
+            first = (str(error).splitlines() or [""])[0][:300]
+            answer = _failure(config, job, 500, f"{type(error).__name__}: {first}")
         conn.send((answer.status, answer.content_type, answer.body))
 
 
@@ -263,13 +353,19 @@ def _run_job(
     kind, *args = job
     for attempt in (1, 2):
         try:
+            if kind == "sparql" and _on_page(args[0]):
+                return editor.results_page(store, args[0], config.max_results,
+                                           templates.dialect, config.collection)
             if kind == "sparql":
                 return execute(store, args[0], config.max_results)
             if kind == "saved":
-                name, params, extension = args
+                name, params, fmt = args
                 saved = saved_queries()[name]
                 text = templates.render(saved.template, **saved.bind(params))
-                return serialize(store.query(text), SAVED_FORMATS[extension], config.max_results)
+                refuse_service(text)
+                if fmt in SHAPES:
+                    return serialize_records(store.query(text), fmt, config.max_results)
+                return serialize(store.query(text), fmt, config.max_results)
             if kind == "sessions":
                 return _sessions_page(store, templates, config, *args)
             return _session_page(store, templates, config, *args)
@@ -311,8 +407,38 @@ def _session_page(
     return Answer(200, HTML, pages.render_session(view).encode("utf-8"))
 
 
+def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
+    """The answer's format: the extension's, or records for `.json?shape=objects`; the
+    `shape` parameter is taken out of the query's own parameters."""
+    shapes = params.pop("shape", None)
+    if shapes is None:
+        return extension
+    if extension != "json" or shapes not in (["objects"], ["sparql"]):
+        raise ProtocolError(400, "shape is for NAME.json only, once: shape=objects (records) or "
+                                 "shape=sparql (SPARQL JSON results, the default)")
+    return "objects" if shapes == ["objects"] else "json"
+
+
 def _value(term: Any) -> str | None:
     return term.value if term is not None else None
+
+
+def _on_page(request: QueryRequest) -> bool:
+    """A query from the SPARQL page, answered as the page."""
+    return (request.format or "").lower() == "html"
+
+
+def _failure(config: ServerConfig, job: tuple[Any, ...], status: int, message: str) -> Answer:
+    """A job's error: in place on the SPARQL page for a query from it, else as its route's."""
+    if job[0] == "sparql" and _on_page(job[1]):
+        return editor.page(job[1].query, _dialect(config), config.collection, error=message,
+                           status=status)
+    return _error(status, message, html=job[0] in ("sessions", "session"))
+
+
+def _dialect(config: ServerConfig) -> str:
+    """The served store's dialect: an on-disk store's is RDF 1.2."""
+    return str(config.endpoint_options.get("dialect", "rdf12"))
 
 
 def _error(status: int, message: str, *, html: bool = False) -> Answer:
@@ -345,10 +471,46 @@ class Handler(BaseHTTPRequestHandler):
         self._send(_error(405, f"{self.command} is not allowed: this endpoint is read-only and "
                                "answers GET and POST"), {"Allow": "GET, POST"})
 
+    def handle_one_request(self) -> None:
+        """The standard library's, with the request line allowed up to the request cap (and the
+        method and path around it) instead of 64 KiB, so a long GET query is a 413 like a long
+        POST body, and a longer line is a 414."""
+        limit = self.server.config.max_request + 8 * 1024
+        try:
+            self.raw_requestline = self.rfile.readline(limit + 1)
+            if len(self.raw_requestline) > limit:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414, f"the request line is longer than {limit} bytes")
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            method = getattr(self, "do_" + self.command, None)
+            if method is None:
+                self.send_error(501, f"{self.command!r:.40} is not a method this server knows")
+                return
+            method()
+            self.wfile.flush()
+        except TimeoutError:
+            self.close_connection = True
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """The standard library's errors (bad request line, headers too long, …) as ours: one
+        plain-text line, with the same headers as every answer."""
+        self.close_connection = True
+        self._send(_error(code, message or self.responses.get(code, ("error",))[0]))
+
     def _handle(self, method: str) -> None:
         config = self.server.config
         url = urlsplit(self.path)
+        if method != "POST" and ("Content-Length" in self.headers
+                                 or "Transfer-Encoding" in self.headers):
+            self.close_connection = True  # an unread body must not be read as the next request
         try:
+            self._check_host()
             self._authorize(config)
             if len(url.query) > config.max_request:
                 raise ProtocolError(413, f"the query string is larger than {config.max_request} "
@@ -358,11 +520,27 @@ class Handler(BaseHTTPRequestHandler):
         except ProtocolError as error:
             html = url.path.startswith("/sessions") and error.status != 401
             extra = {"WWW-Authenticate": 'Bearer realm="tgsparql"'} if error.status == 401 else {}
-            if error.status == 413:
-                self.close_connection = True
+            if error.retry_after is not None:
+                extra["Retry-After"] = str(error.retry_after)
             self._send(_error(error.status, error.message, html=html), extra)
             return
         self._send(answer)
+
+    def _check_host(self) -> None:
+        """Refuse a Host this server was not started under: a page whose name was rebound to
+        this address (DNS rebinding) must not read it through a visitor's browser."""
+        if not self._host_allowed():
+            raise ProtocolError(400, f"Host {self.headers.get('Host', '')!r:.100} is not a name "
+                                     "this server answers to; start it with --allowed-host NAME "
+                                     "to add one")
+
+    def _host_allowed(self) -> bool:
+        given = self.headers.get_all("Host") or []
+        if not given:
+            return True  # no browser leaves it out
+        if len(given) > 1:
+            return False
+        return self.server.accepts_host(given[0])
 
     def _authorize(self, config: ServerConfig) -> None:
         if config.token is None:
@@ -377,24 +555,80 @@ class Handler(BaseHTTPRequestHandler):
                                 else "the bearer token is wrong")
 
     def _body(self, config: ServerConfig) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            raise ProtocolError(411, "a POST needs a Content-Length")
+        """The POST body, at most `max_request` bytes, by Content-Length or chunked; on any
+        refusal the connection closes, as what is left of the body cannot be told apart from
+        a next request."""
         try:
-            size = int(length)
-        except ValueError:
-            raise ProtocolError(400, "Content-Length is not a number") from None
-        if size > config.max_request:
-            raise ProtocolError(413, f"the request body is larger than {config.max_request} "
-                                     "bytes")
-        return self.rfile.read(size)
+            return self._read_body(config.max_request)
+        except ProtocolError:
+            self.close_connection = True
+            raise
+
+    def _read_body(self, limit: int) -> bytes:
+        lengths = self.headers.get_all("Content-Length") or []
+        coding = self.headers.get_all("Transfer-Encoding") or []
+        if coding:
+            if lengths:
+                raise ProtocolError(400, "give Content-Length or Transfer-Encoding, not both")
+            if [c.strip().lower() for c in coding] != ["chunked"]:
+                raise ProtocolError(501, "the only Transfer-Encoding accepted is chunked")
+            return self._read_chunked(limit)
+        if not lengths:
+            raise ProtocolError(411, "a POST needs a Content-Length (or a chunked body)")
+        if len(lengths) > 1 or not _DIGITS.fullmatch(lengths[0].strip()):
+            raise ProtocolError(400, "Content-Length must be one non-negative integer")
+        size = int(lengths[0])
+        if size > limit:
+            raise ProtocolError(413, f"the request body is larger than {limit} bytes")
+        body = self.rfile.read(size)
+        if len(body) != size:
+            raise ProtocolError(400, "the request body is shorter than its Content-Length")
+        return body
+
+    def _read_chunked(self, limit: int) -> bytes:
+        """A chunked body, refused (413) as soon as its chunks add up to more than `limit`."""
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(1024).split(b";", 1)[0].strip()
+            if not _HEX.fullmatch(size_line):
+                raise ProtocolError(400, "a chunk size is not a hexadecimal number")
+            size = int(size_line, 16)
+            if size == 0:
+                break
+            if len(body) + size > limit:
+                raise ProtocolError(413, f"the request body is larger than {limit} bytes")
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise ProtocolError(400, "a chunk is shorter than its size")
+            body += chunk
+        for _ in range(64):  # trailer fields, ignored, up to the empty line
+            if self.rfile.readline(8192) in (b"\r\n", b"\n", b""):
+                return bytes(body)
+        raise ProtocolError(400, "too many trailer fields after the chunked body")
 
     def _route(self, method: str, path: str, query: str, body: bytes) -> Answer:
         pool = self.server.pool
         if path == "/sparql":
-            request = read_request(method, query, self.headers.get("Content-Type", ""), body,
-                                   self.headers.get("Accept", ""))
-            return pool.run(("sparql", request))
+            config = self.server.config
+            if method == "GET" and editor.wants_page(query, self.headers.get("Accept", "")):
+                return editor.page(editor.starting_query(config.collection), _dialect(config),
+                                   config.collection)
+            request = None
+            try:
+                request = read_request(method, query, self.headers.get("Content-Type", ""),
+                                       body, self.headers.get("Accept", ""))
+                return pool.run(("sparql", request))
+            except ProtocolError as error:
+                if request is not None:
+                    shown = request.query if _on_page(request) else None
+                else:  # refused before it was read: an empty box, an update
+                    shown = editor.query_on_page(query)
+                if shown is None:
+                    raise
+                answer = editor.page(shown, _dialect(config), config.collection,
+                                     error=error.message, status=error.status)
+                return replace(answer, headers={"Retry-After": str(error.retry_after)}
+                               if error.retry_after is not None else {})
         if method != "GET":
             raise ProtocolError(405, f"{path} answers GET only")
         if path in ("/", ""):
@@ -406,9 +640,10 @@ class Handler(BaseHTTPRequestHandler):
             name, _, extension = path[len("/queries/"):].rpartition(".")
             if name not in saved_queries() or extension not in SAVED_FORMATS:
                 raise ProtocolError(404, f"no saved query {path[len('/queries/'):]!r}; see "
-                                         "/queries (NAME.csv, NAME.tsv or NAME.json)")
+                                         "/queries (NAME.csv, NAME.tsv, NAME.json or "
+                                         "NAME.ndjson)")
             params = parse_qs(query, keep_blank_values=True)
-            return pool.run(("saved", name, params, extension))
+            return pool.run(("saved", name, params, _saved_format(extension, params)))
         if path == "/sessions":
             params = parse_qs(query, keep_blank_values=True)
             unknown = sorted(set(params) - {"q", "limit"})
@@ -428,8 +663,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(answer.body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        for name, value in {**answer.headers, **(extra or {})}.items():
+        headers = {**SECURITY_HEADERS, **answer.headers, **(extra or {})}
+        if answer.status == 503:
+            headers.setdefault("Retry-After", "1")  # a fresh worker is about to be ready
+        for name, value in headers.items():
             self.send_header(name, value)
         if self.close_connection:
             self.send_header("Connection", "close")
@@ -447,6 +684,9 @@ class TgsparqlServer(ThreadingHTTPServer):
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        self.host_names = {"localhost", "127.0.0.1", "::1", _host_name(config.host)} | {
+            _host_name(name) for name in config.allowed_hosts}
+        self.any_address = config.host in ("", "0.0.0.0", "::")
         if config.endpoint is not None:  # fail here, once, rather than in every worker
             with open_served(config) as remote:
                 remote.ask(Templates(remote.dialect).render("serve/endpoint_reachable"))
@@ -457,6 +697,20 @@ class TgsparqlServer(ThreadingHTTPServer):
             self.pool.close()
             raise
 
+    def accepts_host(self, header: str) -> bool:
+        """A Host header naming this server: a loopback name, the address it listens on, an
+        --allowed-host name, or (listening on every address) any IP address."""
+        name = _host_name(header)
+        if name in self.host_names:
+            return True
+        if not self.any_address:
+            return False
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
@@ -465,6 +719,26 @@ class TgsparqlServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()
         self.pool.close()
+
+
+def _host_name(header: str) -> str:
+    """The name of a Host header or address: lower case, without port, brackets or final dot."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        value = value[1:].split("]", 1)[0]
+    elif value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def _size(size: int | None) -> str:
+    """Bytes as people write them: 1 GiB, 512 MiB."""
+    if size is None:
+        return "unbounded"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"
 
 
 def is_loopback(host: str) -> bool:
@@ -480,6 +754,8 @@ def describe(server: TgsparqlServer) -> str:
     return json.dumps({
         "url": server.url, **served, "token": config.token is not None,
         "timeout_s": config.timeout, "max_results": config.max_results,
-        "workers": config.workers,
+        "max_memory": _size(config.max_memory), "workers": config.workers,
+        "page_workers": config.page_workers,
+        "hosts": sorted(server.host_names) + (["any IP address"] if server.any_address else []),
     })
 

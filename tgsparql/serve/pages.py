@@ -3,13 +3,17 @@
 The picture is one small graph, question → selected edges → chunks → documents, laid out in
 four columns; it is drawn as inline SVG for the pages and `explain --format html`, and written
 as Graphviz DOT or Mermaid for `explain --format dot|mermaid`. Pages are jinja2 templates in
-`templates/`, autoescaped; nothing on them runs JavaScript.
+`templates/`, autoescaped; nothing on them runs JavaScript, and the server's
+Content-Security-Policy lets nothing run: no script at all, only the pages' one stylesheet (by
+its hash). Only http and https IRIs become links, so no `javascript:` IRI in the data is one.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -23,6 +27,7 @@ from tgsparql.templates import Templates
 from tgsparql.trace import ChunkSource, session_trace
 
 COLUMNS = ("question", "edge", "chunk", "document")
+_WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
 NODE_WIDTH, NODE_HEIGHT, COLUMN_GAP, ROW_GAP, MARGIN = 230, 44, 60, 14, 10
 
 
@@ -48,6 +53,8 @@ class EdgeView:
     labels: tuple[str, str, str]
     reasoning: str
     sources: list[SourceView] = field(default_factory=list)
+    citations: list[str] = field(default_factory=list)
+    """The answer's sentences that cite the edge."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ def session_view(store: Store, templates: Templates, collection: str, session: s
             labels=edge.labels,
             reasoning=edge.reasoning,
             sources=[SourceView(s, highlight(s)) for s in chunk_sources.get(edge.iri, [])],
+            citations=edge.citations,
         )
         for edge in explanation.selected
     ]
@@ -191,15 +199,37 @@ def render_error(status: int, message: str) -> str:
     return _environment().get_template("error.html").render(status=status, message=message)
 
 
+def render_sparql(**context: Any) -> str:
+    """The SPARQL page (`editor.page` says what it holds)."""
+    return _environment().get_template("sparql.html").render(**context)
+
+
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("tgsparql.serve", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    environment.tests["web_link"] = lambda iri: bool(_WEB_LINK.match(iri))
+    return environment
+
+
+def _style_hash() -> str:
+    """The CSP hash of base.html's <style>, the only inline content the pages have."""
+    source, _, _ = _environment().loader.get_source(_environment(), "base.html")  # type: ignore
+    found = re.search(r"<style>(.*?)</style>", source, re.DOTALL)
+    assert found is not None, "base.html has no <style>"
+    digest = hashlib.sha256(found.group(1).encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+CONTENT_SECURITY_POLICY = (
+    f"default-src 'none'; style-src {_style_hash()}; img-src 'self'; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 def _node_id(prefix: str, iri: str) -> str:

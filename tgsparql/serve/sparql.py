@@ -6,6 +6,13 @@ and `application/sparql-update` bodies are refused before anything is parsed, an
 that parser does not accept) is answered 400 before the real store is touched. The real store
 is opened read-only and only ever given `query()`; a remote store (`serve --endpoint`) is only
 ever sent queries, whose results pyoxigraph reads back before they are served.
+
+No outbound requests. pyoxigraph's engine answers `SERVICE <url> { … }` by connecting to the URL,
+so a query naming SERVICE (SILENT or not) is refused before it runs. The parser itself decides
+what is the keyword: every `service` in the text (any case) is rewritten to `servixe`, which is
+no keyword; a query whose rewrite still parses had the word only inside strings, IRIs, names or
+comments, and one whose rewrite does not parse used the keyword (or is not a query at all;
+it cannot be parsed as written to tell which, since an ASK is evaluated as it is parsed).
 """
 
 from __future__ import annotations
@@ -54,15 +61,20 @@ _UPDATE_START = re.compile(
     re.IGNORECASE,
 )
 READ_ONLY = "this endpoint is read-only: SPARQL Update is refused"
+NO_SERVICE = ("SERVICE is refused: this server makes no outbound requests (query the other "
+              "endpoint yourself)")
+_SERVICE_WORD = re.compile(r"servi(c)e", re.IGNORECASE | re.ASCII)
 
 
 class ProtocolError(Exception):
     """A request answered with an HTTP error status and a one-line plain-text reason."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after = retry_after
+        """Seconds for a 503's Retry-After, when known."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,7 @@ def read_request(
 
 def check_query(text: str) -> QueryForm:
     """The query's form, from pyoxigraph's parser on an empty store; updates are refused."""
+    refuse_service(text)  # first: an ASK is evaluated as it is parsed, SERVICE and all
     try:
         # Nothing is read: the scratch store is empty, and SELECT/CONSTRUCT results are lazy.
         result = ox.Store().query(text)
@@ -133,6 +146,19 @@ def check_query(text: str) -> QueryForm:
             raise ProtocolError(400, READ_ONLY) from None
         raise ProtocolError(400, f"not a SPARQL query: {error}") from None
     return _form(result)
+
+
+def refuse_service(text: str) -> None:
+    """Refuse (400) a query that uses SERVICE: running it would make the server connect out."""
+    if not _SERVICE_WORD.search(text):
+        return
+    rewritten = _SERVICE_WORD.sub(
+        lambda m: m.group(0)[:5] + ("X" if m.group(1).isupper() else "x") + m.group(0)[6], text)
+    try:
+        ox.Store().query(rewritten)  # nothing to connect to: no SERVICE is left in it
+    except SyntaxError:
+        raise ProtocolError(400, READ_ONLY if _UPDATE_START.match(text) else NO_SERVICE) \
+            from None
 
 
 def negotiate(form: QueryForm, accept: str, format: str | None) -> str:
@@ -182,13 +208,17 @@ def execute(store: Queryable, request: QueryRequest, max_results: int) -> Answer
     """Check, run and serialize one query; at most `max_results` solutions or triples."""
     form = check_query(request.query)
     key = negotiate(form, request.accept, request.format)
+    return serialize(evaluate(store, request), key, max_results)
+
+
+def evaluate(store: Queryable, request: QueryRequest) -> Result:
+    """The result of a query `check_query` has let through, on the request's dataset."""
     defaults = [ox.NamedNode(iri) for iri in request.default_graphs]
     try:
-        result = store.query(request.query, default_graph=defaults or None,
-                             named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
+        return store.query(request.query, default_graph=defaults or None,
+                           named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
     except SyntaxError as error:
         raise ProtocolError(400, f"not a SPARQL query: {error}") from None
-    return serialize(result, key, max_results)
 
 
 def serialize(result: Result, key: str, max_results: int) -> Answer:
@@ -198,10 +228,10 @@ def serialize(result: Result, key: str, max_results: int) -> Answer:
         body = result.serialize(format=RESULT_FORMATS[key])
     elif isinstance(result, ox.QuerySolutions):
         variables = [variable.value for variable in result.variables]
-        rows = _capped(result, max_results, "results")
+        rows = capped(result, max_results, "results")
         body = _solutions(variables, rows).serialize(format=RESULT_FORMATS[key])
     else:
-        triples = _capped(result, max_results, "triples")
+        triples = capped(result, max_results, "triples")
         body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
     return Answer(200, media_type(form, key), body)
 
@@ -242,7 +272,8 @@ def _json_term(term: Any) -> dict[str, Any]:
     return out
 
 
-def _capped(items: Any, max_results: int, what: str) -> list[Any]:
+def capped(items: Any, max_results: int, what: str) -> list[Any]:
+    """The items, refusing (503) more than `max_results` of them."""
     kept = []
     for item in items:
         if len(kept) == max_results:

@@ -36,7 +36,8 @@ class Script:
     """What the fake says for one question.
 
     `select`: (edge, reasoning) pairs, written as JSONL with the prompt's ids; or `raw`: the
-    selector output verbatim (for hostile or partial output). `answer`: the answer text.
+    selector output verbatim (for hostile or partial output). `answer`: the answer text, asked
+    for only when an edge was selected (else the pipeline answers that the KG holds nothing).
     """
 
     select: Sequence[tuple[EdgeRef, str]] = ()

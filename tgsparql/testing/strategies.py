@@ -17,7 +17,12 @@ from decimal import Decimal
 from typing import Literal as TypingLiteral
 
 import pyoxigraph as ox
-from hypothesis import strategies as st
+
+try:
+    from hypothesis import strategies as st
+except ImportError as missing:
+    raise ImportError("tgsparql.testing.strategies needs hypothesis: "
+                      "pip install 'tgsparql[testing]'") from missing
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, update_label_index
@@ -167,7 +172,7 @@ def knowledge_graphs(
     language_labels: bool = True,
 ) -> KnowledgeGraph:
     """A small connected-ish KG: entities and predicates with word labels, IRI or literal
-    objects. Labels may repeat (two entities called alike must both survive, SPEC §4)."""
+    objects. Labels may repeat (two entities called alike must both survive, docs/spec.md §4)."""
     entity_count = draw(st.integers(2, max(2, max_entities)))
     entities = [ox.NamedNode(f"{EX}entity/e{i}") for i in range(entity_count)]
     predicates = [ox.NamedNode(f"{EX}rel/p{i}") for i in range(draw(st.integers(1, 4)))]
@@ -192,12 +197,12 @@ def knowledge_graphs(
     return KnowledgeGraph(tuple(facts), labels)
 
 
-# ---- extraction provenance (SPEC §8) --------------------------------------------------------
+# ---- extraction provenance (docs/spec.md §8) --------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ProvenancedGraph:
-    """A KG whose every fact was extracted from a sentence of a document, recorded per SPEC §8
+    """A KG whose every fact was extracted from a sentence of a document, recorded per docs/spec.md §8
     in `urn:graph:source`, with document and chunk texts in the librarian."""
 
     kg: KnowledgeGraph
@@ -311,7 +316,7 @@ def _integer(value: int) -> ox.Literal:
     return ox.Literal(str(value), datatype=vocab.XSD_INTEGER)
 
 
-# ---- selector output (SPEC §5) --------------------------------------------------------------
+# ---- selector output (docs/spec.md §5) --------------------------------------------------------------
 
 SelectionKind = TypingLiteral["valid", "partial", "hostile"]
 
@@ -408,7 +413,7 @@ def selection_texts(
                          tuple(kept), tuple(invalid))
 
 
-# ---- whole sessions (SPEC §2) ---------------------------------------------------------------
+# ---- whole sessions (docs/spec.md §2) ---------------------------------------------------------------
 
 Outcome = TypingLiteral["complete", "failed-retrieval", "failed-selection", "failed-answer",
                         "interrupted"]

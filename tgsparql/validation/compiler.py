@@ -2,46 +2,68 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from tgsparql.templates import Templates, TemplateError, Term
+from tgsparql.templates import Templates, TemplateError
 from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.shapes import Constraint, Shape, Shapes
+from tgsparql.validation.sparql import SparqlConstraint
+
+
+SPARQL_BASED = ("Sparql", "SparqlComponent")
 
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """A query whose rows are violations; `?k` indexes `constraints` (absent for sh:sparql)."""
+    """A query whose rows are violations; `?k` indexes `constraints` (absent for SHACL-SPARQL).
+
+    With `per_focus_node`, `text` lists the focus nodes (?this) and `per_focus_node` is the
+    query to run for each with $this pre-bound to it."""
 
     shape: Shape
     component: ox.NamedNode
     constraints: tuple[Constraint, ...]
     text: str
+    per_focus_node: str | None = None
+
+
+FOCUS_STAND_IN = "urn:x-tgsparql:focus-nodes:"
+"""In the queries for a few focus nodes, `<FOCUS_STAND_IN{shape.key}>` stands for the nodes the
+targets of that shape reach; the validator writes them in before each run."""
 
 
 def compile_shapes(
-    shapes: Shapes, templates: Templates, focus_nodes: Sequence[Term] | None = None
+    shapes: Shapes,
+    templates: Templates,
+    scoped: bool = False,
+    check: bool = False,
 ) -> Iterator[CompiledQuery]:
     """Every query validation runs, in a stable order; shapes no focus node reaches run none.
+    `check` parses each SHACL-SPARQL query, so a shapes graph is refused when it is read.
 
     One at a time: each query lists every focus node, so holding all of them at once would cost
-    (queries x focus nodes) of text, tens of MB for a few thousand nodes.
+    (queries x focus nodes) of text, tens of MB for a few thousand nodes. Over all focus nodes,
+    one query per component of a shape keeps each query simple for the engine; for a few focus
+    nodes, where each query costs little but its round trip, one query per shape.
     """
+    focus_nodes = FOCUS_STAND_IN if scoped else None
     for shape in shapes:
         _refuse_nested_sparql(shape)
         if not shape.has_focus:
             continue
         groups: dict[str, list[Constraint]] = {}
         for constraint in shape.constraints:
-            groups.setdefault(constraint.component, []).append(constraint)
-        for component in sorted(groups):
-            found = groups[component]
-            if component == "Sparql":
+            key = constraint.component if focus_nodes is None else "all"
+            groups.setdefault("" if constraint.component in SPARQL_BASED else key, []).append(constraint)
+        for key in sorted(groups):
+            found = groups[key]
+            if not key:
                 for constraint in found:
-                    yield _sparql(shape, constraint, templates, focus_nodes)
+                    yield _sparql(shape, constraint, templates, focus_nodes, check)
                 continue
             text = _render(templates, "validation/_constraint", shape,
                            shape=shape, constraints=found, focus_nodes=focus_nodes)
@@ -49,16 +71,45 @@ def compile_shapes(
 
 
 def _sparql(
-    shape: Shape, constraint: Constraint, templates: Templates, focus_nodes: Sequence[Term] | None
+    shape: Shape,
+    constraint: Constraint,
+    templates: Templates,
+    focus_nodes: str | None,
+    check: bool,
 ) -> CompiledQuery:
-    text = _render(templates, "validation/_sparql_constraint", shape,
-                   shape=shape, constraint=constraint.value, focus_nodes=focus_nodes)
-    try:
-        ox.Store().query(text)
-    except SyntaxError as error:
-        message = str(error).splitlines()[0]
-        raise ShapesError(f"shape {shape.name}: sh:sparql query does not parse: {message}") from None
-    return CompiledQuery(shape, constraint.component_iri, (constraint,), text)
+    query: SparqlConstraint = constraint.value  # type: ignore[assignment]
+    params = dict(shape=shape, constraint=query, focus_nodes=focus_nodes)
+    per_node = None
+    if not query.ask:
+        prefixes = _render(templates, "validation/_sparql_prefixes", shape, **params)
+        per_node = prefixes + query.text(_render(templates, "validation/_path", shape, path=shape.path))
+    run_per_node = not query.ask and not query.one_query
+    if query.ask:
+        text = _render(templates, "validation/_sparql_ask", shape, **params)
+    elif run_per_node:
+        text = _render(templates, "validation/_focus_nodes", shape, **params)
+    else:
+        text = _render(templates, "validation/_sparql_constraint", shape, **params)
+    if check:
+        _check(shape, query, None if run_per_node else text, per_node)
+    return CompiledQuery(
+        shape, constraint.component_iri, (constraint,), text, per_node if run_per_node else None
+    )
+
+
+def _check(shape: Shape, query: SparqlConstraint, text: str | None, per_node: str | None) -> None:
+    """A query that does not parse is an error of the shapes graph, not of the data. A query
+    run per focus node is valid once $this is a constant (an aggregate may then project it
+    without GROUP BY), so it is checked in that form."""
+    bound = None if per_node is None else substitute(per_node, {"this": "<urn:focus>"})
+    for checked in (text, bound):
+        try:
+            if checked is not None:
+                ox.Store().query(checked)
+        except SyntaxError as error:
+            message = str(error).splitlines()[0]
+            what = "validator" if query.component is not None else "sh:sparql query"
+            raise ShapesError(f"shape {shape.name}: {what} does not parse: {message}") from None
 
 
 def _render(templates: Templates, name: str, owner: Shape, **params: object) -> str:
@@ -71,7 +122,7 @@ def _render(templates: Templates, name: str, owner: Shape, **params: object) -> 
 def _refuse_nested_sparql(shape: Shape) -> None:
     """sh:sparql cannot be inlined into another shape's pattern; say so rather than skip it."""
     for nested in _referenced(shape, set()):
-        if any(c.component == "Sparql" for c in nested.constraints):
+        if any(c.component in SPARQL_BASED for c in nested.constraints):
             raise ShapesError(
                 f"shape {nested.name}: sh:sparql in a shape used through sh:node, sh:not, sh:and, "
                 f"sh:or, sh:xone or sh:qualifiedValueShape (from {shape.name}) is not supported"

@@ -132,7 +132,8 @@ class ValidationReport:
         for result in self.results:
             counts[_local(result.severity)] = counts.get(_local(result.severity), 0) + 1
         summary = ", ".join(f"{n} {k.lower()}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
-        lines = [f"Does not conform: {summary}."]
+        # The verdict people and CI act on: only violations fail (exit 1); warnings do not.
+        lines = [f"Does not conform: {summary}." if self.violations else f"Conforms, with {summary}."]
         names = dict(self.shapes)
         for result in self.results:
             where = f" {show_term(result.result_path)}" if result.result_path is not None else ""

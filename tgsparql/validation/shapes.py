@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path as FilePath
 from typing import Literal as TypingLiteral
+from urllib.parse import unquote, urlsplit
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.templates import Dialect, Term
 from tgsparql.validation.errors import ShapesError
-from tgsparql.validation.sparql import read_sparql_constraint
+from tgsparql.validation.sparql import (
+    OWL_IMPORTS, component_constraints, read_components, read_sparql_constraint,
+)
 
 SH = vocab.SH
 RDF_FIRST = ox.NamedNode(vocab.RDF + "first")
@@ -33,7 +36,7 @@ EDGE_FILES: dict[Dialect, str] = {
     "rdfstar": "edges-triple-terms.ttl",
     "reification": "edges-reification.ttl",
 }
-"""The bundled file of each dialect's constraints on edge references (SPEC §3); the other
+"""The bundled file of each dialect's constraints on edge references (docs/spec.md §3); the other
 bundled files hold what every dialect shares."""
 
 
@@ -112,6 +115,8 @@ class Constraint:
     def component_iri(self) -> ox.NamedNode:
         if self.component == "Sparql":  # the one component whose IRI is not its camel-case name
             return sh("SPARQLConstraintComponent")
+        if self.component == "SparqlComponent":  # declared in the shapes graph (SHACL §6)
+            return self.value.component  # type: ignore[attr-defined,no-any-return]
         return sh(self.component + "ConstraintComponent")
 
 
@@ -130,6 +135,11 @@ class Shape:
     severity: ox.NamedNode = VIOLATION
     messages: tuple[ox.Literal, ...] = ()
     label: str | None = None
+
+    @property
+    def key(self) -> int:
+        """This shape's identity (no two shapes share it), for stand-ins in query text."""
+        return id(self)
 
     @property
     def name(self) -> str:
@@ -201,17 +211,31 @@ class Shapes:
 
     @classmethod
     def from_files(cls, paths: Iterable[str | FilePath]) -> Shapes:
+        """The shapes of the files and of the local files they owl:import, transitively; an
+        import of anything but a file: IRI is not fetched (validation makes no request)."""
         dataset: list[ox.Triple | ox.Quad] = []
         names = []
-        for path in map(FilePath, paths):
-            names.append(str(path))
+        pending = [(path, str(path)) for path in map(FilePath, paths)]
+        read: set[FilePath] = set()
+        while pending:
+            path, shown = pending.pop(0)
+            if path.resolve() in read:
+                continue
+            read.add(path.resolve())
+            names.append(shown)
             fmt = ox.RdfFormat.from_extension(path.suffix.lstrip(".")) or ox.RdfFormat.TURTLE
             try:
-                dataset.extend(ox.parse(path=str(path), format=fmt, base_iri=path.resolve().as_uri()))
+                found = list(ox.parse(path=str(path), format=fmt, base_iri=path.resolve().as_uri()))
             except SyntaxError as error:
-                raise ShapesError(f"{path}: {_syntax_message(error)}") from None
+                raise ShapesError(f"{shown}: {_syntax_message(error)}") from None
             except OSError as error:
-                raise ShapesError(f"{path}: cannot read shapes: {error.strerror or error}") from None
+                raise ShapesError(f"{shown}: cannot read shapes: {error.strerror or error}") from None
+            dataset.extend(found)
+            for quad in found:
+                if quad.predicate == OWL_IMPORTS and isinstance(quad.object, ox.NamedNode):
+                    if quad.object.value.startswith("file:"):
+                        imported = FilePath(unquote(urlsplit(quad.object.value).path))
+                        pending.append((imported, f"{imported} (imported by {shown})"))
         return cls(dataset, ", ".join(names) or "no files")
 
     @classmethod
@@ -295,6 +319,7 @@ class _Reader:
         self.origin = origin
         self.parsed: dict[Term, Shape] = {}
         self.in_progress: list[Term] = []
+        self.components = read_components(self)
 
     # --- graph access ---------------------------------------------------------------------
     def objects(self, subject: Term, predicate: ox.NamedNode) -> list[Term]:
@@ -480,6 +505,9 @@ class _Reader:
             constraint = read_sparql_constraint(self, shape, value)
             if constraint is not None:
                 add(Constraint("Sparql", constraint))
+        for component in self.components:
+            for query in component_constraints(self, shape, component):
+                add(Constraint("SparqlComponent", query))
 
     def _parameter(self, shape: Shape, key: str, value: Term) -> object:
         node = shape.node

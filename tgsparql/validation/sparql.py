@@ -1,12 +1,14 @@
-"""SHACL-SPARQL `sh:sparql` constraints: their SELECT text, split where the focus nodes go.
+"""SHACL-SPARQL read from the shapes graph: `sh:sparql` constraints (§5) and SPARQL-based
+constraint components (§6), as query text split where the focus nodes and $PATH go.
 
-Pre-binding `$this` for every focus node in one query means joining the focus-node pattern at
-the start of the query's outermost group. The text is only lexed (strings, IRIs and comments
-skipped), never rewritten: the compiler's template places the focus pattern between the parts.
+Where one query serves every focus node (prebinding.one_query_for_all), the compiler's template
+joins the focus-node pattern at the start of the query's outermost group; otherwise the query
+runs once per focus node with $this written in. Parameters and $currentShape are written in here.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,13 +16,17 @@ from typing import TYPE_CHECKING
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.templates import Sparql, Term
+from tgsparql.templates import Sparql, Term, render_term
 from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.prebinding import (
+    one_query_for_all, refuse_forbidden, substitute, tokens, uses,
+)
 
 if TYPE_CHECKING:
     from tgsparql.validation.shapes import Shape, _Reader
 
 SH = vocab.SH
+OWL_IMPORTS = ox.NamedNode("http://www.w3.org/2002/07/owl#imports")
 _TOKEN = re.compile(
     r'"""(?:[^"\\]|\\.|"(?!""))*"""'
     r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
@@ -33,19 +39,33 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _PREFIX_NAME = re.compile(r"(?:[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9_-]|[A-Za-z])?")
-UNSUPPORTED_BINDINGS = ("shapesGraph", "currentShape")
+SHAPES_GRAPH_REFUSED = (
+    "$shapesGraph is not supported: this processor does not keep the shapes graph in the data's "
+    "dataset, and SHACL §5.3.1 has processors without it report a failure"
+)
 CONSTRAINT_KEYS = frozenset({"select", "prefixes", "message", "deactivated"})
 
 
 @dataclass(frozen=True)
 class SparqlConstraint:
-    """An `sh:sparql` SELECT constraint; `body` is split at each `$PATH`."""
+    """An `sh:sparql` SELECT constraint, or a SPARQL-based constraint component's validator as a
+    shape uses it (parameters already in the text); `body` is split at each `$PATH`."""
 
     node: ox.NamedNode | ox.BlankNode
     prefixes: tuple[tuple[Sparql, ox.NamedNode], ...]
     head: Sparql
     body: tuple[Sparql, ...]
     messages: tuple[ox.Literal, ...]
+    one_query: bool = True
+    """Whether one query serves every focus node (see prebinding.one_query_for_all); else the
+    query runs once per focus node, with $this replaced by it."""
+    component: ox.NamedNode | None = None
+    ask: bool = False
+    parameters: tuple[tuple[str, Term], ...] = ()
+
+    def text(self, path: str) -> str:
+        """The whole query with $PATH as `path` (plain text: adding markup would escape it)."""
+        return str(self.head) + str(path).join(map(str, self.body))
 
 
 def read_sparql_constraint(reader: _Reader, shape: Shape, node: Term) -> SparqlConstraint | None:
@@ -66,18 +86,40 @@ def read_sparql_constraint(reader: _Reader, shape: Shape, node: Term) -> SparqlC
     if len(selects) != 1 or not isinstance(selects[0], ox.Literal):
         raise reader.fail(owner, "sh:sparql needs exactly one sh:select literal")
     messages = reader._messages(owner, values.get("message", []))
-    prefixes = _prefixes(reader, owner, values.get("prefixes", []))
-    head, body = split_select(selects[0].value, owner_name=_name(owner))
+    prefixes = prefixes_of(reader, owner, values.get("prefixes", []))
+    where = f"{_name(owner)}: sh:sparql"
+    text = bind_current_shape(selects[0].value, owner, where)
+    refuse_forbidden(text, {"this"}, where)
+    head, body = split_select(text, owner_name=_name(owner))
     if shape.path is None and len(body) > 1:
         raise reader.fail(owner, "$PATH in the sh:select of a node shape")
-    return SparqlConstraint(node, prefixes, head, body, messages)
+    return SparqlConstraint(node, prefixes, head, body, messages, one_query_for_all(text, {"this"}))
 
 
-def _prefixes(
+def bind_current_shape(text: str, shape: Term, where: str) -> str:
+    """The query with $currentShape replaced by the shape; $shapesGraph refused (§5.3.1)."""
+    if uses(text, "shapesGraph"):
+        raise ShapesError(f"{where}: {SHAPES_GRAPH_REFUSED}")
+    if not uses(text, "currentShape"):
+        return text
+    if not isinstance(shape, ox.NamedNode):
+        raise ShapesError(f"{where}: $currentShape of a blank-node shape cannot be written in a query")
+    return substitute(text, {"currentShape": f"<{shape.value}>"})
+
+
+def prefixes_of(
     reader: _Reader, owner: Term, nodes: list[Term]
 ) -> tuple[tuple[Sparql, ox.NamedNode], ...]:
+    """The prefixes declared (sh:declare) by each sh:prefixes value and what it owl:imports."""
     declared: dict[str, ox.NamedNode] = {}
-    for holder in nodes:
+    holders: list[Term] = []
+    pending = list(nodes)
+    while pending:
+        holder = pending.pop()
+        if holder not in holders:
+            holders.append(holder)
+            pending += reader.objects(holder, OWL_IMPORTS)
+    for holder in holders:
         for declaration in reader.objects(holder, ox.NamedNode(SH + "declare")):
             names = reader.objects(declaration, ox.NamedNode(SH + "prefix"))
             spaces = reader.objects(declaration, ox.NamedNode(SH + "namespace"))
@@ -113,8 +155,6 @@ def split_select(text: str, owner_name: str = "a shape") -> tuple[Sparql, tuple[
             opening = match.end()
         elif token[0] in "?$" and len(token) > 1:
             name = token[1:]
-            if name in UNSUPPORTED_BINDINGS:
-                raise ShapesError(f"{owner_name}: sh:select uses ${name}, which is not supported")
             if name == "PATH":
                 if opening is None:
                     raise ShapesError(f"{owner_name}: $PATH before the WHERE clause")
@@ -147,3 +187,140 @@ def _strip_comments(text: str) -> str:
 
 def _name(node: Term) -> str:
     return f"shape <{node.value}>" if isinstance(node, ox.NamedNode) else "a blank-node shape"
+
+
+RESERVED = frozenset({"this", "shapesGraph", "currentShape", "value", "PATH"})
+VALIDATOR_KINDS = {"validator": True, "nodeValidator": False, "propertyValidator": False}
+"""Each validator property, and whether its validators are ASK (else SELECT) queries (§6.2)."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    """The variable the value is pre-bound to: the local name of its sh:path."""
+    path: ox.NamedNode
+    optional: bool
+
+
+@dataclass(frozen=True)
+class Component:
+    """A SPARQL-based constraint component (SHACL §6) declared in the shapes graph."""
+
+    node: ox.NamedNode
+    parameters: tuple[Parameter, ...]
+    validators: dict[str, Term]
+
+
+def read_components(reader: _Reader) -> list[Component]:
+    found = []
+    kind = ox.NamedNode(SH + "ConstraintComponent")
+    for node in reader.subjects(vocab.RDF_TYPE, kind):
+        if not isinstance(node, ox.NamedNode):
+            raise reader.fail(node, "a constraint component must be an IRI")
+        parameters = []
+        for declaration in reader.objects(node, ox.NamedNode(SH + "parameter")):
+            paths = reader.objects(declaration, ox.NamedNode(SH + "path"))
+            if len(paths) != 1 or not isinstance(paths[0], ox.NamedNode):
+                raise reader.fail(node, "each sh:parameter needs one sh:path IRI")
+            name = re.split(r"[#/:]", paths[0].value)[-1]
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in RESERVED:
+                raise reader.fail(node, f"the parameter {paths[0].value} has no usable variable "
+                                        f"name (its local name {name!r})")
+            optional = reader._boolean(
+                node, reader.objects(declaration, ox.NamedNode(SH + "optional")), "sh:optional")
+            parameters.append(Parameter(name, paths[0], optional))
+        if not parameters:
+            raise reader.fail(node, "a constraint component needs at least one sh:parameter")
+        validators = {}
+        for key in VALIDATOR_KINDS:
+            values = reader.objects(node, ox.NamedNode(SH + key))
+            if len(values) > 1:
+                raise reader.fail(node, f"more than one sh:{key}")
+            if values:
+                validators[key] = values[0]
+        found.append(Component(node, tuple(parameters), validators))
+    return found
+
+
+def component_constraints(
+    reader: _Reader, shape: Shape, component: Component
+) -> list[SparqlConstraint]:
+    """One constraint per combination of the shape's parameter values; none when a mandatory
+    parameter has no value or no validator fits the kind of shape (both ignored, §6.2)."""
+    values: list[list[tuple[str, Term]]] = []
+    for parameter in component.parameters:
+        found = reader.objects(shape.node, parameter.path)
+        if not found and not parameter.optional:
+            return []
+        if found:
+            values.append([(parameter.name, value) for value in found])
+    key = "nodeValidator" if shape.path is None else "propertyValidator"
+    key = key if key in component.validators else "validator"
+    if key not in component.validators:
+        return []
+    return [
+        _validator(reader, shape, component, key, dict(combination))
+        for combination in itertools.product(*values)
+    ]
+
+
+def _validator(
+    reader: _Reader, shape: Shape, component: Component, key: str, parameters: dict[str, Term]
+) -> SparqlConstraint:
+    node = component.validators[key]
+    where = f"{_name(shape.node)}: validator of <{component.node.value}>"
+    ask = VALIDATOR_KINDS[key]
+    texts = reader.objects(node, ox.NamedNode(SH + ("ask" if ask else "select")))
+    if len(texts) != 1 or not isinstance(texts[0], ox.Literal):
+        query = "sh:ask" if ask else "sh:select"
+        raise ShapesError(f"{where}: sh:{key} needs exactly one {query} literal")
+    constants = {}
+    for name, value in parameters.items():
+        if not isinstance(value, (ox.NamedNode, ox.Literal)):
+            raise ShapesError(f"{where}: the value of ${name} is not an IRI or a literal, so it "
+                              "cannot be pre-bound in a query")
+        constants[name] = render_term(value, "rdf12")
+    text = bind_current_shape(texts[0].value, shape.node, where)
+    refuse_forbidden(text, {"this", *parameters, *(["value"] if ask else [])}, where)
+    text = substitute(text, constants)
+    messages = reader._messages(shape.node, reader.objects(node, ox.NamedNode(SH + "message")))
+    prefixes = prefixes_of(reader, shape.node, reader.objects(node, ox.NamedNode(SH + "prefixes")))
+    if ask:
+        head, body = _split_ask(text, where)
+        one_query = True
+    else:
+        head, body = split_select(text, owner_name=where)
+        one_query = one_query_for_all(text, {"this"})
+    if shape.path is None and len(body) > 1:
+        raise ShapesError(f"{where}: $PATH in the validator of a node shape")
+    return SparqlConstraint(
+        node, prefixes, head, body, messages, one_query, component.node, ask,
+        tuple(sorted(parameters.items())),
+    )
+
+
+def _split_ask(text: str, where: str) -> tuple[Sparql, tuple[Sparql, ...]]:
+    """(the prologue, the WHERE group split at `$PATH`); solution modifiers are dropped."""
+    found = tokens(text)
+    ask = next((i for i, t in enumerate(found) if t.word == "ASK"), None)
+    if ask is None or any(t.word in ("SELECT", "CONSTRUCT", "DESCRIBE") for t in found[:ask]):
+        raise ShapesError(f"{where}: sh:ask must be an ASK query")
+    depth, opening, closing = 0, None, None
+    for token in found[ask:]:
+        if token.text == "{":
+            opening = token.start if opening is None else opening
+            depth += 1
+        elif token.text == "}":
+            depth -= 1
+            if depth == 0:
+                closing = token.end
+                break
+    if opening is None or closing is None:
+        raise ShapesError(f"{where}: sh:ask has no complete WHERE clause")
+    parts, start = [], opening
+    for token in found:
+        if opening < token.start < closing and token.variable == "PATH":
+            parts.append(Sparql(text[start:token.start]))
+            start = token.end
+    parts.append(Sparql(text[start:closing]))
+    return Sparql(text[: found[ask].start]), tuple(parts)

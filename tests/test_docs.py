@@ -1,0 +1,56 @@
+"""The repository stands alone: its specification, licence and layout are in it and agree."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+
+from conftest import REPO
+
+SPEC = REPO / "docs" / "spec.md"
+OLD_REFERENCE = "SPEC" + " §"
+"""How references read before the specification was in the repository (spelt apart here)."""
+
+
+def tracked_text_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.split()
+    return [name for name in listed if name.endswith((".py", ".md", ".rq", ".ttl", ".j2"))]
+
+
+def test_every_spec_reference_names_a_section_of_docs_spec() -> None:
+    sections = set(re.findall(r"^## (\d+)\. ", SPEC.read_text(encoding="utf-8"), re.M))
+    cited: dict[str, set[str]] = {}
+    for name in tracked_text_files():
+        text = (REPO / name).read_text(encoding="utf-8")
+        assert OLD_REFERENCE not in text, f"{name} cites the old specification"
+        for match in re.finditer(r"docs/spec\.md (§\d+(?:, §\d+)*)", text):
+            for number in re.findall(r"\d+", match.group(1)):
+                cited.setdefault(number, set()).add(name)
+    assert len(cited) >= 8
+    assert set(cited) <= sections, {n: cited[n] for n in set(cited) - sections}
+
+
+def test_the_licence_is_the_one_pyproject_declares() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "Apache-2.0"
+    licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License\n                           Version 2.0, January 2004" in licence
+    assert "END OF TERMS AND CONDITIONS" in licence
+
+
+def test_the_readme_layout_names_every_module_and_folder() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.index("\n## ", 1)]
+    package = REPO / "tgsparql"
+    modules = [f"tgsparql/{p.name}" for p in package.glob("*.py") if p.name != "__init__.py"]
+    folders = [f"tgsparql/{p.name}/" for p in package.iterdir()
+               if p.is_dir() and (p / "__init__.py").exists()]
+    top = [f"{p.name}/" for p in REPO.iterdir() if p.is_dir() and not p.name.startswith(".")
+           and p.name not in {"build", "dist"} and not p.name.endswith(".egg-info")
+           and subprocess.run(["git", "ls-files", p.name], cwd=REPO, capture_output=True,
+                              text=True).stdout]
+    for name in [*modules, *folders, *top, "LICENSE", ".ci/run"]:
+        assert f"`{name}`" in layout, name
