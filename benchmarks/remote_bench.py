@@ -120,6 +120,7 @@ class Side:
     trace_ns: list[int] = field(default_factory=list)
     trace_calls: list[int] = field(default_factory=list)
     answers: list[tuple[str, list[str]]] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -176,6 +177,7 @@ def ask(side: Side, rag: GraphRag, question: str, kg: set[ox.Triple], record: bo
     side.trace_ns.append(trace_ns)
     side.trace_calls.append(sum(side.store.calls.values()))
     side.answers.append(("".join(m.response for m in messages), selected))
+    side.questions.append(question)
 
 
 @contextlib.contextmanager
@@ -287,15 +289,24 @@ def report(found: list[Side], missing: list[str], facts: int, questions: int,
         "pyoxigraph. Recording over HTTP is two updates: the session with its retrieval and "
         "selection, then the answer with its librarian text; the embedded store writes the "
         "session and its retrieval apart, while the LLM selects (`write_retrieval_early`), "
-        "since its calls cost no round trip. Answers differ where a node has more edges than its per-node limit: "
-        "`retrieve_subgraph.rq` takes the first ones the store returns (LIMIT without ORDER "
-        "BY), and Virtuoso returns others than Oxigraph; every retrieved edge is still a KG "
-        "fact.",
+        "since its calls cost no round trip. Retrieval ranks each node's edges before its "
+        "per-node limit, ties broken by the terms' strings (in Python for the nodes it reads "
+        "whole, in `retrieve_ranked.rq` for bigger seeds), so every engine keeps the same "
+        "edges; an answer that differs from the embedded store's is a defect to look into, "
+        "and is listed below.",
         "",
     ]
     for side in found:
         lines += [f"- {side.name} failed: {e}" for e in side.errors[:5]]
-    return "\n".join(lines) + ("\n" if any(side.errors for side in found) else "")
+        lines += [
+            f"- {side.name} differs on {question!r}: answered {answer[:120]!r}, selected "
+            f"{', '.join(sorted(set(selected) ^ set(expected[1]))) or 'the same edges'} "
+            f"(symmetric difference); embedded answered {expected[0][:120]!r}"
+            for question, (answer, selected), expected
+            in zip(side.questions, side.answers, reference)
+            if (answer, selected) != expected
+        ][:5]
+    return "\n".join(lines) + ("\n" if lines[-1] else "")
 
 
 # ---------------------------------------------------------------------------------------------

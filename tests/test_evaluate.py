@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.evaluate import answer_lead, evaluate, exact_match, f1_score, main, render
+from benchmarks.evaluate import (
+    answer_lead, evaluate, exact_match, f1_score, hub_stress, main, render, render_hubs,
+)
 
 
 @pytest.mark.parametrize("prediction, gold, em, f1", [
@@ -77,3 +79,26 @@ def test_without_the_data_setting_the_cli_names_it(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("TGSPARQL_DATA", raising=False)
     assert main(["--limit", "1"]) == 1
     assert capsys.readouterr().err.startswith("error: TGSPARQL_DATA is not set")
+
+
+def test_tiny_hub_stress_keeps_the_facts_under_noise_loaded_before_and_after(tiny: dict) -> None:
+    questions = min(4, tiny["count"])
+    runs = hub_stress(tiny["corpus"], tiny["questions"], tiny["docs"], tiny["rel_info"],
+                      sizes=(0, 30), limit=questions)
+    assert [(run.k, run.order, run.on_disk) for run in runs] == [
+        (0, "before", False), (0, "before", True),
+        (30, "before", False), (30, "before", True), (30, "after", False), (30, "after", True),
+    ]
+    quiet = runs[0]
+    assert quiet.noise_edges == 0 and runs[2].noise_edges > 0
+    assert runs[2].noise_edges % 30 == 0
+    for run in runs:
+        assert len(run.results) == len(run.latencies_ms) == questions
+        assert all(r.error is None for r in run.results)
+        # thirty unrelated edges on every entity cut none of the facts the quiet KG gave
+        assert [r.retrieved_gold for r in run.results] == [
+            r.retrieved_gold for r in quiet.results
+        ]
+    table = render_hubs(runs, questions)
+    assert table.count("\n| 30 | ") == 4
+    assert "- selection precision ≥ 0.9 at every K: worst run" in table

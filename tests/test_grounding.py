@@ -459,3 +459,59 @@ def test_a_question_without_phrases_asks_nothing(store: EmbeddedStore, templates
     counting = CountingStore(store)
     grounding = ground(counting, templates, "who was it?", 50)  # type: ignore[arg-type]
     assert (grounding.seeds, grounding.schema_predicates, counting.queries) == ([], None, 0)
+
+
+def test_ground_ignores_accents_the_question_leaves_out(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, 'ex:zola rdfs:label "Émile Zola" .')
+    result = ground(store, templates, "Where was Emile Zola born?", entity_limit=50)
+    assert result.seeds == [ex("zola")]
+    assert result.concepts[0] == "emile zola"
+
+
+def test_ground_finds_a_title_by_its_name_without_the_disambiguating_suffix(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, 'ex:ray rdfs:label "Ray Taylor (director)" .')
+    result = ground(store, templates, "When was Ray Taylor born?", entity_limit=50)
+    assert result.seeds == [ex("ray")]
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        "<http://www.w3.org/2004/02/skos/core#altLabel>",
+        "<http://schema.org/alternateName>",
+        "<https://schema.org/alternateName>",
+        "rdfs:label",
+    ],
+)
+def test_ground_finds_an_entity_by_any_name_the_kg_gives_it(
+    store: EmbeddedStore, templates: Templates, alias: str
+) -> None:
+    indexed(store, templates, f'ex:bono rdfs:label "Paul David Hewson"@en ; {alias} "Bono"@fr .')
+    result = ground(store, templates, "Which band did Bono found?", entity_limit=50)
+    assert result.seeds == [ex("bono")]
+
+
+def test_a_name_in_another_word_order_matches_when_none_keeps_the_order(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, 'ex:edsel rdfs:label "Ford, Edsel Bryant" .')
+    grounding = ground(store, templates, "Where did Edsel Ford work?", 50)
+    assert grounding.seeds == [ex("edsel")]
+
+
+def test_the_index_records_the_stems_of_label_words_for_ranking(
+    store: EmbeddedStore, templates: Templates
+) -> None:
+    indexed(store, templates, 'ex:born rdfs:label "place of birth" .')
+    stems_ = {
+        row["stem"].value
+        for row in store.select(
+            "SELECT ?stem WHERE { GRAPH <urn:graph:index> "
+            "{ <http://example.org/born> <https://trustgraph.ai/ns/labelStem> ?stem } }"
+        )
+    }
+    assert stems_ == {"place", "birth"}

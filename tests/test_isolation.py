@@ -171,7 +171,7 @@ def test_questions_labels_reasoning_and_answers_round_trip_byte_exactly(
 def session_subject(uuid: str) -> re.Pattern[str]:
     return re.compile(
         rf"urn:trustgraph:(session:{uuid}|prov:(retrieval|selection|answer):{uuid}"
-        rf"|prov:edge:{uuid}:(0|[1-9][0-9]*))"
+        rf"|prov:(edge|seed):{uuid}:(0|[1-9][0-9]*))"
     )
 
 

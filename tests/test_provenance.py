@@ -51,6 +51,8 @@ DATATYPE_OF = {
     PROV + "startedAtTime": XSD + "dateTime",
     PROV + "endedAtTime": XSD + "dateTime",
     TG + "edgeCount": XSD + "integer",
+    TG + "candidateEdges": XSD + "integer",
+    TG + "candidateEdgesOver": XSD + "integer",
     TG + "invalidIdCount": XSD + "integer",
     TG + "inToken": XSD + "integer",
     TG + "outToken": XSD + "integer",
@@ -174,6 +176,9 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
     edges = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:edge:"))
     assert edges, "the demo question selects at least one edge"
     assert edges == sorted(f"urn:trustgraph:prov:edge:{uuid}:{i}" for i in range(len(edges)))
+    cuts = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:seed:"))
+    assert cuts, "every seed of the demo question has its cut recorded"
+    assert cuts == sorted(f"urn:trustgraph:prov:seed:{uuid}:{i}" for i in range(len(cuts)))
     citations = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:citation:"))
     assert citations == sorted(
         f"urn:trustgraph:prov:citation:{uuid}:{i}" for i in range(len(citations)))
@@ -183,6 +188,7 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
         f"urn:trustgraph:prov:selection:{uuid}",
         f"urn:trustgraph:prov:answer:{uuid}",
         *edges,
+        *cuts,
         *citations,
     }
     session_namespace = [
@@ -221,8 +227,18 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
     }
     assert predicates(retrieval) == {
         RDF + "type", RDFS + "label", PROV + "wasGeneratedBy", TG + "edgeCount",
-        TG + "concept", TG + "entity", TG + "retrievedEdge",
+        TG + "concept", TG + "entity", TG + "retrievedEdge", TG + "rankingRule", TG + "seedCut",
     }
+    assert objects(triples, retrieval, TG + "rankingRule") == [
+        ox.NamedNode(TG + "QuestionPathRarityRanking")
+    ]
+    seeds = set(objects(triples, retrieval, TG + "entity"))
+    cuts = objects(triples, retrieval, TG + "seedCut")
+    assert {only(objects(triples, cut.value, TG + "seed")) for cut in cuts} == seeds
+    for cut in cuts:
+        assert objects(triples, cut.value, RDF + "type") == [ox.NamedNode(TG + "SeedCut")]
+        assert predicates(cut.value) == {RDF + "type", TG + "seed", TG + "candidateEdges"}
+        assert int(only(objects(triples, cut.value, TG + "candidateEdges")).value) >= 1
     assert predicates(selection) == {
         RDF + "type", RDFS + "label", PROV + "wasDerivedFrom", TG + "selectedEdge",
         TG + "invalidIdCount",

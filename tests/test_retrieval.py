@@ -7,7 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tgsparql.retrieval import RetrievalLimits, _schema_predicates_in_use, retrieve_subgraph
+from tgsparql import retrieval
+from tgsparql.grounding import update_label_index
+from tgsparql.retrieval import (
+    RANKING_RULE, RetrievalLimits, _schema_predicates_in_use, retrieve, retrieve_subgraph,
+)
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
 
@@ -168,7 +172,11 @@ def test_schema_predicates_given_by_grounding_spare_the_probe(
     used = _schema_predicates_in_use(kg, templates)
     given = retrieve_subgraph(Watching(), templates, [ex("a")], RetrievalLimits(), used)  # type: ignore[arg-type]
     assert not any(query.startswith("# Retrieval: which") for query in asked)
-    assert len(asked) == 2  # one CONSTRUCT per hop
+    # per hop: the degrees, then the edges of the nodes read whole (no node here has more)
+    assert [query.split("\n", 1)[0] for query in asked] == [
+        "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in",
+        "# Retrieval, one hop, for the nodes with at most rank_whole_up_to edges (retrieve_degrees.rq",
+    ] * 2
     assert given == retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
 
 
@@ -403,3 +411,171 @@ def round_robin(available: list[int], cap: int) -> list[int]:
                 taken[i] += 1
                 total += 1
     return taken
+
+
+# ---- ranking: the edges that matter come first, then the limit cuts
+
+
+def labelled_hub(store: EmbeddedStore, templates: Templates, count: int) -> None:
+    """ex:star with `count` "knows" edges to people, one "mother" edge and one "born in"
+    edge, every term labelled and indexed."""
+    lines = [f"ex:star ex:knows ex:p{i:05d} . ex:p{i:05d} rdfs:label \"Person {i}\" ."
+             for i in range(count)]
+    lines += [
+        'ex:star rdfs:label "Star" ; ex:mother ex:mum ; ex:bornIn ex:town .',
+        'ex:mum rdfs:label "Ada" . ex:town rdfs:label "Springfield" .',
+        'ex:knows rdfs:label "knows" . ex:mother rdfs:label "mother" .',
+        'ex:bornIn rdfs:label "place of birth" .',
+    ]
+    load(store, "\n".join(lines))
+    update_label_index(store, templates)
+
+
+def one_hop(triple_limit: int) -> RetrievalLimits:
+    return limits(max_path_length=1, triple_limit=triple_limit)
+
+
+@pytest.mark.parametrize("count", [50, 500, 12_000])
+def test_on_a_hub_the_edge_the_question_names_survives_the_limit(
+    store: EmbeddedStore, templates: Templates, count: int
+) -> None:
+    labelled_hub(store, templates, count)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(3), stems=["mother"])
+    assert edges[0] == t("star", "mother", "mum")
+
+
+@pytest.mark.parametrize("count", [50, 500, 12_000])
+def test_a_neighbour_the_question_names_is_reached_on_a_hub(
+    store: EmbeddedStore, templates: Templates, count: int
+) -> None:
+    labelled_hub(store, templates, count)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["springfield"])
+    assert edges[0] == t("star", "bornIn", "town")
+
+
+@pytest.mark.parametrize("count", [50, 500])
+def test_rare_predicates_come_before_ones_the_node_uses_often(
+    store: EmbeddedStore, templates: Templates, count: int
+) -> None:
+    labelled_hub(store, templates, count)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(4))
+    assert set(edges[:2]) == {t("star", "mother", "mum"), t("star", "bornIn", "town")}
+
+
+def test_a_hub_is_not_read_whole_only_what_the_question_names_competes(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
+    labelled_hub(store, templates, 50)
+    assert retrieve_subgraph(store, templates, [ex("star")], one_hop(30)) == []
+    assert retrieve_subgraph(store, templates, [ex("star")], one_hop(30), stems=["birth"]) == [
+        t("star", "bornIn", "town")
+    ]
+
+
+def test_edges_to_other_seeds_come_first(store: EmbeddedStore, templates: Templates) -> None:
+    labelled_hub(store, templates, 50)
+    edges = retrieve_subgraph(
+        store, templates, [ex("star"), ex("p00042")], one_hop(1), stems=["mother"]
+    )
+    assert edges[0] == t("star", "knows", "p00042")
+
+
+def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore, templates: Templates) -> None:
+    edges = hub(store, "big", 40)
+    kept = retrieve_subgraph(store, templates, [ex("big")], one_hop(5))
+    assert kept == sorted(edges, key=lambda edge: edge.object.value)[:5]
+
+
+def test_a_word_every_neighbour_holds_tells_nothing_and_is_dropped(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
+    labelled_hub(store, templates, 50)
+    edges = retrieve_subgraph(
+        store, templates, [ex("star")], one_hop(3), stems=["person", "mother"]
+    )
+    assert edges == []
+
+
+def test_the_retrieval_counts_each_seeds_candidate_edges(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
+    labelled_hub(store, templates, 50)
+    hub(store, "small", 7)
+    found = retrieve(store, templates, [ex("small"), ex("star")], one_hop(3))
+    assert found.candidates == {ex("small"): 7, ex("star"): 41}
+    assert found.rule == RANKING_RULE == "https://trustgraph.ai/ns/QuestionPathRarityRanking"
+
+
+def test_a_node_read_whole_keeps_the_edges_the_stores_ranking_keeps(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    labelled_hub(store, templates, 50)
+    whole = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["mother"])
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    by_store = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["mother"])
+    assert whole == by_store == [t("star", "mother", "mum"), t("star", "bornIn", "town")]
+
+
+@pytest.fixture
+def fan_of_a_big_star(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> EmbeddedStore:
+    """ex:fan likes ex:star, which has more edges than a node read whole."""
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    labelled_hub(store, templates, 50)
+    load(store, "ex:fan ex:likes ex:star .")
+    return store
+
+
+FAN_TWO_HOPS = RetrievalLimits(max_path_length=2, triple_limit=3)
+
+
+def test_a_big_node_on_the_way_gives_its_edges_to_seeds_and_to_what_the_question_names(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates
+) -> None:
+    store = fan_of_a_big_star
+    assert retrieve_subgraph(store, templates, [ex("fan")], FAN_TWO_HOPS) == [
+        t("fan", "likes", "star")
+    ]
+    assert retrieve_subgraph(
+        store, templates, [ex("fan")], FAN_TWO_HOPS, stems=["springfield"]
+    ) == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
+
+
+def test_a_big_node_on_the_way_drops_its_matches_in_a_direction_too_many_edges_match(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    edges = retrieve_subgraph(
+        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["person", "mother"]
+    )
+    assert edges == [t("fan", "likes", "star")]
+
+
+def test_a_stem_too_many_labels_hold_ranks_nothing(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "COMMON_STEM", 20)
+    labelled_hub(store, templates, 50)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["person"])
+    assert edges == retrieve_subgraph(store, templates, [ex("star")], one_hop(1))
+
+
+def test_on_a_seed_ranked_by_the_store_a_rare_match_beats_a_common_one(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row of the store's ranking has a predicate count (not rare when the seeds or the
+    question brought the edge in), so no engine's MIN over unbound values decides the order."""
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    labelled_hub(store, templates, 50)
+    load(store, "\n".join([f"ex:star ex:birthNear ex:n{i} ." for i in range(12)]
+                          + ['ex:birthNear rdfs:label "near the place of birth" .']))
+    update_label_index(store, templates)
+    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["birth"])
+    assert edges == [t("star", "bornIn", "town")]

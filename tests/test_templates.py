@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import IndexEntry
-from tgsparql.provenance import EdgeSelectionRecord, SessionIds
+from tgsparql.provenance import EdgeSelectionRecord, SeedCut, SessionIds
+from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import DIALECTS, TemplateError, Templates, _environment
 
@@ -371,7 +372,8 @@ def test_names_lists_the_shipped_templates_without_private_includes() -> None:
     names = Templates().names()
     assert names == sorted(names)
     assert {"record_session", "record_retrieval", "record_selection", "record_answer",
-            "record_failure", "ground", "retrieve_subgraph", "fetch_labels",
+            "record_failure", "ground", "retrieve_subgraph", "retrieve_degrees",
+            "retrieve_ranked", "retrieve_matches", "retrieve_stem_holders", "fetch_labels",
             "library_put", "library_get", "list_sessions", "explain_session",
             "_trace/session_sources"} <= set(names)
     assert not any(name.rsplit("/", 1)[-1].startswith("_") for name in names)
@@ -386,6 +388,9 @@ def retrieval_params(edges: list[ox.Triple]) -> dict[str, Any]:
         "graph": GRAPH, "session": IDS.session, "retrieval": IDS.retrieval,
         "edge_count": len(edges), "concepts": ["radium"],
         "entities": [ox.NamedNode("http://example.org/Radium")], "retrieved_edges": edges,
+        "ranking_rule": ox.NamedNode(RANKING_RULE),
+        "seed_cuts": [SeedCut(IDS.seed_cut(0), ox.NamedNode("http://example.org/Radium"), 7,
+                              False)],
     }
 
 
@@ -524,7 +529,7 @@ EVERY_PARAM: dict[str, Any] = {
     "document": IDS.answer_document,
     "terms": [S, O],
     "keys": ["marie curie", "radium"],
-    "entries": [IndexEntry(S, ox.Literal("Marie Curie", language="en"), "marie curie")],
+    "entries": [IndexEntry(S, ox.Literal("Marie Curie", language="en"), ["marie curie"])],
     "content": "The answer.",
     "mime_type": "text/plain",
     "sha256": sha256("The answer."),
@@ -550,6 +555,15 @@ EVERY_PARAM: dict[str, Any] = {
     "nodes": [S, O],
     "literals": [ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal"))],
     "triple_limit": 30,
+    "stems": ["radium", "birth"],
+    "seeds": [S, O],
+    "rank_whole_up_to": 100,
+    "count_up_to": 2000,
+    "rare_uses": 10,
+    "matches_up_to": 1000,
+    "common_stem": 1000,
+    "ranking_rule": ox.NamedNode(RANKING_RULE),
+    "seed_cuts": [],
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
     "runs": [["edsel", "ford"], ["lady", "helen", "taylor"]],

@@ -57,7 +57,7 @@ XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 QUESTIONS = [
     "Where was the scientist who discovered polonium born?",
     "Who did Marie Curie marry?",
-    "Where is the Radium Institute?",
+    "Where is the Radium Institute located?",
     "Which prize did the daughter of Pierre Curie win?",
 ]
 MARRIED = ox.Triple(ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "married"),

@@ -1,10 +1,12 @@
 """Grounding: from a question to the seed entities of the KG it speaks of.
 
 Concepts are the phrases of the question (word n-grams). An entity matches a concept when their
-normalised forms are equal, so matching ignores case, accents' composition and punctuation.
+matching keys are equal, so matching ignores case, accents, punctuation and a label's
+disambiguating suffix ("Ray Taylor (director)" is found as "Ray Taylor"); every name the KG
+gives an entity counts (`rdfs:label`, `skos:altLabel`, `schema:alternateName`).
 A name the question writes shorter than the KG does ("Edsel Ford" for "Edsel Bryant Ford")
-matches too: a run of capitalised words that no label equals finds the labels that contain all
-its words in the same order with at most MAX_EXTRA_NAME_WORDS more.
+matches too, in any word order ("Ford, Edsel"): a run of capitalised words that no label equals
+finds the labels that contain all its words with at most MAX_EXTRA_NAME_WORDS more.
 Normalised label keys and their words live in the label index graph, written once per label by
 `update_label_index`, so grounding is indexed lookups instead of a scan over every label, all in
 one query.
@@ -22,6 +24,7 @@ from typing import Final
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.stems import stem
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 
@@ -30,10 +33,12 @@ MAX_QUESTION_WORDS: Final = 200
 INDEX_BATCH: Final = 1000
 """Labels an update of the index: each update's transaction is held in memory until it commits
 (5,000 took some 100 MB more at the peak of a large load, and were no faster)."""
-INDEX_VERSION: Final = 2
+INDEX_VERSION: Final = 3
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
+COMMON_STEM: Final = 1000
+"""A stem more names than this hold tells no edges apart: retrieval does not rank by it."""
 NAME_CONNECTORS: Final = frozenset(
     "of the and de del della der den di da du la le van von bin ibn al".split()
 )
@@ -49,11 +54,25 @@ STOPWORDS: Final = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+")
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def normalize_label(text: str) -> str:
-    """The matching key of a label or phrase: NFKC, case-folded, words joined by one space."""
+    """A label's words: NFKC, case-folded, joined by one space."""
     return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def match_key(text: str) -> str:
+    """The matching key of a label or phrase: its normalised words without accents."""
+    decomposed = unicodedata.normalize("NFKD", normalize_label(text))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFKC", bare)
+
+
+def label_keys(label: str) -> list[str]:
+    """The keys a label is found by: its own, and its own without a disambiguating suffix."""
+    keys = [match_key(label), match_key(_DISAMBIGUATOR.sub("", label))]
+    return [key for key in dict.fromkeys(keys) if key]
 
 
 def content_words(key: str) -> list[str]:
@@ -70,11 +89,25 @@ def words(text: str) -> list[str]:
     return normalize_label(text).split()
 
 
+def stems(text: str) -> dict[str, str]:
+    """Content words of `text` by stem (stem → first surface form)."""
+    found: dict[str, str] = {}
+    for word in match_key(text).split():
+        if word not in STOPWORDS:
+            found.setdefault(stem(word), word)
+    return found
+
+
 @dataclass(frozen=True)
 class Phrase:
-    key: str
+    text: str
+    """The phrase's normalised words, as the question writes them: a concept of the record."""
     start: int
     end: int
+
+    @property
+    def key(self) -> str:
+        return match_key(self.text)
 
 
 @dataclass(frozen=True)
@@ -87,7 +120,7 @@ class NameRun:
 
     @property
     def content(self) -> list[str]:
-        return content_words(" ".join(self.words))
+        return content_words(match_key(" ".join(self.words)))
 
 
 @dataclass(frozen=True)
@@ -99,6 +132,9 @@ class Grounding:
     schema_predicates: tuple[ox.NamedNode, ...] | None = None
     """The well-known schema predicates the KG uses, asked in the same query, for retrieval;
     None when not asked."""
+    stems: tuple[str, ...] = ()
+    """The stems of the question's words that some but at most COMMON_STEM indexed names hold,
+    for retrieval's ranking."""
 
 
 def candidate_phrases(question: str) -> list[Phrase]:
@@ -151,20 +187,28 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         return Grounding(concepts=[], seeds=[])
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
+    question_stems = sorted(stems(question))
     rows = store.select(
         templates.render(
             "ground",
             keys=keys,
             runs=[run.content for run in runs],
             schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
+            stems=question_stems,
+            common_stem=COMMON_STEM,
         )
     )
+    telling: list[str] = []
     entities_by_key: dict[str, list[ox.NamedNode]] = {}
     name_rows: list[tuple[int, str, ox.NamedNode]] = []
     schema: list[ox.NamedNode] = []
     for row in rows:
         entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
-        if isinstance(predicate, ox.NamedNode):
+        stem_, named = row.get("stem"), row.get("named")
+        if isinstance(stem_, ox.Literal) and isinstance(named, ox.Literal):
+            if 0 < int(named.value) <= COMMON_STEM:
+                telling.append(stem_.value)
+        elif isinstance(predicate, ox.NamedNode):
             schema.append(predicate)
         elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
             continue
@@ -178,7 +222,7 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
     covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
     tokens = words(question)[:MAX_QUESTION_WORDS]
-    concepts = [phrase.key for phrase in chosen]
+    concepts = [phrase.text for phrase in chosen]
     concepts += [
         token
         for i, token in enumerate(tokens)
@@ -198,24 +242,29 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         concepts=_unique(concepts),
         seeds=seeds,
         schema_predicates=tuple(sorted(set(schema), key=lambda node: node.value)),
+        stems=tuple(sorted(set(telling))),
     )
 
 
 def _name_matches(
     runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
 ) -> list[list[ox.NamedNode]]:
-    """Per run, the entities whose label holds the run's words in order, fewest extra first."""
-    candidates: dict[int, set[tuple[int, str, ox.NamedNode]]] = {}
+    """Per run, the entities whose label holds the run's words, fewest extra first; labels with
+    the words in another order ("Ford, Edsel") only when none has them in the run's order."""
+    candidates: dict[int, set[tuple[bool, int, str, ox.NamedNode]]] = {}
     for index, key, entity in rows:
         run = runs[index]
         label_words = key.split()
         extra = len(label_words) - len(run.words)
-        if 0 <= extra <= MAX_EXTRA_NAME_WORDS and _in_order(run.content, label_words):
-            candidates.setdefault(index, set()).add((extra, entity.value, entity))
-    return [
-        [entity for _, _, entity in sorted(candidates[i])[:NAME_MATCHES_PER_RUN]]
-        for i in sorted(candidates)
-    ]
+        if 0 <= extra <= MAX_EXTRA_NAME_WORDS and set(run.content) <= set(label_words):
+            reordered = not _in_order(run.content, label_words)
+            candidates.setdefault(index, set()).add((reordered, extra, entity.value, entity))
+    found = []
+    for i in sorted(candidates):
+        ranked = sorted(candidates[i])
+        best = [item for item in ranked if item[0] == ranked[0][0]]
+        found.append([entity for *_, entity in best[:NAME_MATCHES_PER_RUN]])
+    return found
 
 
 def _in_order(wanted: list[str], words_: list[str]) -> bool:
@@ -244,11 +293,16 @@ def _unique(items: list[str]) -> list[str]:
 class IndexEntry:
     entity: ox.NamedNode
     label: ox.Literal
-    key: str
+    keys: list[str]
 
     @property
     def words(self) -> list[str]:
-        return content_words(self.key)
+        return list(dict.fromkeys(word for key in self.keys for word in content_words(key)))
+
+    @property
+    def stems(self) -> list[str]:
+        """For retrieval's ranking, which meets the question's words by stem."""
+        return sorted({stem(word) for word in self.words})
 
 
 def update_label_index(
@@ -272,9 +326,9 @@ def update_label_index(
         if row is not None:
             entity, label = row.get("entity"), row.get("label")
             if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
-                key = normalize_label(label.value)
-                if key:
-                    batch.append(IndexEntry(entity, label, key))
+                keys = label_keys(label.value)
+                if keys:
+                    batch.append(IndexEntry(entity, label, keys))
         if batch and (row is None or len(batch) == INDEX_BATCH):
             store.update(templates.render("label_index_insert", entries=batch))
             added += len(batch)

@@ -22,7 +22,7 @@ from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
 from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
-from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
+from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates, TemplateError, check_text
@@ -172,11 +172,14 @@ class _Session:
         self.session = self._hold(
             _stage("session", lambda: self._build(lambda: recorder.session(ids, question, now())))
         )
-        grounding, subgraph = _stage("retrieval", self._retrieve)
+        grounding, retrieved = _stage("retrieval", self._retrieve)
+        subgraph = retrieved.edges
         retrieval = self._hold(
             _stage(
                 "retrieval",
-                lambda: self._build(lambda: recorder.retrieval(ids, grounding, subgraph)),
+                lambda: self._build(
+                    lambda: recorder.retrieval(ids, grounding, subgraph, retrieved)
+                ),
             )
         )
         # Each write overlaps the next steps that do not need it (the store releases the GIL
@@ -243,13 +246,14 @@ class _Session:
         sources = _stage("trace", sourcing.result)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
-    def _retrieve(self) -> tuple[Grounding, Sequence[ox.Triple]]:
+    def _retrieve(self) -> tuple[Grounding, Retrieved]:
         rag = self.rag
         grounding = ground(rag.store, rag.templates, self.question, rag.limits.entity_limit)
-        subgraph = retrieve_subgraph(
-            rag.store, rag.templates, grounding.seeds, rag.limits, grounding.schema_predicates
+        retrieved = retrieve(
+            rag.store, rag.templates, grounding.seeds, rag.limits, grounding.schema_predicates,
+            grounding.stems,
         )
-        return grounding, subgraph
+        return grounding, retrieved
 
     def _build(self, build: Callable[[], Record]) -> Record | None:
         """A stage's record, or None when recording is off (which then costs nothing)."""

@@ -21,6 +21,7 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.citations import Citations
 from tgsparql.grounding import Grounding, normalize_label
+from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates
@@ -134,8 +135,22 @@ class SessionIds:
     def edge_selection(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:edge:{self.uuid}:{index}")
 
+    def seed_cut(self, index: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:seed:{self.uuid}:{index}")
+
     def citation(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:citation:{self.uuid}:{index}")
+
+
+@dataclass(frozen=True)
+class SeedCut:
+    """How many edges a seed had when retrieval cut them to its limit."""
+
+    iri: ox.NamedNode
+    seed: ox.NamedNode
+    candidates: int
+    more: bool
+    """True when the seed had more than `candidates` edges (a hub, not counted further)."""
 
 
 @dataclass(frozen=True)
@@ -241,8 +256,18 @@ class Recorder:
         )
 
     def retrieval(
-        self, ids: SessionIds, grounding: Grounding, subgraph: Sequence[ox.Triple]
+        self,
+        ids: SessionIds,
+        grounding: Grounding,
+        subgraph: Sequence[ox.Triple],
+        retrieved: Retrieved | None = None,
     ) -> Record:
+        """`retrieved` adds what the cut chose from: the ranking rule and, per seed, how many
+        edges it had."""
+        cuts = [
+            SeedCut(ids.seed_cut(i), seed, min(count, COUNT_UP_TO), count > COUNT_UP_TO)
+            for i, (seed, count) in enumerate(retrieved.candidates.items() if retrieved else ())
+        ]
         return self._render(
             "record_retrieval",
             session=ids.session,
@@ -251,6 +276,8 @@ class Recorder:
             concepts=grounding.concepts,
             entities=grounding.seeds,
             retrieved_edges=list(subgraph) if self.record_retrieved_edges else [],
+            ranking_rule=ox.NamedNode(retrieved.rule) if retrieved else None,
+            seed_cuts=cuts,
         )
 
     def selection(

@@ -1,19 +1,47 @@
-"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of docs/spec.md §5."""
+"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of
+docs/spec.md §5.
+
+Per node and hop the node's edges are ranked before the limit cuts them (`RANKING_RULE`, spelled
+out in queries/retrieve_ranked.rq): edges to other seeds, then edges whose predicate or neighbour
+is named with the question's words, then rare predicates of that node before common ones, ties
+by term strings — so the edges a question needs survive on a hub, and every engine keeps the
+same ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by the same
+rule; the store ranks only bigger seeds.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.store import Store
+from tgsparql.grounding import COMMON_STEM
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 
 
+RANKING_RULE = vocab.TG + "QuestionPathRarityRanking"
+RANK_WHOLE_UP_TO = 100
+"""A node with at most this many edges has all of them ranked."""
+COUNT_UP_TO = 2000
+"""A node with more edges than RANK_WHOLE_UP_TO but at most this many has its predicates counted,
+and the edges of its rare ones compete with those that match the question or reach a seed; a
+node with more (a hub) is never read whole: only the edges that match the question or reach a
+seed compete for its places. Also how far each seed's edges are counted for the record."""
+RARE_USES = 10
+"""A predicate a node uses at most this many times is rare at that node."""
+NODES_PER_QUERY = 8
+"""Nodes ranked in one request: Virtuoso refuses a query of many more ("Query too large,
+variables in state over the limit")."""
+MATCHES_UP_TO = 30
+"""A node with more edges that match the question than this in one direction (a word all its
+neighbours' labels hold) keeps none of those: they tell nothing apart, and ranking them all
+would cost."""
 TURN_SLACK = 2
 """How many turns' worth of edges a node is first asked for when the size cap binds."""
 MIN_EDGES_PER_NODE = 5
@@ -33,34 +61,80 @@ class RetrievalLimits:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
 
 
+@dataclass(frozen=True)
+class Retrieved:
+    edges: list[ox.Triple]
+    """In the order they were reached: hop by hop, each node's in rank order, nodes in turns."""
+    candidates: dict[ox.NamedNode, int]
+    """Per seed, the edges touching it, counted up to COUNT_UP_TO + 1 (which means more): how
+    many the ranking chose from."""
+    rule: str = RANKING_RULE
+
+
 def retrieve_subgraph(
     store: Store,
     templates: Templates,
     seeds: Sequence[ox.NamedNode],
     limits: RetrievalLimits,
     schema_predicates: Sequence[ox.NamedNode] | None = None,
+    stems: Sequence[str] = (),
 ) -> list[ox.Triple]:
-    """Edges within `max_path_length` hops of the seeds, in the order they were reached.
+    """Edges within `max_path_length` hops of the seeds, in the order they were reached."""
+    return retrieve(store, templates, seeds, limits, schema_predicates, stems).edges
 
-    Each hop is one CONSTRUCT over the whole frontier. When the size cap binds, the frontier's
-    nodes take turns, so a seed with many edges cannot crowd out the others.
-    `schema_predicates` are the well-known ones the KG uses (grounding asks for them in its
-    own query); the store is asked here only when they are not given.
+
+def retrieve(
+    store: Store,
+    templates: Templates,
+    seeds: Sequence[ox.NamedNode],
+    limits: RetrievalLimits,
+    schema_predicates: Sequence[ox.NamedNode] | None = None,
+    stems: Sequence[str] = (),
+) -> Retrieved:
+    """The subgraph, and what its cut chose from.
+
+    Each hop is one SELECT over the whole frontier, and one more per NODES_PER_QUERY of its
+    nodes with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
+    When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
+    crowd out the others. `stems` are the question's word stems the ranking matches labels
+    with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
+    its own query); the store is asked here only when they are not given.
     """
     if not seeds:
-        return []
+        return Retrieved([], {})
     excluded = (
         sorted(schema_predicates, key=str)
         if schema_predicates is not None
         else _schema_predicates_in_use(store, templates)
     )
+    query = RankedQuery(
+        store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
+        limits.triple_limit,
+    )
+    return walk(query, limits)
+
+
+class HopQuery(Protocol):
+    """What the walk asks the store each hop: each node's best edges, best first."""
+
+    seeds: Sequence[ox.NamedNode]
+    candidates: dict[ox.NamedNode, int]
+
+    def ranked(
+        self, nodes: Sequence[ox.NamedNode], per_node: int
+    ) -> dict[ox.NamedNode, list[ox.Triple]]: ...
+
+
+def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
+    """Hop by hop from `query.seeds`, within the limits."""
+    seeds = query.seeds
     subgraph: dict[ox.Triple, None] = {}
     reached: set[ox.NamedNode] = set(seeds)
     frontier = list(dict.fromkeys(seeds))
     for _ in range(limits.max_path_length):
         if not frontier or len(subgraph) >= limits.max_subgraph_size:
             break
-        added = _hop(store, templates, frontier, subgraph, limits, excluded)
+        added = _hop(query, frontier, subgraph, limits)
         next_frontier = []
         for edge in added:
             for node in (edge.subject, edge.object):
@@ -68,16 +142,244 @@ def retrieve_subgraph(
                     reached.add(node)
                     next_frontier.append(node)
         frontier = next_frontier
-    return list(subgraph)
+    seed_counts = {seed: query.candidates[seed] for seed in query.seeds if seed in query.candidates}
+    return Retrieved(list(subgraph), seed_counts)
+
+
+@dataclass
+class RankedQuery:
+    """Each node's best `triple_limit` edges, found once per node.
+
+    The first request of a hop (retrieve_subgraph.rq, the whole frontier) reads each node's
+    edges up to RANK_WHOLE_UP_TO + 1: a node that has no more is ranked here, from those rows;
+    only the nodes with more are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a
+    request. Ranking a small node here keeps exactly the edges the store's ranking would, at
+    the cost of reading them, which the unranked query did too.
+    """
+
+    store: Store
+    templates: Templates
+    excluded: Sequence[ox.NamedNode]
+    stems: Sequence[str]
+    seeds: Sequence[ox.NamedNode]
+    triple_limit: int
+    candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
+    best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
+    holders: dict[object, set[str]] | None = None
+    """The terms whose labels hold the question's stems, and which (`_stem_holders`)."""
+
+    def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
+        """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
+        missing = [node for node in dict.fromkeys(nodes) if node not in self.best]
+        if missing:
+            self._read(missing)
+        return {node: self.best[node][:per_node] for node in nodes}
+
+    def _read(self, nodes: Sequence[ox.NamedNode]) -> None:
+        if self.holders is None:
+            self.holders = self._stem_holders()
+        degrees = self._degrees(nodes)
+        for seed in self.seeds:
+            if seed in degrees:
+                self.candidates.setdefault(seed, degrees[seed])
+        small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
+        over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
+        if small:
+            query = self.templates.render(
+                "retrieve_subgraph",
+                nodes=small,
+                excluded=self.excluded,
+                rank_whole_up_to=RANK_WHOLE_UP_TO,
+            )
+            for node, found in _NodeEdges.gather(small, self.store.select(query)).items():
+                if len(found.edges) > RANK_WHOLE_UP_TO:
+                    over.append(node)
+                else:
+                    self.best[node] = found.best(
+                        node, set(self.seeds), self.holders, self.triple_limit
+                    )
+        hubs = [node for node in over if node not in self.seeds]
+        if hubs:
+            self._read_matches(hubs)
+        over = [node for node in over if node in self.seeds]
+        for start in range(0, len(over), NODES_PER_QUERY):
+            batch = over[start : start + NODES_PER_QUERY]
+            self.best.update(self._rank(batch, self._select(batch)))
+
+    def _read_matches(self, nodes: Sequence[ox.NamedNode]) -> None:
+        """The best edges of nodes with many edges that are not seeds, from their edges to seeds
+        and those that match the question (retrieve_matches.rq), in one request."""
+        rows = self.store.select(
+            self.templates.render(
+                "retrieve_matches",
+                nodes=nodes,
+                stems=self.stems,
+                seeds=self.seeds,
+                excluded=self.excluded,
+                matches_up_to=MATCHES_UP_TO,
+            )
+        )
+        found: dict[ox.NamedNode, list[tuple[str, ox.Triple, float]]] = {node: [] for node in nodes}
+        for row in rows:
+            node, direction = row.get("node"), row.get("dir")
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if node not in found or not isinstance(direction, ox.Literal):
+                continue
+            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+                continue
+            edge = ox.Triple(s, p, o)  # type: ignore[arg-type]
+            found[node].append((direction.value, edge, _number(row.get("weight"))))  # type: ignore[index]
+        for node, rows_of_node in found.items():
+            too_many = {
+                way for way, count in Counter(way for way, _, _ in rows_of_node).items()
+                if way != "seed" and count > MATCHES_UP_TO
+            }
+            scores: dict[ox.Triple, float] = {}
+            for way, edge, weight in rows_of_node:
+                if way not in too_many:
+                    scores[edge] = scores.get(edge, 0.0) + weight
+            self.best[node] = sorted(
+                scores,
+                key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
+                                  _text(edge.object)),
+            )[: self.triple_limit]
+
+    def _stem_holders(self) -> dict[object, set[str]]:
+        """Which terms' labels hold which of the question's stems. A stem more than
+        COMMON_STEM terms hold tells nothing apart: it is dropped from `stems`, so the store's
+        ranking of the larger nodes does not use it either."""
+        if not self.stems:
+            return {}
+        rows = self.store.select(
+            self.templates.render("retrieve_stem_holders", stems=self.stems, common_stem=COMMON_STEM)
+        )
+        by_stem: dict[str, list[object]] = {}
+        for row in rows:
+            stem = row.get("stem")
+            if isinstance(stem, ox.Literal) and row.get("term") is not None:
+                by_stem.setdefault(stem.value, []).append(row["term"])
+        telling = {stem: terms for stem, terms in by_stem.items() if len(terms) <= COMMON_STEM}
+        self.stems = sorted(telling)
+        holders: dict[object, set[str]] = {}
+        for stem, terms in telling.items():
+            for term in terms:
+                holders.setdefault(term, set()).add(stem)
+        return holders
+
+    def _degrees(self, nodes: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, int]:
+        """Edges touching each node, counted up to RANK_WHOLE_UP_TO + 1 (a seed's up to
+        COUNT_UP_TO + 1, for the record)."""
+        query = self.templates.render(
+            "retrieve_degrees",
+            nodes=nodes,
+            seeds=self.seeds,
+            rank_whole_up_to=RANK_WHOLE_UP_TO,
+            count_up_to=COUNT_UP_TO,
+        )
+        return {
+            row["node"]: int(row["degree"].value)  # type: ignore[arg-type, union-attr]
+            for row in self.store.select(query)
+            if isinstance(row.get("node"), ox.NamedNode) and isinstance(row.get("degree"), ox.Literal)
+        }
+
+    def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
+        return self.store.select(
+            self.templates.render(
+                "retrieve_ranked",
+                nodes=nodes,
+                triple_limit=self.triple_limit,
+                excluded=self.excluded,
+                stems=self.stems,
+                seeds=self.seeds,
+                count_up_to=COUNT_UP_TO,
+                rare_uses=RARE_USES,
+                matches_up_to=MATCHES_UP_TO,
+            )
+        )
+
+    def _rank(
+        self, nodes: Sequence[ox.NamedNode], rows: list[Solution]
+    ) -> dict[ox.NamedNode, list[ox.Triple]]:
+        ranked: dict[ox.NamedNode, list[tuple[tuple[object, ...], ox.Triple]]] = {
+            node: [] for node in nodes
+        }
+        for row in rows:
+            node = row.get("node")
+            if node not in ranked:
+                continue
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+                continue
+            score, rarity = row.get("score"), row.get("rarity")
+            key = (
+                -_number(score),
+                _number(rarity) if rarity is not None else COUNT_UP_TO + 1,
+                _text(s), p.value, _text(o),
+            )
+            ranked[node].append((key, ox.Triple(s, p, o)))  # type: ignore[arg-type]
+        return {node: [edge for _, edge in sorted(found, key=lambda item: item[0])]
+                for node, found in ranked.items()}
+
+
+@dataclass
+class _NodeEdges:
+    """A node's edges as retrieve_subgraph.rq gives them: a loop twice, once each way."""
+
+    edges: list[ox.Triple] = field(default_factory=list)
+
+    @staticmethod
+    def gather(
+        nodes: Sequence[ox.NamedNode], rows: list[Solution]
+    ) -> dict[ox.NamedNode, _NodeEdges]:
+        read = {node: _NodeEdges() for node in nodes}
+        for row in rows:
+            found = read.get(row.get("node"))  # type: ignore[arg-type]
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if found is not None and isinstance(p, ox.NamedNode) and s is not None and o is not None:
+                found.edges.append(ox.Triple(s, p, o))  # type: ignore[arg-type]
+        return read
+
+    def best(
+        self,
+        node: ox.NamedNode,
+        seeds: set[ox.NamedNode],
+        holders: dict[object, set[str]],
+        limit: int,
+    ) -> list[ox.Triple]:
+        """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to
+        another seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then
+        the predicate's rarity at the node, then the terms' strings."""
+        uses = Counter(edge.predicate for edge in self.edges)
+        scored: dict[ox.Triple, tuple[object, ...]] = {}
+        for edge in self.edges:
+            if _is_schema(edge.predicate):
+                continue
+            neighbour = edge.subject if edge.object == node else edge.object
+            to_seed = neighbour != node and neighbour in seeds
+            score = (
+                4 * to_seed
+                + 2 * len(holders.get(edge.predicate, ()))
+                + len(holders.get(neighbour, ()))
+            )
+            scored[edge] = (-score, uses[edge.predicate], _text(edge.subject),
+                            edge.predicate.value, _text(edge.object))
+        return sorted(scored, key=scored.__getitem__)[:limit]
+
+
+def _number(term: object) -> float:
+    return float(term.value) if isinstance(term, ox.Literal) else 0.0
+
+
+def _text(term: object) -> str:
+    """The term's string as SPARQL's STR gives it, for the same tie order as the store's."""
+    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else ""
 
 
 def _hop(
-    store: Store,
-    templates: Templates,
+    query: HopQuery,
     frontier: Sequence[ox.NamedNode],
     subgraph: dict[ox.Triple, None],
     limits: RetrievalLimits,
-    excluded: Sequence[ox.NamedNode],
 ) -> list[ox.Triple]:
     """One hop; returns the edges it added to `subgraph`.
 
@@ -88,30 +390,16 @@ def _hop(
     cap = limits.max_subgraph_size
     share = math.ceil((cap - len(subgraph)) / len(frontier))
     per_node = min(limits.triple_limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * share))
-    edges = _fetch(store, templates, frontier, per_node, excluded)
+    edges = query.ranked(frontier, per_node)
     if per_node < limits.triple_limit:
-        nodes = set(frontier)
-        touching = Counter(n for e in edges for n in {e.subject, e.object} if n in nodes)
         _, ran_out = _take_in_turns(frontier, edges, dict(subgraph), cap)
-        cut_short = [node for node in frontier if node in ran_out and touching[node] >= per_node]
+        cut_short = [
+            node for node in frontier if node in ran_out and len(edges[node]) >= per_node
+        ]
         if cut_short:
-            more = _fetch(store, templates, cut_short, limits.triple_limit, excluded)
-            edges = list(dict.fromkeys([*edges, *more]))
+            edges.update(query.ranked(cut_short, limits.triple_limit))
     added, _ = _take_in_turns(frontier, edges, subgraph, cap)
     return added
-
-
-def _fetch(
-    store: Store,
-    templates: Templates,
-    nodes: Sequence[ox.NamedNode],
-    per_node: int,
-    excluded: Sequence[ox.NamedNode],
-) -> list[ox.Triple]:
-    query = templates.render(
-        "retrieve_subgraph", nodes=nodes, triple_limit=per_node, excluded=excluded
-    )
-    return [edge for edge in store.construct(query) if not _is_schema(edge.predicate)]
 
 
 def _schema_predicates_in_use(store: Store, templates: Templates) -> list[ox.NamedNode]:
@@ -134,20 +422,14 @@ def _is_schema(predicate: ox.NamedNode) -> bool:
 
 def _take_in_turns(
     frontier: Sequence[ox.NamedNode],
-    edges: Sequence[ox.Triple],
+    per_node: dict[ox.NamedNode, list[ox.Triple]],
     subgraph: dict[ox.Triple, None],
     cap: int,
 ) -> tuple[list[ox.Triple], set[ox.NamedNode]]:
-    """Round-robin over the nodes' edges (each node's in term order) until the cap.
+    """Round-robin over the nodes' edges (each node's in rank order) until the cap.
 
     Returns the edges added and the nodes whose edges ran out before the cap was reached.
     """
-    per_node: dict[ox.NamedNode, list[ox.Triple]] = {node: [] for node in frontier}
-    for edge in sorted(edges, key=str):
-        for node in (edge.subject, edge.object):
-            if node in per_node:
-                per_node[node].append(edge)
-                break
     added: list[ox.Triple] = []
     ran_out: set[ox.NamedNode] = set()
     queues = [(node, iter(per_node[node])) for node in frontier]

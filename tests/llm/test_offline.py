@@ -321,3 +321,80 @@ def test_pipeline_streams_the_same_answer_in_several_chunks(rag) -> None:
     chunks = [m.response for m in messages if m.message_type == "chunk" and not m.end_of_session]
     assert len(chunks) > 1
     assert "".join(chunks) == whole
+
+
+# ---- honesty: edges added around the seeds that tell nothing are never chosen
+
+ASKED = ["mother", "director", "birth", "death", "spouse", "founder", "capital", "composer"]
+NAMES = ["Lothair", "Ermengarde", "Broadway", "Tara", "Gershwin", "Sedgwick", "Acton", "Baronet"]
+NOISE = ["zantor", "vikelo", "bakumi", "rasoti", "fagujo", "mirusa", "tikeze", "dohiva"]
+
+
+def term(name: str) -> ox.NamedNode:
+    return ox.NamedNode("https://example.org/h/" + name)
+
+
+@st.composite
+def hub_questions(draw: st.DrawFn) -> tuple[SelectionRequest, SelectionRequest, set[str]]:
+    """A question about a named seed, the edges that answer parts of it, and the same with
+    distractor edges around the seed and its neighbours that share no word with the question
+    but the seed's name."""
+    name = " ".join(draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True)))
+    asked = draw(st.lists(st.sampled_from(ASKED), min_size=1, max_size=2, unique=True))
+    seed = term("seed")
+    labels = {seed: name}
+    facts = []
+    for i, word in enumerate(asked):
+        predicate, value = term(f"p{i}"), term(f"v{i}")
+        labels[predicate], labels[value] = word, f"Value {i}"
+        facts.append(ox.Triple(seed, predicate, value))
+    noise = []
+    for i in range(draw(st.integers(min_value=1, max_value=40))):
+        predicate, other = term(f"n{draw(st.integers(0, 7))}"), term(f"x{i}")
+        labels[predicate] = draw(st.sampled_from(NOISE))
+        labels[other] = " ".join(draw(st.lists(st.sampled_from(NOISE), min_size=1, max_size=2)))
+        anchor = draw(st.sampled_from([seed, *(fact.object for fact in facts)]))
+        noise.append(ox.Triple(anchor, predicate, other) if draw(st.booleans())
+                     else ox.Triple(other, predicate, anchor))
+    question = f"What is the {' and the '.join(asked)} of {name}?"
+    clean = build_labelgraph(facts, labels).labeled_edges
+    noisy = build_labelgraph(draw(st.permutations([*facts, *noise])), labels).labeled_edges
+    distractor_ids = {edge.id for edge in noisy if edge.triple in set(noise)}
+    return (SelectionRequest(question, clean, [seed]), SelectionRequest(question, noisy, [seed]),
+            distractor_ids)
+
+
+@given(hub_questions())
+@settings(max_examples=150, deadline=None)
+def test_distractors_are_never_selected_and_change_nothing(
+    case: tuple[SelectionRequest, SelectionRequest, set[str]]
+) -> None:
+    clean, noisy, distractors = case
+    backend = OfflineBackend()
+    chosen = {line["id"] for line in parsed_lines(backend.select(noisy))}
+    assert not chosen & distractors
+    assert chosen == {line["id"] for line in parsed_lines(backend.select(clean))}
+    assert chosen, "every question names a predicate of the seed's facts"
+
+
+def test_an_edge_that_only_names_the_seed_is_not_selected() -> None:
+    seed, other = term("seed"), term("other")
+    labels = {seed: "Sir Edward Acton, 3rd Baronet", term("p"): "zantor", other: "vikelo",
+              term("q"): "father", term("m"): "Walter Acton"}
+    edges = build_labelgraph(
+        [ox.Triple(seed, term("p"), other), ox.Triple(seed, term("q"), term("m"))], labels
+    ).labeled_edges
+    request = SelectionRequest("Who is Sir Edward Acton, 3rd Baronet's father?", edges, [seed])
+    assert [line["id"] for line in parsed_lines(OfflineBackend().select(request))] == [
+        edges[1].id
+    ]
+
+
+def test_an_edge_between_two_seeds_is_a_path_the_question_names() -> None:
+    a, b = term("a"), term("b")
+    labels = {a: "Broadway Or Bust", b: "Ballad Of Tara", term("p"): "zantor"}
+    edges = build_labelgraph([ox.Triple(a, term("p"), b)], labels).labeled_edges
+    request = SelectionRequest("Is Broadway Or Bust older than Ballad Of Tara?", edges, [a, b])
+    assert [line["id"] for line in parsed_lines(OfflineBackend().select(request))] == [
+        edges[0].id
+    ]

@@ -30,7 +30,8 @@ from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.store import open_store
 from tgsparql.templates import Templates
 
-QUESTIONS = ("Who did Marie Curie marry?", "Where was Marie Curie born?")
+QUESTIONS = ("Who did Marie Curie marry, and what prize did she win?",
+             "Who did Marie Curie marry, and where was she born?")
 FAILED_QUESTION = "What did <b>Pierre</b> & \"Marie\" discover?"
 FAILED_ERROR = "the LLM timed out after 30 s"
 

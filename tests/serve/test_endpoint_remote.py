@@ -124,7 +124,7 @@ def test_results_are_those_of_the_store_itself(
 def test_triple_terms_survive_the_round_trip(remote: Served) -> None:
     reply = remote.get(sparql(EDGES))
     edges = [row["t"] for row in ox.parse_query_results(reply.body, ox.QueryResultsFormat.JSON)]
-    assert len(edges) == 9 and all(isinstance(edge, ox.Triple) for edge in edges)
+    assert len(edges) == 11 and all(isinstance(edge, ox.Triple) for edge in edges)
 
 
 @pytest.mark.parametrize("fmt", [ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES, ox.RdfFormat.N_QUADS])
@@ -135,7 +135,7 @@ def test_graph_results_are_those_of_the_store_itself(
     theirs, ours = served.get(sparql(CONSTRUCT), accept), remote.get(sparql(CONSTRUCT), accept)
     assert ours.status == 200 and ours.headers["Content-Type"] == theirs.headers["Content-Type"]
     assert set(ox.parse(ours.body, format=fmt)) == set(ox.parse(theirs.body, format=fmt))
-    assert len(set(ox.parse(ours.body, format=fmt))) == 9
+    assert len(set(ox.parse(ours.body, format=fmt))) == 11
 
 
 @pytest.mark.parametrize("path", [

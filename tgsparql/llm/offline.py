@@ -1,7 +1,12 @@
 """A deterministic selector and answer writer that needs no model.
 
 It ranks edges by how much of the question they cover, alone or as a two-edge path through a
-shared node, and says so in each reason: the terms that matched and the score. Its answer is
+shared node, and says so in each reason: the terms that matched and the score. An edge is a
+candidate only when it says something the question asks beyond naming a seed: a question word
+in its predicate or in a label of an end that is not a seed, or it links two seeds. A hub's
+edges all carry its name, and naming it is no evidence that an edge answers anything; so
+edges added around the seeds that share no other word with the question are never chosen and
+never change what is. Its answer is
 composed from the selected edges only. It is honest plumbing for offline use and tests, not a
 substitute for an LLM's reading of the question.
 """
@@ -12,13 +17,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 import json
-from functools import cache, lru_cache
 
 import pyoxigraph as ox
-import snowballstemmer
 
 from tgsparql.citations import NOTHING_SELECTED
-from tgsparql.grounding import STOPWORDS, words
+from tgsparql.grounding import stems, words
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
     ExtractionOutput,
@@ -41,73 +44,12 @@ ANSWER_KIND_BONUS = 0.1
 ASKS_FOR_VALUE = frozenset({"when", "year", "date", "old", "many", "much", "long"})
 ASKS_FOR_ENTITY = frozenset({"where", "who", "whom"})
 
-# Irregular forms the stemmer leaves apart, and the nouns that KG predicates use for the verbs
-# questions ask with ("born" → place of birth, "die" → date of death).
-_LEMMAS = {
-    "born": "birth",
-    "die": "death",
-    "dead": "death",
-    "won": "win",
-    "wrote": "write",
-    "written": "write",
-    "made": "make",
-    "led": "lead",
-    "began": "begin",
-    "begun": "begin",
-    "gave": "give",
-    "given": "give",
-    "taught": "teach",
-    "held": "hold",
-    "built": "build",
-    "spoke": "speak",
-    "spoken": "speak",
-    "sang": "sing",
-    "sung": "sing",
-    "drew": "draw",
-    "drawn": "draw",
-    "grew": "grow",
-    "grown": "grow",
-    "knew": "know",
-    "known": "know",
-    "took": "take",
-    "taken": "take",
-    "sold": "sell",
-    "told": "tell",
-    "went": "go",
-    "came": "come",
-    "becam": "becom",
-    "marriag": "marri",
-    "husband": "spous",
-    "wife": "spous",
-}
-
-
-@cache
-def _stemmer() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("english")
-
-
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """A word's stem, remembered: the pure-Python stemmer would otherwise dominate selection,
-    since the same label words recur across every question's subgraph."""
-    stem = _stemmer().stemWord(word)
-    return _LEMMAS.get(stem, stem)
-
-
-def stems(text: str) -> dict[str, str]:
-    """Content words of `text` by stem (stem → first surface form)."""
-    found: dict[str, str] = {}
-    for word in words(text):
-        if word not in STOPWORDS:
-            found.setdefault(_stem(word), word)
-    return found
-
-
 @dataclass
 class _Scored:
     edge: LabeledEdge
     matched: set[str]
+    telling: bool
+    """It matches the question beyond the seeds' names, or links two seeds (`_tells`)."""
     score: float = 0.0
     partner: LabeledEdge | None = None
     via: set[str] = field(default_factory=set)
@@ -127,10 +69,16 @@ class OfflineBackend:
         if not question or not request.edges:
             return SelectionOutput(text="", usage=None)
         seeds = set(request.seeds)
+        asked = set(question) - _seed_names(request.edges, seeds)
         scored = {
-            edge.id: _Scored(edge, set(question) & set(stems(" ".join(edge.labels))))
+            edge.id: _Scored(
+                edge,
+                set(question) & set(stems(" ".join(edge.labels))),
+                _tells(edge, asked, seeds),
+            )
             for edge in request.edges
         }
+        scored = {key: item for key, item in scored.items() if item.telling}
         by_node: dict[ox.NamedNode | ox.Literal, list[_Scored]] = {}
         for item in scored.values():
             for node in (item.edge.triple.subject, item.edge.triple.object):
@@ -176,6 +124,29 @@ class OfflineBackend:
     def extract(self, request: ExtractionRequest) -> ExtractionOutput:
         """Refuses: without a model, any facts it gave would be invented."""
         raise ExtractionUnsupported(EXTRACTION_REFUSED)
+
+
+def _seed_names(edges: Sequence[LabeledEdge], seeds: set[ox.NamedNode]) -> set[str]:
+    """The stems of the seeds' labels: the words the question names its entities with."""
+    names: set[str] = set()
+    for edge in edges:
+        for label, end in ((edge.labels[0], edge.triple.subject),
+                           (edge.labels[2], edge.triple.object)):
+            if end in seeds:
+                names |= set(stems(label))
+    return names
+
+
+def _tells(edge: LabeledEdge, asked: set[str], seeds: set[ox.NamedNode]) -> bool:
+    """Whether the edge holds a question word (`asked`: none of the seeds' names) in its
+    predicate or a label of an end that is not a seed, or links two seeds."""
+    triple = edge.triple
+    if triple.subject in seeds and triple.object in seeds and triple.subject != triple.object:
+        return True
+    told = [edge.labels[1]]
+    told += [label for label, end in ((edge.labels[0], triple.subject),
+                                      (edge.labels[2], triple.object)) if end not in seeds]
+    return bool(asked & set(stems(" ".join(told))))
 
 
 def _answer_kind(question: str, edge: LabeledEdge) -> float:
