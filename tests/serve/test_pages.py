@@ -187,6 +187,8 @@ def test_chromium_renders_every_page_under_the_content_security_policy(
                               (f"{served.url}/sparql?format=html&query=ASK%7B%7D",
                                '<strong id="boolean">true</strong>'),
                               (f"{served.url}/sparql?format=html&query=ASK", "not a SPARQL"),
+                              (f"{served.url}/entity?" + urllib.parse.urlencode(
+                                  {"iri": SCRIPT_IRI}), SCRIPT_LABEL),
                               (f"{served.url}/sessions/nope", "no session")):
             dom = subprocess.run(chromium_flags() + ["--enable-logging=stderr", "--v=0",
                                                      "--dump-dom", url],
