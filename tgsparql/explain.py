@@ -80,7 +80,7 @@ class AnswerCitation:
     @property
     def index(self) -> int:
         """Its number among the answer's citations (the IRI's last part)."""
-        return _edge_index(self.iri)
+        return _trailing_number(self.iri)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -210,7 +210,7 @@ def explain_session(
             offset = facts.integer(citation, TG + "charOffset")
             cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
             out.citations.append(AnswerCitation(
-                citation.value, _edge_index(edge_selection.value), sentence, offset,
+                citation.value, _trailing_number(edge_selection.value), sentence, offset,
                 facts.integer(citation, TG + "charLength")))
     out.citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index,
                                       c.iri))
@@ -316,7 +316,7 @@ def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:
             label_of(edge.object, labels))
 
 
-def _edge_index(iri: str) -> int:
+def _trailing_number(iri: str) -> int:
     """The number an edge selection or citation IRI ends with; -1 for none."""
     tail = iri.rsplit(":", 1)[-1]
     return int(tail) if tail.isdigit() else -1
