@@ -569,7 +569,7 @@ class Handler(BaseHTTPRequestHandler):
             body = self._body(config) if method == "POST" else b""
             answer = self._route(method, url.path, url.query, body)
         except ProtocolError as error:
-            html = url.path.startswith(("/sessions", "/entity")) and error.status != 401
+            html = url.path.startswith("/sessions") and error.status != 401
             extra = {"WWW-Authenticate": 'Bearer realm="tgsparql"'} if error.status == 401 else {}
             if error.retry_after is not None:
                 extra["Retry-After"] = str(error.retry_after)
@@ -713,10 +713,11 @@ class Handler(BaseHTTPRequestHandler):
             params = parse_qs(query, keep_blank_values=True)
             unknown = sorted(set(params) - {"iri", "page"})
             if unknown or len(params.get("iri", [])) != 1:
-                raise ProtocolError(400, "/entity takes iri (once) and page")
+                return _error(400, "/entity takes iri (once) and page", html=True)
             page = params.get("page", ["1"])[-1]
             if not page.isdigit() or not 1 <= int(page) <= pages.ENTITY_PAGES:
-                raise ProtocolError(400, f"page must be an integer from 1 to {pages.ENTITY_PAGES}")
+                return _error(400, f"page must be an integer from 1 to {pages.ENTITY_PAGES}",
+                              html=True)
             return pool.run(("entity", params["iri"][0], int(page)))
         raise ProtocolError(404, f"nothing at {path}; see /sessions, /queries or /sparql")
 
