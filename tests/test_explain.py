@@ -79,6 +79,39 @@ def test_explain_session_reports_the_question_status_and_retrieval(demo_session)
     assert explanation.selection_usage == {} and explanation.answer_usage == {}
 
 
+def test_explain_session_counts_the_edges_not_selected_and_labels_the_first_asked_for(
+    demo_session,
+) -> None:
+    rag, messages, explanation = demo_session
+    selected = {edge.edge for edge in explanation.selected}
+    assert explanation.unselected_count == explanation.edge_count - len(selected) > 2
+    assert explanation.unselected == []  # none asked for
+    asked_for = explain_session(rag.store, rag.templates, "explainability",
+                                messages[0].explain_id, unselected=2)
+    assert asked_for.unselected_count == explanation.unselected_count
+    assert len(asked_for.unselected) == 2
+    assert not {u.edge for u in asked_for.unselected} & selected
+    assert all(not label.startswith("http") for u in asked_for.unselected for label in u.labels)
+    assert sorted(asked_for.unselected, key=lambda u: str(u.edge)) == asked_for.unselected
+
+
+def test_explain_session_keeps_each_citation_with_its_sentence_where_it_stands(
+    demo_session,
+) -> None:
+    _, _, explanation = demo_session
+    assert explanation.citations
+    indexes = {edge.index for edge in explanation.selected}
+    for citation in explanation.citations:
+        assert citation.edge_index in indexes
+        assert citation.offset is not None and citation.length == len(citation.sentence)
+        assert explanation.answer[citation.offset:citation.offset + citation.length] \
+            == citation.sentence
+    offsets = [citation.offset for citation in explanation.citations]
+    assert offsets == sorted(offsets)
+    assert json.loads(json.dumps(explanation.to_json()))["citations"][0]["sentence"] \
+        == explanation.citations[0].sentence
+
+
 def test_explain_session_lists_selected_edges_in_index_order_with_labels_and_sources(
     demo_session,
 ) -> None:

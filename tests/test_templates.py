@@ -591,6 +591,8 @@ EVERY_PARAM: dict[str, Any] = {
     "citations": [{"iri": IDS.citation(0), "edge_selection": IDS.edge_selection(0),
                    "sentence": "The answer.", "offset": 0, "length": 11}],
     "invalid_citations": 0,
+    "entity": S,
+    "offset": 100,
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

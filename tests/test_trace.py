@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from tgsparql.cli import main
+from tgsparql.explain import explain_session
 from tgsparql.labels import fetch_labels
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.offline import OfflineBackend
@@ -255,9 +256,10 @@ def test_each_trace_query_renders_the_edge_references_of_each_dialect(
         assert not re.search(r"\b(SUBJECT|PREDICATE|OBJECT|TRIPLE|isTRIPLE)\(", live)
 
 
-def test_the_trace_directory_holds_the_five_saved_queries_one_per_template() -> None:
+def test_the_trace_directory_holds_the_six_saved_queries_one_per_template() -> None:
     assert [p.stem for p in TRACE_FILES] == [p.stem for p in TEMPLATE_FILES] == [
         "document_sessions", "edge_sources", "fact_sources", "session_sources", "session_trace",
+        "session_unselected",
     ] == list(SAVED_QUERIES)
 
 
@@ -271,7 +273,7 @@ def test_each_saved_query_is_its_template_as_the_code_renders_it(path: Path) -> 
     text = path.read_text(encoding="utf-8")
     assert text == saved_form(path.stem), f"regenerate the saved queries: {REGENERATE}"
     assert "{{" not in text and "{%" not in text
-    assert "<urn:graph:source>" in text
+    assert "<urn:graph:source>" in text or "<urn:graph:explainability>" in text
 
 
 def filled(path: Path, terms: dict[str, str]) -> str:
@@ -333,6 +335,14 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
     assert embedded and sorted(map(str, embedded)) == sorted(map(str, rendered))
     assert row_keys(served) == row_keys(embedded)
     assert len(served) == len(embedded)
+    if path.stem == "session_unselected":  # edges, not sources: those explain counts
+        assert sorted(map(str, served)) == sorted(map(str, embedded))
+        unselected = explain_session(demo_store, templates, "explainability", ids.session.value,
+                                     unselected=10_000).unselected
+        assert {ox.Triple(r["subject"], r["predicate"], r["object"])  # type: ignore[arg-type]
+                for r in embedded} == {u.edge for u in unselected}
+        assert len(embedded) == len(unselected) > 0
+        return
     if path.stem == "fact_sources":
         traced = {(str(MARRIED.subject), f"<{s.subgraph}>", f"<{s.chunk}>")
                   for s in fact_sources(demo_store, templates, MARRIED)}

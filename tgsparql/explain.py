@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,6 +67,36 @@ class ExplainedEdge:
         }
 
 
+@dataclass(frozen=True)
+class AnswerCitation:
+    """One tg:Citation: the answer's sentence that cites a selected edge, where it stands."""
+
+    iri: str
+    edge_index: int
+    sentence: str
+    offset: int | None
+    length: int | None
+
+    @property
+    def index(self) -> int:
+        """Its number among the answer's citations (the IRI's last part)."""
+        return _trailing_number(self.iri)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class UnselectedEdge:
+    """An edge the retrieval offered the selector and the selector did not choose."""
+
+    edge: ox.Triple
+    labels: LabelTriple
+
+    def to_json(self) -> dict[str, Any]:
+        return {"edge": rdf_text(self.edge), "labels": list(self.labels)}
+
+
 @dataclass
 class Explanation:
     session: str
@@ -92,13 +123,22 @@ class Explanation:
     invalid_citations: int | None = None
     """Markers in the answer that named no selected edge; None for an answer recorded
     before citations were."""
+    citations: list[AnswerCitation] = field(default_factory=list)
+    """Every citation of the answer, in answer order."""
+    unselected_count: int = 0
+    """Retrieved edges that were not selected."""
+    unselected: list[UnselectedEdge] = field(default_factory=list)
+    """The first of them (as many as asked for), in the order of their terms."""
     triples: list[ox.Triple] = field(default_factory=list)
     """Every triple recorded for the session, as stored."""
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("selected", "triples")}
+        data = {k: v for k, v in self.__dict__.items()
+                if k not in ("selected", "triples", "citations", "unselected")}
         data["entities"] = [{"iri": iri, "label": label} for iri, label in self.entities]
         data["selected"] = [edge.to_json() for edge in self.selected]
+        data["citations"] = [citation.to_json() for citation in self.citations]
+        data["unselected"] = [edge.to_json() for edge in self.unselected]
         return data
 
     def turtle(self) -> str:
@@ -129,8 +169,10 @@ def list_sessions(
 
 
 def explain_session(
-    store: Store, templates: Templates, collection: str, session: str
+    store: Store, templates: Templates, collection: str, session: str, unselected: int = 0
 ) -> Explanation:
+    """The session as recorded; `unselected` asks for the first that many retrieved edges the
+    selector did not choose, labelled by the same label query as the selected ones."""
     ids = SessionIds.from_session_iri(session)
     triples = store.construct(
         templates.render(
@@ -163,9 +205,15 @@ def explain_session(
     for citation in facts.all(ids.answer, TG + "citation"):
         edge_selection = facts.one(citation, TG + "citedEdge")
         sentence = facts.text(citation, TG + "sentence")
-        if edge_selection is not None and sentence is not None:
-            offset = facts.integer(citation, TG + "charOffset") or 0
-            cited_in.setdefault(edge_selection, []).append((offset, sentence))
+        if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
+                and sentence is not None:
+            offset = facts.integer(citation, TG + "charOffset")
+            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
+            out.citations.append(AnswerCitation(
+                citation.value, _trailing_number(edge_selection.value), sentence, offset,
+                facts.integer(citation, TG + "charLength")))
+    out.citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index,
+                                      c.iri))
 
     selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
     for iri in facts.all(ids.selection, TG + "selectedEdge"):
@@ -175,15 +223,21 @@ def explain_session(
             selected.append((index, iri, edge, facts.text(iri, TG + "reasoning") or ""))
     selected.sort(key=lambda item: item[0])
     seeds = [e for e in facts.all(ids.retrieval, TG + "entity") if isinstance(e, ox.NamedNode)]
-    labels = fetch_labels(store, templates, label_terms([e for *_, e, _ in selected]) + seeds)
+    chosen = {edge for _, _, edge, _ in selected}
+    retrieved = {facts.edge(r) for r in facts.all(ids.retrieval, TG + "retrievedEdge")}
+    rejected = sorted((e for e in retrieved if e is not None and e not in chosen), key=str)
+    out.unselected_count = len(rejected)
+    rejected = rejected[:unselected]
+    labels = fetch_labels(
+        store, templates, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
+    out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
     sources = session_sources(
         store, templates, collection, ids, {iri: edge for _, iri, edge, _ in selected}
     )
     for index, iri, edge, reasoning in selected:
         citations = [sentence for _, sentence in sorted(cited_in.get(iri, []))]
-        names = (label_of(edge.subject, labels), label_of(edge.predicate, labels),
-                 label_of(edge.object, labels))
+        names = _names(edge, labels)
         out.selected.append(
             ExplainedEdge(
                 iri=iri.value,
@@ -255,6 +309,17 @@ class _Facts:
         if self.one(o, vocab.RDF + "subject") is not None:
             o = self.edge(o)  # a statement nested in the object
         return ox.Triple(s, p, o) if o is not None else None  # type: ignore[arg-type]
+
+
+def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:
+    return (label_of(edge.subject, labels), label_of(edge.predicate, labels),
+            label_of(edge.object, labels))
+
+
+def _trailing_number(iri: str) -> int:
+    """The number an edge selection or citation IRI ends with; -1 for none."""
+    tail = iri.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
 
 
 def _value(term: Term | None) -> str | None:

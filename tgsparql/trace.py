@@ -28,7 +28,7 @@ _EDGE_SELECTION = re.compile(
     re.escape(EDGE_SELECTION_PREFIX) + r"([0-9a-fA-F-]{36}):(0|[1-9][0-9]*)"
 )
 SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
-                 "session_trace")
+                 "session_trace", "session_unselected")
 _EXAMPLE_IDS = SessionIds("00000000-0000-0000-0000-000000000000")
 _EXAMPLE: dict[str, Any] = {
     "session": _EXAMPLE_IDS.session,

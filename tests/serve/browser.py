@@ -13,11 +13,14 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 class BrowserError(Exception):
@@ -174,6 +177,14 @@ class Tab:
 
     def _send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return self.browser.send(method, params, self.session)
+
+
+def installed_chromium() -> str:
+    """Chromium's path; the test is skipped where it is not installed."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    return found
 
 
 @contextmanager

@@ -8,7 +8,6 @@ import html
 import io
 import json
 import re
-import shutil
 import time
 import urllib.parse
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from tgsparql.serve import editor
 from tgsparql.serve.sparql import NO_SERVICE, READ_ONLY
 
-from .browser import browser
+from .browser import browser, installed_chromium
 from .conftest import FAILED_QUESTION, Served
 from .test_pages import ARTIFACTS
 
@@ -178,10 +177,7 @@ def test_every_saved_query_runs_from_its_link(served: Served, example: editor.Ex
 def test_in_chromium_a_query_typed_and_run_shows_its_table_and_an_error_shows_in_place(
     served: Served, tmp_path: Path
 ) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    with browser(chromium, tmp_path / "profile") as chrome:
+    with browser(installed_chromium(), tmp_path / "profile") as chrome:
         tab = chrome.open()
         tab.go(served.url + "/sparql")
         assert tab.evaluate("document.querySelector('#query').value").startswith(

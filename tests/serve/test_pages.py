@@ -148,10 +148,22 @@ def hostile(built: tuple[Path, list[str], str],
 def test_only_http_iris_become_links(hostile: tuple[Path, list[str], str]) -> None:
     with serve_process(hostile) as served:
         page = served.get(f"/sessions/{uuid_of(served.sessions[0])}").text
+        entity = served.get("/entity?" + urllib.parse.urlencode({"iri": SCRIPT_IRI})).text
+        web = served.get("/entity?" + urllib.parse.urlencode(
+            {"iri": "https://example.org/demo/entity/Marie_Curie"})).text
     assert SCRIPT_LABEL in page and "javascript:" in page  # shown, as text
-    assert not re.search(r"href=\s*[\"']?\s*javascript:", page, re.IGNORECASE)
-    assert f'<span class="iri" title="{SCRIPT_IRI}">{SCRIPT_LABEL}</span>' in page
-    assert re.search(r'<a href="https://example\.org/demo/[^"]+" title=', page)
+    assert not re.search(r"href=\s*[\"']?\s*javascript:", page + entity, re.IGNORECASE)
+    # a seed entity links to its page here, the IRI a parameter of it
+    seed = urllib.parse.quote(SCRIPT_IRI, safe="")
+    assert f'<a class="entity" href="/entity?iri={seed}" title="{SCRIPT_IRI}">{SCRIPT_LABEL}</a>' \
+        in page
+    assert f"<code>{SCRIPT_IRI}</code>" in entity and SCRIPT_LABEL in entity
+    assert '<a href="https://example.org/demo/entity/Marie_Curie" rel="nofollow">' in web
+    standalone = CliRunner().invoke(main, ["explain", "--store", str(hostile[0]), "--format",
+                                           "html", hostile[1][0]])
+    assert standalone.exit_code == 0, standalone.output
+    assert f'<span class="iri" title="{SCRIPT_IRI}">{SCRIPT_LABEL}</span>' in standalone.output
+    assert not re.search(r"href=\s*[\"']?\s*javascript:", standalone.output, re.IGNORECASE)
 
 
 def chromium_flags() -> list[str]:
@@ -175,6 +187,8 @@ def test_chromium_renders_every_page_under_the_content_security_policy(
                               (f"{served.url}/sparql?format=html&query=ASK%7B%7D",
                                '<strong id="boolean">true</strong>'),
                               (f"{served.url}/sparql?format=html&query=ASK", "not a SPARQL"),
+                              (f"{served.url}/entity?" + urllib.parse.urlencode(
+                                  {"iri": SCRIPT_IRI}), SCRIPT_LABEL),
                               (f"{served.url}/sessions/nope", "no session")):
             dom = subprocess.run(chromium_flags() + ["--enable-logging=stderr", "--v=0",
                                                      "--dump-dom", url],
@@ -207,6 +221,8 @@ def test_chromium_renders_the_session_page(served: Served) -> None:
 
 def test_session_page_shows_each_citation_with_its_sentence(served: Served) -> None:
     page = served.get(f"/sessions/{uuid_of(served.sessions[0])}").text
-    citations = re.findall(r'<p class="citation">cited in the answer: <q>([^<]*)</q></p>', page)
+    citations = re.findall(
+        r'<p class="citation">cited in the answer: <a href="#citation-\d+"><q>([^<]*)</q></a></p>',
+        page)
     assert citations and any("Marie Curie married Pierre Curie [" in c for c in citations)
     assert re.search(r"cites \d+ of \d+ selected edges", page)

@@ -77,11 +77,13 @@ from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest
     execute, read_request, refuse_service, serialize
 from tgsparql.store import EmbeddedStore, Store, StoreError
 from tgsparql.templates import Templates
+from tgsparql.validate_session import validate_session
 
 SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
 """The extensions of /queries/NAME.EXT; `.json?shape=objects` is records in one array."""
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
+JSON = "application/json"
 SECURITY_HEADERS = {
     "Content-Security-Policy": pages.CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -239,8 +241,11 @@ class WorkerPool:
                     if worker.process.exitcode in OUT_OF_MEMORY else ""))
             self._idle.put(worker)
 
-    def run(self, job: tuple[Any, ...]) -> Answer:
-        """The job's answer; a /sparql job first waits for one of its slots."""
+    def run(self, job: tuple[Any, ...], timeout: float | None = None) -> Answer:
+        """The job's answer, within `timeout` seconds (--timeout unless shorter); a /sparql job
+        first waits for one of its slots."""
+        if timeout is not None and timeout < self.config.timeout:
+            return self._run(job, timeout, timeout)
         timeout = self.config.timeout
         if job[0] != "sparql":
             return self._run(job, timeout)
@@ -256,8 +261,8 @@ class WorkerPool:
         return ProtocolError(503, f"every query worker stayed busy for {self.config.timeout:g} s "
                                   "(--timeout); try again later", retry_after=self._next_free())
 
-    def _run(self, job: tuple[Any, ...], wait: float) -> Answer:
-        timeout = self.config.timeout
+    def _run(self, job: tuple[Any, ...], wait: float, timeout: float | None = None) -> Answer:
+        timeout = self.config.timeout if timeout is None else timeout
         try:
             worker = self._idle.get(timeout=wait)
         except queue.Empty:
@@ -386,6 +391,10 @@ def _run_job(
                 return serialize(store.query(text), fmt, config.max_results)
             if kind == "sessions":
                 return _sessions_page(store, templates, config, *args)
+            if kind == "validate":
+                return _validation(store, *args)
+            if kind == "entity":
+                return _entity_page(store, templates, *args)
             return _session_page(store, templates, config, *args)
         except (OSError, StoreError) as error:
             if isinstance(store, RemoteStore):  # it has retried what may be retried
@@ -415,14 +424,56 @@ def _sessions_page(
 
 
 def _session_page(
-    store: Store, templates: Templates, config: ServerConfig, uuid: str
+    store: Store, templates: Templates, config: ServerConfig, uuid: str,
+    conformance: dict[str, Any] | None = None,
 ) -> Answer:
     try:
-        view = pages.session_view(store, templates, config.collection, uuid)
+        view = pages.session_view(store, templates, config.collection, uuid,
+                                  pages.Conformance.from_json(conformance) if conformance else None)
     except (SessionNotFound, ValueError):
         raise ProtocolError(404, f"no session {uuid} in collection {config.collection!r}") \
             from None
     return Answer(200, HTML, pages.render_session(view).encode("utf-8"))
+
+
+VALIDATION_SECONDS = 10.0
+"""The longest a session page waits for its session's validation (or --timeout if shorter)."""
+
+
+def _validation(store: Store, uuid: str) -> Answer:
+    """The session against the bundled shapes, as `validate --session` checks it: only queries,
+    nothing written. A session it cannot find is reported as such, not raised: the page says."""
+    try:
+        report = validate_session(store, uuid)
+    except (SessionNotFound, ValueError) as error:
+        found = pages.Conformance.not_checked(str(error))
+    else:
+        found = pages.Conformance.of(report)
+    return Answer(200, JSON, json.dumps(found.to_json()).encode("utf-8"))
+
+
+def _conformance(pool: WorkerPool, uuid: str) -> dict[str, Any]:
+    """The session's validation from a worker, bounded by VALIDATION_SECONDS; a validation that
+    fails or takes longer leaves the page saying why it is not validated."""
+    bound = min(VALIDATION_SECONDS, pool.config.timeout)
+    try:
+        answer = pool.run(("validate", uuid), bound)
+    except ProtocolError as error:
+        reason = f"the validation did not finish within {bound:g} s" \
+            if error.status == 503 and "timeout" in error.message else error.message
+        return pages.Conformance.not_checked(reason).to_json()
+    if answer.status != 200:
+        return pages.Conformance.not_checked(
+            answer.body.decode("utf-8", "replace").strip()[:300]).to_json()
+    return json.loads(answer.body)
+
+
+def _entity_page(store: Store, templates: Templates, iri: str, page: int) -> Answer:
+    try:
+        view = pages.entity_view(store, templates, iri, page)
+    except ValueError:
+        raise ProtocolError(400, f"iri={iri!r:.200} is not an IRI") from None
+    return Answer(200, HTML, pages.render_entity(view).encode("utf-8"))
 
 
 def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
@@ -451,7 +502,7 @@ def _failure(config: ServerConfig, job: tuple[Any, ...], status: int, message: s
     if job[0] == "sparql" and _on_page(job[1]):
         return editor.page(job[1].query, _dialect(config), config.collection, error=message,
                            status=status)
-    return _error(status, message, html=job[0] in ("sessions", "session"))
+    return _error(status, message, html=job[0] in ("sessions", "session", "entity"))
 
 
 def _dialect(config: ServerConfig) -> str:
@@ -688,7 +739,18 @@ class Handler(BaseHTTPRequestHandler):
                 raise ProtocolError(400, "limit must be an integer from 1 to 10000")
             return pool.run(("sessions", text, int(limit)))
         if path.startswith("/sessions/"):
-            return pool.run(("session", path[len("/sessions/"):]))
+            uuid = path[len("/sessions/"):]
+            return pool.run(("session", uuid, _conformance(pool, uuid)))
+        if path == "/entity":
+            params = parse_qs(query, keep_blank_values=True)
+            unknown = sorted(set(params) - {"iri", "page"})
+            if unknown or len(params.get("iri", [])) != 1:
+                return _error(400, "/entity takes iri (once) and page", html=True)
+            page = params.get("page", ["1"])[-1]
+            if not page.isdigit() or not 1 <= int(page) <= pages.ENTITY_PAGES:
+                return _error(400, f"page must be an integer from 1 to {pages.ENTITY_PAGES}",
+                              html=True)
+            return pool.run(("entity", params["iri"][0], int(page)))
         raise ProtocolError(404, f"nothing at {path}; see /sessions, /queries or /sparql")
 
     def _wants_html(self) -> bool:

@@ -1,11 +1,16 @@
 """Trace pages for people: the session list, one session explained, and its picture.
 
-The picture is one small graph, question → selected edges → chunks → documents, laid out in
-four columns; it is drawn as inline SVG for the pages and `explain --format html`, and written
-as Graphviz DOT or Mermaid for `explain --format dot|mermaid`. Pages are jinja2 templates in
-`templates/`, autoescaped; nothing on them runs JavaScript, and the server's
-Content-Security-Policy lets nothing run: no script at all, only the pages' one stylesheet (by
-its hash). Only http and https IRIs become links, so no `javascript:` IRI in the data is one.
+The session page reads top down as a reader asks: the answer, each cited sentence linked to
+the edge it cites (and the edge back to the sentence, by anchors), the selected edges with
+their reasons and sources, the picture, the edges retrieved but not selected, and whether the
+record conforms to the shapes. The picture is one small graph, question → selected edges →
+chunks → documents, laid out in four columns, its labels wrapped rather than cut; it is drawn
+as inline SVG for the pages and `explain --format html`, and written as Graphviz DOT or Mermaid
+for `explain --format dot|mermaid`. Pages are jinja2 templates in `templates/`, autoescaped;
+nothing on them runs JavaScript, and the server's Content-Security-Policy lets nothing run: no
+script at all, only the pages' one stylesheet (by its hash). Only http and https IRIs become
+links out, so no `javascript:` IRI in the data is one; an entity's own page here is linked by
+its IRI as a URL-encoded parameter.
 """
 
 from __future__ import annotations
@@ -14,21 +19,35 @@ import base64
 import hashlib
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
+import pyoxigraph as ox
 
-from tgsparql.explain import Explanation, SessionSummary, explain_session
+from tgsparql import vocab
+from tgsparql.explain import AnswerCitation, Explanation, SessionSummary, explain_session
+from tgsparql.labels import fetch_labels, label_of, label_terms
 from tgsparql.provenance import SessionIds
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 from tgsparql.trace import ChunkSource, session_trace
+from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
 COLUMNS = ("question", "edge", "chunk", "document")
 _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
-NODE_WIDTH, NODE_HEIGHT, COLUMN_GAP, ROW_GAP, MARGIN = 230, 44, 60, 14, 10
+NODE_WIDTH, COLUMN_GAP, ROW_GAP, MARGIN = 240, 60, 14, 10
+LINE_CHARS, LINE_HEIGHT, MAX_LINES = 30, 15, 8
+"""A picture label is wrapped at LINE_CHARS characters a line, up to MAX_LINES lines; an edge's
+label starts with its number, so even a label cut after MAX_LINES names one edge."""
+UNSELECTED_SHOWN = 200
+"""How many retrieved-but-not-selected edges the page lists; the saved query lists them all."""
+FINDINGS_SHOWN = 50
+"""How many validation results the page lists; `tgsparql validate --session` lists them all."""
+"""How many retrieved-but-not-selected edges the page lists; the saved query lists them all."""
 
 
 @dataclass(frozen=True)
@@ -53,18 +72,78 @@ class EdgeView:
     labels: tuple[str, str, str]
     reasoning: str
     sources: list[SourceView] = field(default_factory=list)
-    citations: list[str] = field(default_factory=list)
-    """The answer's sentences that cite the edge."""
+    citations: list[AnswerCitation] = field(default_factory=list)
+    """The answer's citations of the edge, in answer order."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A run of the answer's text: plain, or a sentence that cites edges (`citations`)."""
+
+    text: str
+    citations: tuple[AnswerCitation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One validation result, as the page lists it."""
+
+    severity: str
+    focus: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Conformance:
+    """The session checked against the bundled shapes, or why it could not be."""
+
+    checked: bool
+    conforms: bool = False
+    shapes: int = 0
+    violations: int = 0
+    warnings: int = 0
+    findings: tuple[Finding, ...] = ()
+    reason: str = ""
+
+    @classmethod
+    def of(cls, report: ValidationReport) -> Conformance:
+        """The page's view of a report: its counts and its first FINDINGS_SHOWN results,
+        violations first."""
+        ordered = sorted(report.results, key=lambda r: r.severity.value != VIOLATION.value)
+        return cls(True, not report.violations, len(report.shapes), len(report.violations),
+                   len(report.results) - len(report.violations), tuple(
+                       Finding(r.to_json()["severity"], show_term(r.focus_node),  # type: ignore
+                               show_term(r.result_path), r.message)
+                       for r in ordered[:FINDINGS_SHOWN]))
+
+    @classmethod
+    def not_checked(cls, reason: str) -> Conformance:
+        return cls(False, reason=reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "findings": [f.__dict__ for f in self.findings]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Conformance:
+        return cls(**{**data, "findings": tuple(Finding(**f) for f in data["findings"])})
 
 
 @dataclass(frozen=True)
 class Node:
     id: str
     kind: str
-    label: str
+    lines: tuple[str, ...]
     title: str
     x: int
     y: int
+    height: int
+    link: str | None = None
+    """A same-page anchor the node links to."""
+
+    @property
+    def label(self) -> str:
+        return "\n".join(self.lines)
 
 
 @dataclass
@@ -88,7 +167,8 @@ class Picture:
     def mermaid(self) -> str:
         lines = ["flowchart LR"]
         for node in self.nodes:
-            lines.append(f'  {node.id}["{_mermaid_text(node.label)}"]')
+            label = "<br/>".join(_mermaid_text(line) for line in node.lines)
+            lines.append(f'  {node.id}["{label}"]')
         lines += [f"  {a.id} --> {b.id}" for a, b in self.links]
         return "\n".join(lines) + "\n"
 
@@ -98,15 +178,38 @@ class SessionView:
     explanation: Explanation
     edges: list[EdgeView]
     picture: Picture
+    conformance: Conformance | None = None
+    """None where the page does not validate (`explain --format html`)."""
+    unselected_query: str = ""
+    """The saved query that lists every retrieved edge not selected, for this session."""
 
     @property
     def uuid(self) -> str:
         return self.explanation.session.rsplit(":", 1)[1]
 
+    @property
+    def answer(self) -> list[Passage]:
+        return passages(self.explanation.answer or "", self.explanation.citations)
 
-def session_view(store: Store, templates: Templates, collection: str, session: str) -> SessionView:
+    @property
+    def unplaced_citations(self) -> list[AnswerCitation]:
+        """Citations whose sentence is nowhere in the answer text (a record edited since)."""
+        placed = {c.iri for p in self.answer for c in p.citations}
+        return [c for c in self.explanation.citations if c.iri not in placed]
+
+    @property
+    def unselected_url(self) -> str:
+        """The saved query on the SPARQL page, where every row can be read or downloaded."""
+        return "/sparql?" + urlencode({"query": self.unselected_query, "format": "html"})
+
+
+def session_view(store: Store, templates: Templates, collection: str, session: str,
+                 conformance: Conformance | None = None) -> SessionView:
     """Everything the session page shows; raises SessionNotFound for an unknown session."""
-    explanation = explain_session(store, templates, collection, session)
+    explanation = explain_session(store, templates, collection, session, UNSELECTED_SHOWN)
+    cited: dict[int, list[AnswerCitation]] = {}
+    for citation in explanation.citations:
+        cited.setdefault(citation.edge_index, []).append(citation)
     traced = session_trace(store, templates, collection, SessionIds.from_session_iri(session))
     chunk_sources = {edge.edge_selection: edge.sources for edge in traced.edges} if traced else {}
     edges = [
@@ -116,11 +219,92 @@ def session_view(store: Store, templates: Templates, collection: str, session: s
             labels=edge.labels,
             reasoning=edge.reasoning,
             sources=[SourceView(s, highlight(s)) for s in chunk_sources.get(edge.iri, [])],
-            citations=edge.citations,
+            citations=cited.get(edge.index, []),
         )
         for edge in explanation.selected
     ]
-    return SessionView(explanation, edges, picture(explanation.question or "", edges))
+    unselected_query = templates.render(
+        "_trace/session_unselected", graph=vocab.explainability_graph(collection),
+        session=SessionIds.from_session_iri(session).session)
+    return SessionView(explanation, edges, picture(explanation.question or "", edges),
+                       conformance, unselected_query)
+
+
+def passages(answer: str, citations: list[AnswerCitation]) -> list[Passage]:
+    """The answer cut into plain runs and cited sentences. A citation is placed at its recorded
+    offset when its sentence stands there, else where the sentence first occurs; citations of
+    one sentence share its passage; one overlapping a placed sentence is left unplaced."""
+    spans: dict[tuple[int, int], list[AnswerCitation]] = {}
+    for citation in citations:
+        start = citation.offset
+        sentence = citation.sentence
+        if not sentence:
+            continue
+        if start is None or answer[start : start + len(sentence)] != sentence:
+            start = answer.find(sentence)
+        if start >= 0:
+            spans.setdefault((start, start + len(sentence)), []).append(citation)
+    out: list[Passage] = []
+    at = 0
+    for (start, end), group in sorted(spans.items()):
+        if start < at:
+            continue  # overlaps the sentence before it
+        if start > at:
+            out.append(Passage(answer[at:start]))
+        out.append(Passage(answer[start:end], tuple(sorted(group, key=lambda c: c.edge_index))))
+        at = end
+    if at < len(answer):
+        out.append(Passage(answer[at:]))
+    return out
+
+
+@dataclass(frozen=True)
+class TermView:
+    text: str
+    iri: str | None = None
+    """An IRI's, which the page links to that entity's own page."""
+
+
+@dataclass
+class EntityView:
+    """One page of the KG's edges that touch an entity."""
+
+    iri: str
+    label: str
+    page: int
+    size: int
+    edges: list[tuple[TermView, TermView, TermView]]
+    more: bool
+
+    @property
+    def first(self) -> int:
+        return (self.page - 1) * self.size + 1
+
+
+ENTITY_PAGE_EDGES = 100
+ENTITY_PAGES = 1000
+"""An entity page lists ENTITY_PAGE_EDGES edges, up to page ENTITY_PAGES (the first 100,000
+edges of a hub; the SPARQL page reaches the rest)."""
+
+
+def entity_view(store: Store, templates: Templates, iri: str, page: int) -> EntityView:
+    """Page `page` (from 1) of the edges touching the entity, one query for the edges and one
+    for their labels; raises ValueError for a text that is not an IRI."""
+    entity = ox.NamedNode(iri)
+    rows = store.select(templates.render(
+        "serve/entity_edges", entity=entity, limit=ENTITY_PAGE_EDGES + 1,
+        offset=(page - 1) * ENTITY_PAGE_EDGES))
+    triples = [ox.Triple(row["subject"], row["predicate"], row["object"])  # type: ignore
+               for row in rows[:ENTITY_PAGE_EDGES]]
+    labels = fetch_labels(store, templates, label_terms(triples) + [entity])
+
+    def term(value: Any) -> TermView:
+        return TermView(label_of(value, labels),
+                        value.value if isinstance(value, ox.NamedNode) else None)
+
+    return EntityView(iri, label_of(entity, labels), page, ENTITY_PAGE_EDGES,
+                      [(term(t.subject), term(t.predicate), term(t.object)) for t in triples],
+                      len(rows) > ENTITY_PAGE_EDGES)
 
 
 def highlight(source: ChunkSource) -> Highlighted | None:
@@ -142,13 +326,15 @@ def highlight(source: ChunkSource) -> Highlighted | None:
 
 
 def picture(question: str, edges: list[EdgeView]) -> Picture:
-    columns: dict[str, list[tuple[str, str, str]]] = {kind: [] for kind in COLUMNS}
+    columns: dict[str, list[tuple[str, str, str, str | None]]] = {kind: [] for kind in COLUMNS}
     links: list[tuple[str, str]] = []
-    columns["question"].append(("q", question, question))
+    columns["question"].append(("q", question, question, "#question"))
     seen: set[str] = set()
     for edge in edges:
         edge_id = f"e{edge.index}"
-        columns["edge"].append((edge_id, " — ".join(edge.labels), edge.reasoning))
+        label = f"[{edge.index}] " + " — ".join(edge.labels)
+        columns["edge"].append((edge_id, label, f"{label}\nwhy: {edge.reasoning}",
+                                f"#edge-{edge.index}"))
         links.append(("q", edge_id))
         for view in edge.sources:
             s = view.source
@@ -157,32 +343,57 @@ def picture(question: str, edges: list[EdgeView]) -> Picture:
                 seen.add(chunk_id)
                 where = [f"page {s.page_number}"] if s.page_number is not None else []
                 where += [f"chunk {s.chunk_index}"] if s.chunk_index is not None else []
-                columns["chunk"].append((chunk_id, ", ".join(where) or s.chunk,
-                                         s.evidence or s.chunk))
+                columns["chunk"].append((
+                    chunk_id, f"{s.title or s.document}: {', '.join(where) or s.chunk}",
+                    s.evidence or s.chunk, None))
             if doc_id not in seen:
                 seen.add(doc_id)
-                columns["document"].append((doc_id, s.title or s.document, s.document))
+                columns["document"].append((doc_id, s.title or s.document, s.document, None))
             for link in ((edge_id, chunk_id), (chunk_id, doc_id)):
                 if link not in links:
                     links.append(link)
-    tallest = max(len(rows) for rows in columns.values())
-    height = MARGIN * 2 + tallest * (NODE_HEIGHT + ROW_GAP) - ROW_GAP
+    laid: dict[str, list[tuple[str, tuple[str, ...], str, str | None]]] = {
+        kind: [(node_id, wrap(label), title, anchor) for node_id, label, title, anchor in rows]
+        for kind, rows in columns.items()
+    }
+    heights = {kind: sum(_node_height(lines) + ROW_GAP for _, lines, _, _ in rows) - ROW_GAP
+               for kind, rows in laid.items()}
+    height = MARGIN * 2 + max(heights.values())
     nodes: dict[str, Node] = {}
     for column, kind in enumerate(COLUMNS):
-        rows = columns[kind]
-        top = MARGIN + (height - 2 * MARGIN - (len(rows) * (NODE_HEIGHT + ROW_GAP) - ROW_GAP)) // 2
-        for row, (node_id, label, title) in enumerate(rows):
-            nodes[node_id] = Node(node_id, kind, _short(label, 34), title,
-                                  MARGIN + column * (NODE_WIDTH + COLUMN_GAP),
-                                  top + row * (NODE_HEIGHT + ROW_GAP))
+        y = MARGIN + (height - 2 * MARGIN - heights[kind]) // 2
+        for node_id, lines, title, anchor in laid[kind]:
+            nodes[node_id] = Node(node_id, kind, lines, title,
+                                  MARGIN + column * (NODE_WIDTH + COLUMN_GAP), y,
+                                  _node_height(lines), anchor)
+            y += _node_height(lines) + ROW_GAP
     width = MARGIN * 2 + len(COLUMNS) * (NODE_WIDTH + COLUMN_GAP) - COLUMN_GAP
     return Picture(list(nodes.values()), [(nodes[a], nodes[b]) for a, b in links], width, height)
 
 
+def wrap(text: str) -> tuple[str, ...]:
+    """`text` on lines of at most LINE_CHARS characters, broken between words where it can be
+    and inside a word where it must; past MAX_LINES the last line ends in "…"."""
+    lines = textwrap.wrap(" ".join(text.split()), LINE_CHARS, break_on_hyphens=False) or [""]
+    if len(lines) <= MAX_LINES:
+        return tuple(lines)
+    return (*lines[: MAX_LINES - 1], lines[MAX_LINES - 1][: LINE_CHARS - 1] + "…")
+
+
+def _node_height(lines: tuple[str, ...]) -> int:
+    """Room for the kind's line above the label's lines."""
+    return 12 + LINE_HEIGHT * (len(lines) + 1)
+
+
 def render_session(view: SessionView, *, standalone: bool = False) -> str:
     return _environment().get_template("session.html").render(
-        view=view, e=view.explanation, node=(NODE_WIDTH, NODE_HEIGHT), standalone=standalone
+        view=view, e=view.explanation, node_width=NODE_WIDTH, line_height=LINE_HEIGHT,
+        standalone=standalone, unselected_shown=UNSELECTED_SHOWN,
     )
+
+
+def render_entity(view: EntityView) -> str:
+    return _environment().get_template("entity.html").render(view=view)
 
 
 def render_sessions(sessions: list[SessionSummary], query: str, limit: int) -> str:
@@ -235,11 +446,6 @@ CONTENT_SECURITY_POLICY = (
 def _node_id(prefix: str, iri: str) -> str:
     """A stable identifier DOT and Mermaid accept for any IRI."""
     return prefix + hashlib.sha256(iri.encode("utf-8")).hexdigest()[:10]
-
-
-def _short(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _dot_text(text: str) -> str:
