@@ -716,7 +716,8 @@ def test_text_with_a_surrogate_is_always_rejected_and_never_stored(
         store.update(snippet(INSERT_IRI, x="urn:x:" + text))
     with pytest.raises(TemplateError, match=re.escape(f"U+{code:04X} at position {position}")):
         store.update(Templates().render("record_failure", graph=GRAPH, session=IDS.session,
-                                        error=text, ended=EVERY_PARAM["ended"]))
+                                        error=text, ended=EVERY_PARAM["ended"],
+                                        started=EVERY_PARAM["started"]))
     assert all_quads(store) == []
 
 
@@ -764,7 +765,7 @@ def test_hostile_text_in_real_records_adds_only_the_intended_triples(
     store.update(templates.render("record_session", graph=GRAPH, session=IDS.session,
                                   question=question, started=started))
     store.update(templates.render("record_failure", graph=GRAPH, session=IDS.session,
-                                  error=error, ended=EVERY_PARAM["ended"]))
+                                  error=error, ended=EVERY_PARAM["ended"], started=started))
     tg = vocab.TG
     expected = {
         (vocab.RDF_TYPE, ox.NamedNode(vocab.PROV + "Activity")),
@@ -776,8 +777,10 @@ def test_hostile_text_in_real_records_adds_only_the_intended_triples(
         (ox.NamedNode(tg + "error"), ox.Literal(error)),
         (ox.NamedNode(vocab.PROV + "endedAtTime"),
          ox.Literal("2024-01-01T12:01:00Z", datatype=vocab.XSD_DATETIME)),
+        (ox.NamedNode(tg + "day"), ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)),
+        (ox.NamedNode(tg + "failedDay"), ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)),
     }
     quads = all_quads(store)
-    assert len(quads) == 7
+    assert len(quads) == 9
     assert all(q.subject == IDS.session and q.graph_name == GRAPH for q in quads)
     assert {(q.predicate, q.object) for q in quads} == expected
