@@ -265,6 +265,16 @@ class Templates:
         except jinja2.UndefinedError as error:
             raise TemplateError(f"{name}: {error}") from None
 
+    def render_source(self, source: str, /, **params: Any) -> str:
+        """A template text from elsewhere (an older revision of a saved query, to compare with)
+        rendered as `render` renders the bundled ones."""
+        try:
+            return self._env.from_string(source).render(self._context(params))
+        except TemplateError:
+            raise
+        except jinja2.UndefinedError as error:
+            raise TemplateError(str(error)) from None
+
     def render_block(self, name: str, block: str, /, **params: Any) -> str:
         """One named block of a template, e.g. the quads of an INSERT DATA, as its own text."""
         template = self._template(name)
