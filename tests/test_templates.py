@@ -784,3 +784,10 @@ def test_hostile_text_in_real_records_adds_only_the_intended_triples(
     assert len(quads) == 9
     assert all(q.subject == IDS.session and q.graph_name == GRAPH for q in quads)
     assert {(q.predicate, q.object) for q in quads} == expected
+
+
+def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
+    late_west = dt.datetime(2024, 3, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+    assert snippet("{{ x|utc_day }}", x=late_west) == '"2024-03-02"^^<http://www.w3.org/2001/XMLSchema#date>'
+    with pytest.raises(TemplateError, match="a day is taken from a dateTime with a time zone"):
+        snippet("{{ x|utc_day }}", x=dt.datetime(2024, 3, 1, 23, 30))
