@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.importers.twowiki import DEFAULT_CORPUS, read_corpus
+from benchmarks.data import MissingData, data_path
+from benchmarks.importers.twowiki import CORPUS, read_corpus
 from benchmarks.pipeline_bench import _cpu_model, _load, _utc_now, median, p95
 from tgsparql.extraction import to_fact
 from tgsparql.ingest import ingest_files, locate
@@ -285,8 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--paragraphs", type=int, default=DEFAULT_PARAGRAPHS,
                         help=f"paragraphs ingested in each mode ({DEFAULT_PARAGRAPHS})")
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
-                        help="2WikiMultiHopQA corpus.json (a list of {title, text})")
+    parser.add_argument("--corpus", type=Path,
+                        help="2WikiMultiHopQA corpus.json (a list of {title, text}); default: "
+                        "$TGSPARQL_DATA/" + "/".join(CORPUS))
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="sample seed")
     parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
                         help=f"tokens a reply may hold ({DEFAULT_MAX_TOKENS})")
@@ -300,7 +302,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.paragraphs < 1 or args.max_tokens < 1:
         parser.error("--paragraphs and --max-tokens must be at least 1")
-    print(run(args.paragraphs, args.out, corpus=args.corpus, seed=args.seed,
+    try:
+        corpus = args.corpus or data_path(*CORPUS)
+    except MissingData as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(run(args.paragraphs, args.out, corpus=corpus, seed=args.seed,
               max_tokens=args.max_tokens, base_url=args.base_url, model=args.model,
               threads=args.threads, log_path=args.log_llm,
               progress=lambda text: print(text, file=sys.stderr, flush=True)))
