@@ -576,6 +576,9 @@ EVERY_PARAM: dict[str, Any] = {
     "citations": [{"iri": IDS.citation(0), "edge_selection": IDS.edge_selection(0),
                    "sentence": "The answer.", "offset": 0, "length": 11}],
     "invalid_citations": 0,
+    "dated_sessions": [{"graph": GRAPH, "session": IDS.session, "status": "complete",
+                        "started": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}],
+    "counted_selections": [{"graph": GRAPH, "selection": IDS.selection, "selected": 2}],
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

@@ -59,8 +59,8 @@ def migrate(store: Store, templates: Templates, todo: Pending, *, batch: int = B
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
     for sessions, selections in _batches(todo, batch):
-        store.update(templates.render("migrate/record_fields", sessions=sessions,
-                                      selections=selections))
+        store.update(templates.render("migrate/record_fields", dated_sessions=sessions,
+                                      counted_selections=selections))
         updates += 1
         if progress is not None:
             progress(len(sessions) + len(selections))
