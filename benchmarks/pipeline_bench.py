@@ -622,16 +622,18 @@ class Bench:
             """Every write of one session for this question's data, in the pipeline's order."""
             ids = SessionIds.new()
             title = f"GraphRAG answer {ids.uuid}"
+            started = now()
             return [
                 lambda: recorder.write(
-                    recorder.session(ids, text, now()), recorder.retrieval(ids, grounding, subgraph)
+                    recorder.session(ids, text, started),
+                    recorder.retrieval(ids, grounding, subgraph),
                 ),
                 lambda: recorder.write(
                     recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
                 ),
                 lambda: recorder.write(
                     librarian.record(ids.answer_document, answer_text, title=title),
-                    recorder.answer(ids, answer.usage, now()),
+                    recorder.answer(ids, answer.usage, now(), started=started),
                 ),
             ]
 

@@ -1,17 +1,22 @@
 """Serve benchmark: saved BI queries over HTTP, `tgsparql serve` beside `oxigraph serve-read-only`.
 
 Builds (once, cached under the work directory) an on-disk store of S recorded sessions in the
-shape the `record_*` templates write (session, retrieval with tg:retrievedEdge, selection with
-its edge selections and model usage, answer; one in twenty failed after retrieval), over a
-small KG with extraction provenance (documents → pages → chunks → subgraphs). Records are
-generated as TriG text and bulk loaded, which is far faster than one INSERT DATA per stage.
+shape the `record_*` templates wrote before the fields BI reads were added (session, retrieval
+with tg:retrievedEdge, selection with its edge selections and model usage, answer; one in
+twenty failed after retrieval), over a small KG with extraction provenance (documents → pages
+→ chunks → subgraphs). Records are generated as TriG text and bulk loaded, which is far faster
+than one INSERT DATA per stage. A copy of it is then migrated by `tgsparql migrate` (timed):
+that is the store as the current templates write it.
 
-Then, for each of three saved queries, C client threads on loopback send the same GET
-(`/queries/NAME.csv` to tgsparql, the rendered SPARQL to oxigraph's `/query` with
-Accept: text/csv) for a fixed time each, and the run reports requests per second and the p50
-and p95 latency. Both servers read the same store directory, read-only.
+Then, for each saved query, C client threads on loopback send the same GET for a fixed time
+each, and the run reports requests per second and the p50 and p95 latency: the query as it
+stood at BASELINE (read from git) on the old store, beside the current query on the migrated
+store; each on `oxigraph serve-read-only` (the rendered SPARQL to `/query`, Accept: text/csv)
+and through `tgsparql serve` (the current query as `/queries/NAME.csv`, the old one's rendered
+text to `/sparql`, since a migrated store answers both alike). `tgsparql serve` refuses an
+unmigrated store, so the old query runs on the migrated store there.
 
-Run: python -m benchmarks.serve_bench --sessions 100000
+Run: python -m benchmarks.serve_bench --sessions 100000 --clients 1 --query all
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ from tgsparql.templates import Templates
 QUERIES = [("sessions_per_day", {}), ("tokens_by_model", {}),
            ("failed_sessions", {"limit": "20"})]
 """Measured by default, with these parameters (any other saved query runs with its defaults)."""
-FORMAT = 1
+BASELINE = "4c5b6b2625a66c2b2875641275861c85769e2da1"
+"""The revision whose saved queries the current ones are measured against (before tg:day)."""
+FORMAT = 2
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "qwen2.5-7b"]
 
 
@@ -51,10 +58,10 @@ def store_directory(work: Path, sessions: int, seed: int) -> Path:
     return work / f"serve-{sessions}-seed{seed}-v{FORMAT}"
 
 
-def generate(path: Path, sessions: int, seed: int) -> dict[str, Any]:
+def generate(path: Path, sessions: int, seed: int, documents: int = 100) -> dict[str, Any]:
     """TriG for the KG, its provenance and S sessions; returns counts."""
     rng = random.Random(seed)
-    documents, chunks_per_doc, facts_per_chunk = 100, 10, 5
+    chunks_per_doc, facts_per_chunk = 10, 5
     facts: list[str] = []
     start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     with path.open("w", encoding="utf-8") as out:
@@ -68,7 +75,7 @@ def generate(path: Path, sessions: int, seed: int) -> dict[str, Any]:
                 for f in range(facts_per_chunk):
                     n = (d * chunks_per_doc + c) * facts_per_chunk + f
                     facts.append(f"<http://example.org/e/E{n}> <http://example.org/p/P{n % 20}> "
-                                 f"<http://example.org/e/E{(n * 7 + 1) % 5000}>")
+                                 f"<http://example.org/e/E{(n * 7 + 1) % (documents * 50)}>")
         out.write("{\n" + "".join(f"  {fact} .\n" for fact in facts) + "}\n")
         out.write("GRAPH <urn:graph:source> {\n")
         for d in range(documents):
@@ -128,13 +135,14 @@ def generate(path: Path, sessions: int, seed: int) -> dict[str, Any]:
     return {"sessions": sessions, "facts": len(facts), "documents": documents}
 
 
-def build(work: Path, sessions: int, seed: int) -> tuple[Path, dict[str, Any]]:
-    """The cached store (built if missing) and its build record."""
+def build(work: Path, sessions: int, seed: int) -> tuple[Path, Path, dict[str, Any]]:
+    """The cached old-format store and its migrated copy (built if missing), and their build
+    record."""
     directory = store_directory(work, sessions, seed)
     record = directory / "build.json"
     if record.exists():
         print(f"using the cached store {directory}", file=sys.stderr)
-        return directory / "store", json.loads(record.read_text())
+        return directory / "store", directory / "migrated", json.loads(record.read_text())
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     trig = directory / "records.trig"
@@ -150,8 +158,29 @@ def build(work: Path, sessions: int, seed: int) -> tuple[Path, dict[str, Any]]:
     del store
     info["load_s"] = round(time.perf_counter() - began, 1)
     trig.unlink()
+    shutil.copytree(directory / "store", directory / "migrated")
+    began = time.perf_counter()
+    migrated = subprocess.run(
+        [sys.executable, "-m", "tgsparql.cli", "migrate", "--store", str(directory / "migrated")],
+        capture_output=True, text=True, check=True)
+    info["migrate_s"] = round(time.perf_counter() - began, 1)
+    info["migrated"] = migrated.stdout.strip()
     record.write_text(json.dumps(info, indent=1))
-    return directory / "store", info
+    return directory / "store", directory / "migrated", info
+
+
+def baseline_text(name: str, params: dict[str, str]) -> str:
+    """The saved query NAME as it stood at BASELINE, rendered with `params` (and defaults)."""
+    source = subprocess.run(
+        ["git", "show", f"{BASELINE}:queries/bi/{name}.rq"], cwd=Path(__file__).parent,
+        capture_output=True, text=True, check=True).stdout
+    return Templates().render_source(source, **saved_queries()[name].bind(
+        {key: [value] for key, value in params.items()}))
+
+
+def current_text(name: str, params: dict[str, str]) -> str:
+    saved = saved_queries()[name]
+    return Templates().render(saved.template, **saved.bind({k: [v] for k, v in params.items()}))
 
 
 def free_port() -> int:
@@ -160,15 +189,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def load(port: int, path: str, accept: str, clients: int, seconds: float) -> dict[str, float]:
-    """C threads, each on one keep-alive connection, sending the request for `seconds`."""
+def load(port: int, path: str, accept: str, clients: int, seconds: float,
+         give_up: float = 120) -> dict[str, float]:
+    """C threads, each on one keep-alive connection, sending the request for `seconds`; a
+    request unanswered after `give_up` seconds (or failed by the server's own timeout, set to
+    the same) ends the measurement as {"gave_up_s": give_up}."""
     latencies: list[float] = []
     errors: list[str] = []
+    gave_up: list[bool] = []
     lock = threading.Lock()
     stop = time.perf_counter() + seconds
 
     def client() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=give_up + 5)
         mine: list[float] = []
         while time.perf_counter() < stop:
             began = time.perf_counter()
@@ -176,12 +209,15 @@ def load(port: int, path: str, accept: str, clients: int, seconds: float) -> dic
                 connection.request("GET", path, headers={"Accept": accept})
                 reply = connection.getresponse()
                 body = reply.read()
-            except OSError as error:  # a client timeout: no answer within 120 s
-                errors.append(f"{path[:60]}: {error!r}")
+            except OSError:  # no answer in time
+                gave_up.append(True)
                 break
             mine.append(time.perf_counter() - began)
             if reply.status != 200:
-                errors.append(f"{reply.status}: {body[:200]!r}")
+                if mine[-1] >= give_up * 0.9:
+                    gave_up.append(True)
+                else:
+                    errors.append(f"{reply.status}: {body[:200]!r}")
                 break
         with lock:
             latencies.extend(mine)
@@ -195,6 +231,8 @@ def load(port: int, path: str, accept: str, clients: int, seconds: float) -> dic
     elapsed = time.perf_counter() - began
     if errors:
         raise RuntimeError(errors[0])
+    if gave_up:
+        return {"gave_up_s": give_up}
     latencies.sort()
     return {
         "requests": len(latencies),
@@ -215,51 +253,56 @@ def wait_for(port: int, timeout: float = 60) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
+Rows = dict[tuple[str, str, str], dict[str, float] | None]
+"""(query, server, "today" or "new") → its measurement; None where the server is missing."""
+
+
 def run(args: argparse.Namespace) -> str:
-    store_path, info = build(args.work, args.sessions, args.seed)
-    templates = Templates()
-    rows: list[tuple[str, str, dict[str, float] | None]] = []
+    old_store, new_store, info = build(args.work, args.sessions, args.seed)
     queries = selected(args.queries)
+    rows: Rows = {}
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "tgsparql.cli", "serve", "--store", str(store_path), "--port",
-         str(port), "--timeout", "300", "--max-results", "1000000", "--workers",
+        [sys.executable, "-m", "tgsparql.cli", "serve", "--store", str(new_store), "--port",
+         str(port), "--timeout", str(args.give_up), "--max-results", "1000000", "--workers",
          str(args.workers)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(port)
         for name, params in queries:
-            path = f"/queries/{name}.csv" + (f"?{urlencode(params)}" if params else "")
-            load(port, path, "text/csv", 1, 1.0)  # warm-up
-            rows.append((name, "tgsparql serve", load(port, path, "text/csv", args.clients,
-                                                      args.seconds)))
+            saved = f"/queries/{name}.csv" + (f"?{urlencode(params)}" if params else "")
+            old = "/sparql?query=" + quote(baseline_text(name, params))
+            for version, path in (("today", old), ("new", saved)):
+                warm = load(port, path, "text/csv", 1, 1.0, args.give_up)
+                rows[(name, "tgsparql serve", version)] = warm if "gave_up_s" in warm else load(
+                    port, path, "text/csv", args.clients, args.seconds, args.give_up)
     finally:
         server.terminate()
         server.wait()
     oxigraph = shutil.which("oxigraph") or shutil.which(
         "oxigraph", path=str(Path(sys.executable).parent))
-    if oxigraph is None:
-        rows += [(name, "oxigraph serve-read-only", None) for name, _ in queries]
-    else:
+    for version, store, text in (("today", old_store, baseline_text),
+                                 ("new", new_store, current_text)):
+        if oxigraph is None:
+            rows.update({(name, "oxigraph serve-read-only", version): None for name, _ in queries})
+            continue
         port = free_port()
         process = subprocess.Popen(
-            [oxigraph, "serve-read-only", "--location", str(store_path), "--bind",
-             f"127.0.0.1:{port}", "--timeout-s", "300"],
+            [oxigraph, "serve-read-only", "--location", str(store), "--bind",
+             f"127.0.0.1:{port}", "--timeout-s", str(int(args.give_up))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for(port)
             for name, params in queries:
-                saved = saved_queries()[name]
-                bound = saved.bind({k: [v] for k, v in params.items()})
-                text = templates.render(saved.template, **bound)
-                path = "/query?query=" + quote(text)
-                load(port, path, "text/csv", 1, 1.0)
-                rows.append((name, "oxigraph serve-read-only",
-                             load(port, path, "text/csv", args.clients, args.seconds)))
+                path = "/query?query=" + quote(text(name, params))
+                warm = load(port, path, "text/csv", 1, 1.0, args.give_up)
+                rows[(name, "oxigraph serve-read-only", version)] = (
+                    warm if "gave_up_s" in warm else
+                    load(port, path, "text/csv", args.clients, args.seconds, args.give_up))
         finally:
             process.terminate()
             process.wait()
-    return report(info, rows, args)
+    return report(info, [name for name, _ in queries], rows, args)
 
 
 def selected(names: list[str] | None) -> list[tuple[str, dict[str, str]]]:
@@ -272,28 +315,47 @@ def selected(names: list[str] | None) -> list[tuple[str, dict[str, str]]]:
     return [(name, defaults.get(name, {})) for name in names]
 
 
-def report(info: dict[str, Any], rows: list[tuple[str, str, dict[str, float] | None]],
-           args: argparse.Namespace) -> str:
+def report(info: dict[str, Any], names: list[str], rows: Rows, args: argparse.Namespace) -> str:
     out = ["# Serve benchmark", "",
            f"Saved BI queries over HTTP, {args.clients} concurrent clients on loopback, "
-           f"{args.seconds:g} s per query and server (after a 1 s warm-up); "
-           "`python -m benchmarks.serve_bench`.", "",
-           "| query | server | requests | req/s | p50 ms | p95 ms |",
-           "|---|---|---|---|---|---|"]
-    for name, server, numbers in rows:
-        if numbers is None:
-            out.append(f"| {name} | {server} | not run (no `oxigraph` on PATH) | | | |")
-        else:
-            out.append(f"| {name} | {server} | {numbers['requests']:.0f} | {numbers['rps']:.1f} "
-                       f"| {numbers['p50_ms']:.1f} | {numbers['p95_ms']:.1f} |")
+           f"{args.seconds:g} s per query, version and server (after a 1 s warm-up); "
+           "`python -m benchmarks.serve_bench`. *today*: the query as it stood at "
+           f"`{BASELINE[:7]}` on the store as that version wrote it (through `tgsparql serve`: "
+           "on the migrated store, which it answers alike); *new*: the current query on the "
+           "migrated store.", "",
+           "| query | server | today p50 ms | new p50 ms | today / new | today p95 ms "
+           "| new p95 ms | requests (today, new) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        for server in ("oxigraph serve-read-only", "tgsparql serve"):
+            today, new = rows.get((name, server, "today")), rows.get((name, server, "new"))
+            if today is None or new is None:
+                out.append(f"| {name} | {server} | not run (no `oxigraph` on PATH) "
+                           "| | | | | |")
+                continue
+            if "gave_up_s" in today or "gave_up_s" in new:
+                cells = [_p(today, "p50_ms"), _p(new, "p50_ms"), "", _p(today, "p95_ms"),
+                         _p(new, "p95_ms"), ""]
+                out.append(f"| {name} | {server} | " + " | ".join(cells) + " |")
+                continue
+            out.append(f"| {name} | {server} | {today['p50_ms']:.1f} | {new['p50_ms']:.1f} "
+                       f"| {today['p50_ms'] / new['p50_ms']:.1f} | {today['p95_ms']:.1f} "
+                       f"| {new['p95_ms']:.1f} | {today['requests']:.0f}, {new['requests']:.0f} |")
     out += ["",
             f"- store: {info['sessions']:,} sessions, {info['facts']:,} facts, "
             f"{info['documents']} documents, {info['quads']:,} quads; generated as TriG in "
-            f"{info['generate_s']} s, bulk loaded in {info['load_s']} s",
+            f"{info['generate_s']} s, bulk loaded in {info['load_s']} s; "
+            f"`tgsparql migrate` of a copy in {info['migrate_s']} s ({info['migrated']})",
             f"- tgsparql serve: {args.workers} worker processes, read-only handles",
             f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, Python "
             f"{platform.python_version()}, pyoxigraph {ox.__version__}"]
     return "\n".join(out) + "\n"
+
+
+def _p(numbers: dict[str, float], key: str) -> str:
+    if "gave_up_s" in numbers:
+        return f"did not finish in {numbers['gave_up_s']:g} s"
+    return f"{numbers[key]:.1f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -303,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--give-up", type=float, default=60.0, metavar="SECONDS",
+                        help="a query unanswered after this long is reported as not finishing")
     parser.add_argument("--query", action="append", dest="queries", metavar="NAME",
                         choices=["all", *saved_queries()],
                         help="a saved query to measure (repeatable; 'all' for every one); "

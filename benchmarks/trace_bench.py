@@ -295,7 +295,7 @@ def write_sessions(
             recorder.session(ids, question, started),
             recorder.retrieval(ids, grounding, subgraph),
             recorder.selection(ids, edges, 0, None),
-            recorder.answer(ids, None, started + dt.timedelta(milliseconds=80)),
+            recorder.answer(ids, None, started + dt.timedelta(milliseconds=80), started=started),
         ]
         for write in writes:
             trig.write(write.trig.encode())

@@ -143,13 +143,16 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
     )
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
-    rows = [line.split("|")[1:3] for line in text.splitlines()
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("| ") and not line.startswith("| query")]
-    servers = {server.strip() for _, server in rows}
-    assert {name.strip() for name, _ in rows} == {"sessions_per_day", "tokens_by_model",
-                                                  "failed_sessions"}
+    servers = {row[1] for row in rows}
+    assert {row[0] for row in rows} == {"sessions_per_day", "tokens_by_model", "failed_sessions"}
     assert servers <= {"tgsparql serve", "oxigraph serve-read-only"} and "tgsparql serve" in servers
+    for row in rows:  # today's and the new p50, both measured
+        assert float(row[2]) > 0 and float(row[3]) > 0, row
     assert "- store: 200 sessions, 5,000 facts, 100 documents" in text
+    assert "`tgsparql migrate` of a copy in" in text
+    assert "(migrated 200 sessions and 190 selections in 1 updates)" in text
 
 
 def test_tiny_serve_benchmark_measures_the_saved_queries_it_is_asked_for(tmp_path: Path) -> None:

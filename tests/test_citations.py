@@ -69,7 +69,8 @@ def test_hostile_answer_text_is_recorded_literally(text: str) -> None:
     try:
         recorder = Recorder(store, Templates(store.dialect))
         ids = SessionIds.new()
-        recorder.write(recorder.answer(ids, None, dt.datetime.now(dt.timezone.utc), found))
+        now = dt.datetime.now(dt.timezone.utc)
+        recorder.write(recorder.answer(ids, None, now, found, started=now))
         graph = vocab.explainability_graph()
         stored = {q.object.value for q in store.oxigraph.quads_for_pattern(
             None, ox.NamedNode(vocab.TG + "sentence"), None, graph)}

@@ -54,6 +54,10 @@ DATATYPE_OF = {
     TG + "candidateEdges": XSD + "integer",
     TG + "candidateEdgesOver": XSD + "integer",
     TG + "invalidIdCount": XSD + "integer",
+    TG + "selectedEdgeCount": XSD + "integer",
+    TG + "day": XSD + "date",
+    TG + "completeDay": XSD + "date",
+    TG + "failedDay": XSD + "date",
     TG + "inToken": XSD + "integer",
     TG + "outToken": XSD + "integer",
     TG + "query": XSD + "string",
@@ -223,7 +227,7 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
 
     assert predicates(session) == {
         RDF + "type", RDFS + "label", PROV + "startedAtTime", PROV + "endedAtTime",
-        TG + "query", TG + "status",
+        TG + "query", TG + "status", TG + "day", TG + "completeDay",
     }
     assert predicates(retrieval) == {
         RDF + "type", RDFS + "label", PROV + "wasGeneratedBy", TG + "edgeCount",
@@ -241,7 +245,7 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
         assert int(only(objects(triples, cut.value, TG + "candidateEdges")).value) >= 1
     assert predicates(selection) == {
         RDF + "type", RDFS + "label", PROV + "wasDerivedFrom", TG + "selectedEdge",
-        TG + "invalidIdCount",
+        TG + "selectedEdgeCount", TG + "invalidIdCount",
     }
     assert predicates(answer) == {RDF + "type", RDFS + "label", PROV + "wasDerivedFrom",
                                   TG + "document", TG + "cites", TG + "citation",
@@ -255,6 +259,14 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
                                               TG + "charOffset", TG + "charLength"}
     assert only(objects(triples, session, TG + "query")) == ox.Literal(QUESTION)
     assert only(objects(triples, session, TG + "status")) == ox.Literal("complete")
+    started = only(objects(triples, session, PROV + "startedAtTime")).value
+    day = ox.Literal(dt.datetime.fromisoformat(started).astimezone(dt.timezone.utc).date()
+                     .isoformat(), datatype=ox.NamedNode(XSD + "date"))
+    assert objects(triples, session, TG + "day") == [day]
+    assert objects(triples, session, TG + "completeDay") == [day]
+    assert objects(triples, selection, TG + "selectedEdgeCount") == [
+        ox.Literal(str(len(objects(triples, selection, TG + "selectedEdge"))),
+                   datatype=ox.NamedNode(XSD + "integer"))]
 
 
 def test_every_literal_is_typed_with_the_datatype_of_its_predicate(rag: GraphRag) -> None:

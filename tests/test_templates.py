@@ -593,6 +593,9 @@ EVERY_PARAM: dict[str, Any] = {
     "invalid_citations": 0,
     "entity": S,
     "offset": 100,
+    "dated_sessions": [{"graph": GRAPH, "session": IDS.session, "status": "complete",
+                        "started": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}],
+    "counted_selections": [{"graph": GRAPH, "selection": IDS.selection, "selected": 2}],
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)
@@ -733,7 +736,8 @@ def test_text_with_a_surrogate_is_always_rejected_and_never_stored(
         store.update(snippet(INSERT_IRI, x="urn:x:" + text))
     with pytest.raises(TemplateError, match=re.escape(f"U+{code:04X} at position {position}")):
         store.update(Templates().render("record_failure", graph=GRAPH, session=IDS.session,
-                                        error=text, ended=EVERY_PARAM["ended"]))
+                                        error=text, ended=EVERY_PARAM["ended"],
+                                        started=EVERY_PARAM["started"]))
     assert all_quads(store) == []
 
 
@@ -781,7 +785,7 @@ def test_hostile_text_in_real_records_adds_only_the_intended_triples(
     store.update(templates.render("record_session", graph=GRAPH, session=IDS.session,
                                   question=question, started=started))
     store.update(templates.render("record_failure", graph=GRAPH, session=IDS.session,
-                                  error=error, ended=EVERY_PARAM["ended"]))
+                                  error=error, ended=EVERY_PARAM["ended"], started=started))
     tg = vocab.TG
     expected = {
         (vocab.RDF_TYPE, ox.NamedNode(vocab.PROV + "Activity")),
@@ -793,8 +797,17 @@ def test_hostile_text_in_real_records_adds_only_the_intended_triples(
         (ox.NamedNode(tg + "error"), ox.Literal(error)),
         (ox.NamedNode(vocab.PROV + "endedAtTime"),
          ox.Literal("2024-01-01T12:01:00Z", datatype=vocab.XSD_DATETIME)),
+        (ox.NamedNode(tg + "day"), ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)),
+        (ox.NamedNode(tg + "failedDay"), ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)),
     }
     quads = all_quads(store)
-    assert len(quads) == 7
+    assert len(quads) == 9
     assert all(q.subject == IDS.session and q.graph_name == GRAPH for q in quads)
     assert {(q.predicate, q.object) for q in quads} == expected
+
+
+def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
+    late_west = dt.datetime(2024, 3, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+    assert snippet("{{ x|utc_day }}", x=late_west) == '"2024-03-02"^^<http://www.w3.org/2001/XMLSchema#date>'
+    with pytest.raises(TemplateError, match="a day is taken from a dateTime with a time zone"):
+        snippet("{{ x|utc_day }}", x=dt.datetime(2024, 3, 1, 23, 30))

@@ -577,6 +577,32 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
 
 @main.command()
 @store_option
+@click.option("--dry-run", is_flag=True, help="Count what would be added; change nothing.")
+@click.option("--batch", type=click.IntRange(1), default=2000, show_default=True,
+              help="Records per update (each update is all or nothing).")
+def migrate(store_path: StoreTarget, dry_run: bool, batch: int) -> None:
+    """Add to sessions recorded by older versions the fields BI reads (tg:day, tg:completeDay,
+    tg:failedDay, tg:selectedEdgeCount). Safe to interrupt and to run again."""
+    from tgsparql.migrate import migrate as run_migration
+    from tgsparql.migrate import pending
+
+    with opened(store_path) as store, progress_bars() as bar:
+        templates = Templates(store.dialect)
+        try:
+            todo = pending(store, templates)
+            summary = f"{len(todo.sessions)} sessions and {len(todo.selections)} selections"
+            if dry_run:
+                click.echo(f"dry run: {summary} would be migrated")
+                return
+            updates = run_migration(store, templates, todo, batch=batch,
+                                    progress=bar("migrating", len(todo)))
+        except StoreError as error:
+            raise Failure(str(error)) from None
+    click.echo(f"migrated {summary} in {updates} updates")
+
+
+@main.command()
+@store_option
 @click.argument("question")
 @collection_option
 @llm_options

@@ -148,6 +148,7 @@ class _Session:
         self.question = question
         self.stream = stream
         self.ids = SessionIds.new()
+        self.started = now()
         self.session: Record | None = None
         self.held: list[Record] = []
         """Records built but not yet written; a failure writes them with itself."""
@@ -170,7 +171,7 @@ class _Session:
         rag, ids, question = self.rag, self.ids, self.question
         recorder = rag.recorder
         self.session = self._hold(
-            _stage("session", lambda: self._build(lambda: recorder.session(ids, question, now())))
+            _stage("session", lambda: self._build(lambda: recorder.session(ids, question, self.started)))
         )
         grounding, retrieved = _stage("retrieval", self._retrieve)
         subgraph = retrieved.edges
@@ -306,7 +307,8 @@ class _Session:
             return None
         title = f"GraphRAG answer {ids.uuid}"
         librarian = rag.librarian
-        record = rag.recorder.answer(ids, usage, now(), citations, truncated=truncated)
+        record = rag.recorder.answer(ids, usage, now(), citations, truncated=truncated,
+                                     started=self.started)
         if isinstance(librarian, StoreLibrarian) and librarian.store is rag.store:
             self._write(librarian.record(ids.answer_document, text, title=title), record)
         else:
@@ -360,7 +362,8 @@ class _Session:
             except Exception:  # its records are held again, and go with the failure
                 pass
             try:
-                failure = self.rag.recorder.failure(self.ids, message, now())
+                failure = self.rag.recorder.failure(self.ids, message, now(),
+                                                    started=self.started)
                 self._write(*self.held, failure)
             except Exception as error:  # the store is what failed: report both
                 message = f"{message}; recording the failure also failed: {error}"

@@ -308,10 +308,12 @@ class Recorder:
         ended: dt.datetime,
         citations: Citations | None = None,
         *,
+        started: dt.datetime,
         truncated: bool = False,
     ) -> Record:
         """The Answer, with the edge selections its text cites, each citation's sentence, and
-        how many of its markers named no selected edge. `truncated`: the LLM's answer was longer
+        how many of its markers named no selected edge. `started`: the session's start, whose
+        UTC day the closed session is counted under. `truncated`: the LLM's answer was longer
         than the limit and its text is cut."""
         citations = citations or Citations()
         items = [
@@ -329,12 +331,17 @@ class Recorder:
             cited=[ids.edge_selection(i) for i in citations.cited],
             citations=items,
             invalid_citations=len(citations.invalid_ids),
+            started=started,
             truncated=truncated,
             **_usage(usage),
         )
 
-    def failure(self, ids: SessionIds, error: str, ended: dt.datetime) -> Record:
-        return self._render("record_failure", session=ids.session, error=error, ended=ended)
+    def failure(
+        self, ids: SessionIds, error: str, ended: dt.datetime, *, started: dt.datetime
+    ) -> Record:
+        return self._render(
+            "record_failure", session=ids.session, error=error, ended=ended, started=started
+        )
 
     def write(self, *parts: Record | InsertData) -> None:
         """Every part in one INSERT DATA: one request and one transaction, all or nothing."""

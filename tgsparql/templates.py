@@ -66,6 +66,14 @@ def to_iri(value: str | ox.NamedNode) -> ox.NamedNode:
         raise TemplateError(f"invalid IRI {value!r}: {error}") from None
 
 
+def utc_day(moment: Any) -> ox.Literal:
+    """The day a session is counted under (tg:day): the UTC date of its start, an xsd:date."""
+    if not isinstance(moment, dt.datetime) or moment.tzinfo is None:
+        raise TemplateError(f"a day is taken from a dateTime with a time zone, not {moment!r:.40}")
+    day = moment.astimezone(dt.timezone.utc).date()
+    return ox.Literal(day.isoformat(), datatype=vocab.XSD_DATE)
+
+
 def to_literal(value: Any, language: str | None = None) -> ox.Literal:
     """A typed literal for a Python value (docs/spec.md §1: every literal is typed)."""
     if isinstance(value, ox.Literal):
@@ -203,6 +211,7 @@ def _environment() -> jinja2.Environment:
     filters: dict[str, Callable[..., Sparql]] = {
         "iri": lambda value: Sparql(str(to_iri(value))),
         "literal": lambda value, lang=None: Sparql(str(to_literal(value, lang))),
+        "utc_day": lambda value: Sparql(str(utc_day(value))),
         "integer": _integer,
         "var": _var,
         "statement": lambda value: Sparql(str(statement_iri(value))),
@@ -281,6 +290,16 @@ class Templates:
             raise
         except jinja2.UndefinedError as error:
             raise TemplateError(f"{name}: {error}") from None
+
+    def render_source(self, source: str, /, **params: Any) -> str:
+        """A template text from elsewhere (an older revision of a saved query, to compare with)
+        rendered as `render` renders the bundled ones."""
+        try:
+            return self._env.from_string(source).render(self._context(params))
+        except TemplateError:
+            raise
+        except jinja2.UndefinedError as error:
+            raise TemplateError(str(error)) from None
 
     def render_block(self, name: str, block: str, /, **params: Any) -> str:
         """One named block of a template, e.g. the quads of an INSERT DATA, as its own text."""

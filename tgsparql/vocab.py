@@ -61,6 +61,7 @@ XSD_INTEGER: Final = NamedNode(XSD + "integer")
 XSD_DOUBLE: Final = NamedNode(XSD + "double")
 XSD_BOOLEAN: Final = NamedNode(XSD + "boolean")
 XSD_DATETIME: Final = NamedNode(XSD + "dateTime")
+XSD_DATE: Final = NamedNode(XSD + "date")
 
 GRAPH_SOURCE: Final = NamedNode("urn:graph:source")
 GRAPH_LIBRARY: Final = NamedNode("urn:graph:library")

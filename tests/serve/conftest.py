@@ -95,7 +95,8 @@ def build_store(path: Path) -> tuple[list[str], str]:
     store.update(templates.render("record_session", graph=graph, session=ids.session,
                                   question=FAILED_QUESTION, started=started))
     store.update(templates.render("record_failure", graph=graph, session=ids.session,
-                                  error=FAILED_ERROR, ended=started + dt.timedelta(seconds=30)))
+                                  error=FAILED_ERROR, ended=started + dt.timedelta(seconds=30),
+                                  started=started))
     store.close()
     return sessions, ids.session.value
 

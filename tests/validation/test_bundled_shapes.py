@@ -232,7 +232,8 @@ def failed_at_start(rag: GraphRag) -> Recorded:
     started = dt.datetime.now(dt.timezone.utc)
     rag.recorder.write(
         rag.recorder.session(ids, QUESTION, started),
-        rag.recorder.failure(ids, "retrieval failed: the store is unreachable", started),
+        rag.recorder.failure(ids, "retrieval failed: the store is unreachable", started,
+                             started=started),
     )
     return Recorded(rag.store, ids)
 
@@ -387,15 +388,58 @@ SESSION_CASES = {
          violation(SESSION, "Session", "SessionEntitiesShareItsUuid", OTHER_RETRIEVAL)),
         ("but its IRI does not carry",),
     ),
+    "the day is not the day the session started": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}
+            INSERT {{ GRAPH ?g {{ <{SESSION}> tg:day "2000-01-01"^^xsd:date }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}""",
+        (violation(SESSION, "Session", "SessionDayIsItsStartDay", "2000-01-01"),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
+        ("not on that day (UTC)", "does not agree with its status and tg:day"),
+    ),
+    "the day is missing (a record of an older version)": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}",
+        (violation(SESSION, "Session-day", "MinCount"),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
+        ("run tgsparql migrate",),
+    ),
+    "the day is a dateTime": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}
+            INSERT {{ GRAPH ?g {{ <{SESSION}> tg:day ?t }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d ; prov:startedAtTime ?t }} }}""",
+        (violation(SESSION, "Session-day", "Datatype", ANY),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
+    ),
+    "a complete session has no complete day": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:completeDay ?d }} }}",
+        (violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", "(none)"),),
+    ),
+    "a complete session also records a failed day": Case(
+        f"""INSERT {{ GRAPH ?g {{ <{SESSION}> tg:failedDay ?d }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}""",
+        (violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY),),
+    ),
+    "the selected edge count is off by one": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?wrong }} }}
+            WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?c }} BIND(?c + 1 AS ?wrong) }}""",
+        (violation(SELECTION, "Selection", "SelectedEdgeCountMatchesSelectedEdges", ANY),),
+        ("selected edges",),
+    ),
+    "the selected edge count is missing (a record of an older version)": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?c }} }}",
+        (violation(SELECTION, "Selection-selectedEdgeCount", "MinCount"),),
+    ),
     "the status is missing": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}",
-        (violation(SESSION, "Session-status", "MinCount"),),
+        (violation(SESSION, "Session-status", "MinCount"),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
     ),
     "the status is unknown": Case(
         f"""DELETE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}
             INSERT {{ GRAPH ?g {{ <{SESSION}> tg:status "done" }} }}
             WHERE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}""",
-        (violation(SESSION, "Session-status", "In", "done"),),
+        (violation(SESSION, "Session-status", "In", "done"),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
         ('"complete" or "failed"',),
     ),
     "a complete session records an error": Case(
@@ -524,7 +568,8 @@ SESSION_CASES = {
     "an edge selection belongs to no selection": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdge <{EDGE0}> }} }}",
         (violation(EDGE0, "EdgeSelection-selection", "MinCount"),
-         violation(ANSWER, "Answer", "AnswerCitesItsSelectedEdges", EDGE0)),
+         violation(ANSWER, "Answer", "AnswerCitesItsSelectedEdges", EDGE0),
+         violation(SELECTION, "Selection", "SelectedEdgeCountMatchesSelectedEdges", ANY)),
     ),
     "an edge selection IRI has no index": Case(
         rename(EDGE0, EDGE0[:-1] + "first"),
@@ -610,7 +655,10 @@ def test_a_session_that_selected_no_edge_only_warns(recorded, validator) -> None
         DELETE WHERE { GRAPH ?g { ?answer tg:citation ?c . ?c ?cp ?co } } ;
         DELETE WHERE { GRAPH ?g { ?answer tg:cites ?edge } } ;
         DELETE { GRAPH ?g { ?selection tg:selectedEdge ?edge . ?edge ?p ?o } }
-        WHERE { GRAPH ?g { ?selection tg:selectedEdge ?edge . ?edge ?p ?o } }""")
+        WHERE { GRAPH ?g { ?selection tg:selectedEdge ?edge . ?edge ?p ?o } } ;
+        DELETE { GRAPH ?g { ?selection tg:selectedEdgeCount ?n } }
+        INSERT { GRAPH ?g { ?selection tg:selectedEdgeCount 0 } }
+        WHERE { GRAPH ?g { ?selection tg:selectedEdgeCount ?n } }""")
     report = validator.validate(recorded.store)
     assert_results(report, {Found("Warning", recorded.iri(SELECTION), "Selection-someEdge",
                                   "MinCount", None)}, "chose no edge")

@@ -67,6 +67,7 @@ from tgsparql.explain import SessionNotFound, SessionSummary
 from tgsparql.llm.base import Backend
 from tgsparql.pipeline import StageError
 from tgsparql.provenance import SessionIds
+from tgsparql.migrate import MIGRATE_HINT, needs_migration
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import AskLimits, Asker, AskPage, EventStream, Framing, JsonLines, \
     negotiate, offer_in_nav, read_question, refused_page, render_page, same_origin
@@ -330,6 +331,16 @@ def open_served(config: ServerConfig) -> ReadOnlyStore | RemoteStore:
         return RemoteStore(config.endpoint, **config.endpoint_options)
     assert config.store is not None
     return ReadOnlyStore(config.store)
+
+
+def _refuse_unmigrated(config: ServerConfig) -> None:
+    """The saved BI queries read fields older versions did not record: on such a collection
+    they would count wrong, so serving waits until the store is migrated."""
+    with open_served(config) as store:
+        graph = vocab.explainability_graph(config.collection)
+        if needs_migration(store, Templates(store.dialect), graph):
+            raise StoreError(f"{graph.value} holds sessions recorded by an older version, which "
+                             f"the saved BI queries would miscount; {MIGRATE_HINT}")
 
 
 OUT_OF_MEMORY_EXIT = 3
@@ -860,6 +871,7 @@ class TgsparqlServer(ThreadingHTTPServer):
         if config.endpoint is not None:  # fail here, once, rather than in every worker
             with open_served(config) as remote:
                 remote.ask(Templates(remote.dialect).render("serve/endpoint_reachable"))
+        _refuse_unmigrated(config)
         self.asker: Asker | None = None
         if config.ask is not None:
             if ask_backend is None:

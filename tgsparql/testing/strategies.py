@@ -442,22 +442,22 @@ class SessionRecord:
         ids = self.ids
         recorder.write(recorder.session(ids, self.question, self.started))
         if self.outcome == "failed-retrieval":
-            recorder.write(recorder.failure(ids, self.error, self.ended))
+            recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
         recorder.write(recorder.retrieval(ids, Grounding(list(self.concepts), list(self.seeds)),
                                           list(self.retrieved)))
         if self.outcome == "failed-selection":
-            recorder.write(recorder.failure(ids, self.error, self.ended))
+            recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
         edges = [SelectedEdge(f"e{i}", t, why) for i, (t, why) in enumerate(self.selected)]
         recorder.write(recorder.selection(ids, edges, 0, self.usage))
         if self.outcome == "failed-answer":
-            recorder.write(recorder.failure(ids, self.error, self.ended))
+            recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
         StoreLibrarian(store, templates).put(ids.answer_document, self.answer,
                                              title=f"GraphRAG answer {ids.uuid}")
         if self.outcome == "complete":
-            recorder.write(recorder.answer(ids, self.usage, self.ended))
+            recorder.write(recorder.answer(ids, self.usage, self.ended, started=self.started))
 
 
 COMPLETE_OR_FAILED: tuple[Outcome, ...] = (

@@ -1,0 +1,96 @@
+"""Bring records written by older versions up to the current record (docs/spec.md §2, §10).
+
+The current record carries fields that exist only so that BI aggregates read one triple per
+session instead of joining: the session's UTC day (tg:day, and tg:completeDay or tg:failedDay
+once it is closed) and the Selection's tg:selectedEdgeCount. Each is derived from the record it
+sits on alone, so adding it is safe beside live writers and `sessions delete`. A migration finds
+the records that lack them, and adds them in batches: each batch is one INSERT DATA (all or
+nothing), and a record is pending until its batch lands, so an interrupted run is finished by
+running it again, and a run with nothing pending changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from tgsparql.store import Store
+from tgsparql.templates import Templates
+
+BATCH = 2000
+"""Records (sessions or selections) per update."""
+
+MIGRATE_HINT = "run `tgsparql migrate --store DIR` once to bring them up to date"
+
+
+@dataclass
+class Pending:
+    """What a migration would add: the sessions and selections missing a field."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    selections: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.sessions) + len(self.selections)
+
+
+def pending(store: Store, templates: Templates) -> Pending:
+    """The records of every collection that lack a field the current templates write."""
+    sessions = [
+        {"graph": row["graph"], "session": row["session"],
+         "started": _datetime(row["started"]), "status": _text(row.get("status"))}
+        for row in store.select(templates.render("migrate/pending_sessions"))
+        if _datetime(row["started"]) is not None
+    ]
+    selections = [
+        {"graph": row["graph"], "selection": row["selection"],
+         "selected": int(row["selected"].value)}
+        for row in store.select(templates.render("migrate/pending_selections"))
+    ]
+    return Pending(sessions, selections)
+
+
+def migrate(store: Store, templates: Templates, todo: Pending, *, batch: int = BATCH,
+            progress: Callable[[int], None] | None = None) -> int:
+    """Write the pending fields, `batch` records per update; returns the updates made."""
+    updates = 0
+    for sessions, selections in _batches(todo, batch):
+        store.update(templates.render("migrate/record_fields", dated_sessions=sessions,
+                                      counted_selections=selections))
+        updates += 1
+        if progress is not None:
+            progress(len(sessions) + len(selections))
+    return updates
+
+
+def needs_migration(store: Store, templates: Templates, graph: ox.NamedNode) -> bool:
+    """Whether the collection holds a record an older version wrote (checked when serving)."""
+    return store.ask(templates.render("migrate/collection_pending", graph=graph))
+
+
+def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], Sequence[Any]]]:
+    items: list[tuple[str, dict[str, Any]]] = [("session", s) for s in todo.sessions]
+    items += [("selection", s) for s in todo.selections]
+    chunks = [items[start : start + size] for start in range(0, len(items), size)]
+    return [([i for kind, i in chunk if kind == "session"],
+             [i for kind, i in chunk if kind == "selection"]) for chunk in chunks]
+
+
+def _datetime(term: Any) -> dt.datetime | None:
+    """The datetime of an xsd:dateTime with a time zone; None for anything else (such a session
+    gets no day, and the shapes report its start time)."""
+    if not isinstance(term, ox.Literal):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(term.value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _text(term: Any) -> str | None:
+    return term.value if isinstance(term, ox.Literal) else None
