@@ -36,7 +36,7 @@ SHARED = "The International Committee for Weights and Measures"  # 52 characters
 HOSTILE = '<script>alert(1)</script><b>Committee</b> of "weights" & measures'
 LONG = "Committee of weights and measures " + " ".join(f"annex{i}" for i in range(80))
 FILLERS = 240
-COMMITTEE = "Which committee for weights and measures does the Hub relate to?"
+COMMITTEE = "Which committee for weights and measures does the Hub have?"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "artifacts"
 
 
@@ -62,8 +62,10 @@ def kg_turtle() -> str:
     for name, label in (("Sevres", SHARED + " at Sèvres"), ("Paris", SHARED + " at Paris"),
                         ("Hostile", HOSTILE), ("Long", LONG)):
         lines.append(f"ex:Hub ex:relatesTo ex:{name} . ex:{name} rdfs:label {json.dumps(label)} .")
-    lines += [f'ex:Hub ex:relatesTo ex:item{i} . ex:item{i} rdfs:label "filler item {i}" .'
-              for i in range(FILLERS)]
+    # Each filler by a predicate of its own: a seed's rare predicates are retrieved whatever
+    # the question says, so the fillers are offered to the selector and rejected.
+    lines += [f'ex:Hub ex:filler{i} ex:item{i} . ex:item{i} rdfs:label "filler item {i}" . '
+              f'ex:filler{i} rdfs:label "relates to" .' for i in range(FILLERS)]
     return "\n".join(lines) + "\n"
 
 
