@@ -488,17 +488,23 @@ def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore, templates: T
     assert kept == sorted(edges, key=lambda edge: edge.object.value)[:5]
 
 
-def test_a_word_every_neighbour_holds_tells_nothing_and_is_dropped(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("stems", "kept"), [
+    # "Person" is in every neighbour's label: those matches go; "mother" names one edge's
+    # predicate, a match of another kind, and stays.
+    (["person", "mother"], [t("star", "mother", "mum")]),
+    # "knows" names the predicate of all of the star's edges and tells none apart;
+    # "Springfield" still finds its neighbour.
+    (["know", "springfield"], [t("star", "bornIn", "town")]),
+])
+def test_a_word_too_many_edges_match_tells_nothing_and_only_its_kind_of_match_is_dropped(
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch,
+    stems: list[str], kept: list[ox.Triple],
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
     labelled_hub(store, templates, 50)
-    edges = retrieve_subgraph(
-        store, templates, [ex("star")], one_hop(3), stems=["person", "mother"]
-    )
-    assert edges == []
+    assert retrieve_subgraph(store, templates, [ex("star")], one_hop(3), stems=stems) == kept
 
 
 def test_the_retrieval_counts_each_seeds_candidate_edges(
@@ -553,7 +559,7 @@ def test_a_big_node_on_the_way_drops_its_matches_in_a_direction_too_many_edges_m
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     edges = retrieve_subgraph(
-        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["person", "mother"]
+        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["person"]
     )
     assert edges == [t("fan", "likes", "star")]
 
@@ -579,3 +585,13 @@ def test_on_a_seed_ranked_by_the_store_a_rare_match_beats_a_common_one(
     update_label_index(store, templates)
     edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["birth"])
     assert edges == [t("star", "bornIn", "town")]
+
+
+def test_a_big_node_on_the_way_drops_only_the_kind_of_match_too_many_edges_make(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    edges = retrieve_subgraph(
+        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["know", "springfield"]
+    )
+    assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]

@@ -36,7 +36,7 @@ SHARED = "The International Committee for Weights and Measures"  # 52 characters
 HOSTILE = '<script>alert(1)</script><b>Committee</b> of "weights" & measures'
 LONG = "Committee of weights and measures " + " ".join(f"annex{i}" for i in range(80))
 FILLERS = 240
-COMMITTEE = "Which committee for weights and measures does the Hub have?"
+COMMITTEE = "Which committee for weights and measures does the Hub relate to?"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "artifacts"
 
 
