@@ -24,7 +24,7 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 
-GRAPH_LEXICAL = ox.NamedNode("urn:graph:lexical")
+GRAPH_LEXICAL = vocab.GRAPH_LEXICAL
 RECORD = "urn:tgsparql:lexical:"
 LITERAL_SUBJECT = ox.NamedNode(vocab.TG + "literalSubject")
 LITERAL_PREDICATE = ox.NamedNode(vocab.TG + "literalPredicate")

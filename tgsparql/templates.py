@@ -278,6 +278,7 @@ class Templates:
                 "source": vocab.GRAPH_SOURCE,
                 "library": vocab.GRAPH_LIBRARY,
                 "label_index": vocab.GRAPH_LABEL_INDEX,
+                "lexical": vocab.GRAPH_LEXICAL,
             },
         }
 

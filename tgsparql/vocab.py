@@ -67,6 +67,8 @@ GRAPH_SOURCE: Final = NamedNode("urn:graph:source")
 GRAPH_LIBRARY: Final = NamedNode("urn:graph:library")
 # Beyond the spec: normalised label keys that make grounding an index lookup, not a scan.
 GRAPH_LABEL_INDEX: Final = NamedNode("urn:graph:index")
+# Beyond the spec: literals as the data wrote them, where the store keeps another form.
+GRAPH_LEXICAL: Final = NamedNode("urn:graph:lexical")
 
 DEFAULT_COLLECTION: Final = "explainability"
 RESERVED_COLLECTIONS: Final = frozenset({"source", "library", "index", "lexical"})
