@@ -576,6 +576,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be a positive integer")
+    try:
+        data = (args.corpus or data_path(*CORPUS), args.questions or data_path(*QUESTIONS),
+                args.redocred or data_path(*DOCS), args.rel_info or data_path(*REL_INFO))
+    except OSError as error:  # MissingData
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     if args.hubs is not None:
         try:
             sizes = [int(k) for k in args.hubs.split(",")]
@@ -593,8 +599,7 @@ def main(argv: list[str] | None = None) -> int:
             args.hub_out.write_text(render_hubs(runs, len(runs[0].results)), encoding="utf-8")
 
         try:
-            hub_stress(args.corpus, args.questions, args.redocred, args.rel_info,
-                       sizes, orders, [name == "disk" for name in stores], args.limit,
+            hub_stress(*data, sizes, orders, [name == "disk" for name in stores], args.limit,
                        progress=True, on_run=write)
         except (DatasetError, OSError) as error:
             print(f"error: {error}", file=sys.stderr)
@@ -602,9 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.hub_out}")
         return 0
     try:
-        ev = evaluate(args.corpus or data_path(*CORPUS), args.questions or data_path(*QUESTIONS),
-                      args.redocred or data_path(*DOCS), args.rel_info or data_path(*REL_INFO),
-                      args.limit, progress=True)
+        ev = evaluate(*data, args.limit, progress=True)
     except (DatasetError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -74,10 +74,11 @@ def test_cli_writes_the_table_and_names_bad_input(tiny: dict, tmp_path: Path,
     assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'missing.json'}: cannot read")
 
 
-def test_without_the_data_setting_the_cli_names_it(monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("mode", [[], ["--hubs", "0"]], ids=["evaluation", "hub stress"])
+def test_without_the_data_setting_the_cli_names_it(mode: list[str], monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("TGSPARQL_DATA", raising=False)
-    assert main(["--limit", "1"]) == 1
+    assert main([*mode, "--limit", "1"]) == 1
     assert capsys.readouterr().err.startswith("error: TGSPARQL_DATA is not set")
 
 
