@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tgsparql import vocab
-from tgsparql.grounding import IndexEntry
+from tgsparql.grounding import IndexEntry, Probe
 from tgsparql.provenance import EdgeSelectionRecord, SeedCut, SessionIds
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
@@ -566,7 +566,7 @@ EVERY_PARAM: dict[str, Any] = {
     "seed_cuts": [],
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
-    "runs": [["edsel", "ford"], ["lady", "helen", "taylor"]],
+    "probes": [(0, Probe(["edsel", "ford"])), (1, Probe(["graham"], prefix="gwen"))],
     "version": 2,
     "activity": ox.NamedNode("urn:activity:1"),
     "agent": ox.NamedNode("urn:agent:1"),

@@ -6,7 +6,12 @@ disambiguating suffix ("Ray Taylor (director)" is found as "Ray Taylor"); every 
 gives an entity counts (`rdfs:label`, `skos:altLabel`, `schema:alternateName`).
 A name the question writes shorter than the KG does ("Edsel Ford" for "Edsel Bryant Ford")
 matches too, in any word order ("Ford, Edsel"): a run of capitalised words that no label equals
-finds the labels that contain all its words with at most MAX_EXTRA_NAME_WORDS more.
+finds the labels that contain all its words with at most MAX_EXTRA_NAME_WORDS more. Within such
+a run, an initial stands for any word it begins ("Thaddeus P. Mott" finds "Thaddeus Phelps
+Mott"), an ordinal belongs to the name ("Richard Beauchamp, 1st Earl of Worcester"), and a name
+of three words or more may miss one of them when the label holds the rest and at most one word
+more, spelt alike at the start ("Joanna" for "Johanna"): see `name_fit`. A label's parenthetical
+aside is no part of its name ("Eustace III (died c. 1125), Count of Boulogne").
 Normalised label keys and their words live in the label index graph, written once per label by
 `update_label_index`, so grounding is indexed lookups instead of a scan over every label, all in
 one query.
@@ -33,10 +38,16 @@ MAX_QUESTION_WORDS: Final = 200
 INDEX_BATCH: Final = 1000
 """Labels an update of the index: each update's transaction is held in memory until it commits
 (5,000 took some 100 MB more at the peak of a large load, and were no faster)."""
-INDEX_VERSION: Final = 3
+INDEX_VERSION: Final = 4
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
+MIN_NAMES_TO_MISS_ONE: Final = 3
+"""A run of at least this many names may match a label that lacks one of them."""
+SAME_START: Final = 2
+"""Letters a missing name shares with the label's word in its place: a variant spelling."""
+MIN_SHORT_FORM: Final = 3
+"""Letters a name needs to stand for a longer word it begins ("Gwen" for "Gwendolyn")."""
 COMMON_STEM: Final = 1000
 """A stem more names than this hold tells no edges apart: retrieval does not rank by it."""
 NAME_CONNECTORS: Final = frozenset(
@@ -55,6 +66,9 @@ STOPWORDS: Final = frozenset(
 
 _WORD = re.compile(r"[^\W_]+")
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+_JOINER = re.compile(r"(?<=[^\W_])['’‐-](?=[^\W_])")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 
 
 def normalize_label(text: str) -> str:
@@ -70,8 +84,13 @@ def match_key(text: str) -> str:
 
 
 def label_keys(label: str) -> list[str]:
-    """The keys a label is found by: its own, and its own without a disambiguating suffix."""
-    keys = [match_key(label), match_key(_DISAMBIGUATOR.sub("", label))]
+    """The keys a label is found by: its own, its own without a disambiguating suffix, without
+    any parenthetical aside ("Eustace III (died c. 1125) was the count of Boulogne"), and that
+    with the words a hyphen or apostrophe joins written as one ("Terii-maeva-rua" as
+    "Teriimaevarua")."""
+    bare = _ASIDE.sub(" ", label)
+    keys = [match_key(label), match_key(_DISAMBIGUATOR.sub("", label)), match_key(bare),
+            match_key(_JOINER.sub("", bare))]
     return [key for key in dict.fromkeys(keys) if key]
 
 
@@ -117,10 +136,51 @@ class NameRun:
     words: tuple[str, ...]
     start: int
     end: int
+    part_of: int | None = None
+    """For the part of a run before its first comma ("Robert Petre" of "Robert Petre, 8th Baron
+    Petre"), the run's index: the part is looked for in case the whole is not found (what
+    follows a comma is a title, which other people hold too)."""
 
     @property
-    def content(self) -> list[str]:
-        return content_words(match_key(" ".join(self.words)))
+    def names(self) -> list[str]:
+        """The words a label must hold: the content words, or all but stopwords when fewer
+        than two are left, since a name may be made of words that are connectors elsewhere
+        ("Từ Dụ")."""
+        key = match_key(" ".join(self.words))
+        content = content_words(key)
+        if len(content) >= 2:
+            return content
+        return list(dict.fromkeys(word for word in key.split() if word not in STOPWORDS))
+
+    @property
+    def probes(self) -> list[Probe]:
+        """What is asked of the label index: the labels holding the names that are neither
+        initials nor connectors; from MIN_NAMES_TO_MISS_ONE names on, those holding all of them
+        but one, each left out once; of two names, those holding one and a longer word the
+        other begins."""
+        looked_up = [w for w in self.names if len(w) > 1 and w not in NAME_CONNECTORS]
+        if not looked_up:
+            return []
+        probes = [Probe(looked_up)]
+        others = [[w for w in looked_up if w != left_out] for left_out in looked_up]
+        if len(self.names) >= MIN_NAMES_TO_MISS_ONE and len(looked_up) >= MIN_NAMES_TO_MISS_ONE:
+            probes += [Probe(rest) for rest in others]
+        elif len(looked_up) == 2:
+            probes += [
+                Probe(rest, short)
+                for short, rest in zip(looked_up, others)
+                if len(short) >= MIN_SHORT_FORM
+            ]
+        return probes
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Labels holding every one of `words`, and, when given, a word longer than `prefix` that
+    begins with it."""
+
+    words: list[str]
+    prefix: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,27 +217,47 @@ def name_runs(question: str) -> list[NameRun]:
     Runs are given as positions in `words(question)`; where case folding would change how the
     text splits into words, the positions cannot be trusted and no runs are given.
     """
-    original = _WORD.findall(unicodedata.normalize("NFKC", question))[:MAX_QUESTION_WORDS]
+    text = unicodedata.normalize("NFKC", question)
+    matches = list(itertools.islice(_WORD.finditer(text), MAX_QUESTION_WORDS))
+    original = [match.group() for match in matches]
     tokens = words(question)[:MAX_QUESTION_WORDS]
     if [token.casefold() for token in original] != tokens:
         return []
+    commas = {
+        i for i in range(1, len(matches)) if "," in text[matches[i - 1].end() : matches[i].start()]
+    }
     runs: list[NameRun] = []
     start = None
     for i in range(1, len(original) + 1):
         token = original[i] if i < len(original) else ""
         capital = token[:1].isupper()
-        inside = start is not None and tokens[i] in NAME_CONNECTORS if token else False
+        inside = start is not None and bool(token) and (
+            tokens[i] in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None
+        )
         if capital or inside:
             if start is None:
                 start = i
             continue
         if start is not None:
             end = i
-            while end > start and tokens[end - 1] in NAME_CONNECTORS:
+            while end > start and _trailing(original[end - 1], tokens[end - 1]):
                 end -= 1
             runs.append(NameRun(tuple(tokens[start:end]), start, end))
             start = None
-    return [run for run in runs if len(run.content) >= 2]
+    whole = [run for run in runs if len(run.names) >= 2]
+    parts = []
+    for index, run in enumerate(whole):
+        cut = min((c for c in commas if run.start < c < run.end), default=None)
+        if cut is not None:
+            parts.append(NameRun(tuple(tokens[run.start : cut]), run.start, cut, part_of=index))
+    return whole + [part for part in parts if len(part.names) >= 2]
+
+
+def _trailing(token: str, word: str) -> bool:
+    """Whether a run's last word is no part of the name: a connector or ordinal written in
+    lower case ("Lady of the ...", "the Duke of Kent's 2nd ...")."""
+    lower = not token[:1].isupper()
+    return lower and (word in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None)
 
 
 def ground(store: Store, templates: Templates, question: str, entity_limit: int) -> Grounding:
@@ -192,7 +272,7 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
         templates.render(
             "ground",
             keys=keys,
-            runs=[run.content for run in runs],
+            probes=[(i, probe) for i, run in enumerate(runs) for probe in run.probes],
             schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
             stems=question_stems,
             common_stem=COMMON_STEM,
@@ -230,9 +310,24 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
     ]
     found = [entities_by_key[phrase.key] for phrase in chosen]
     uncovered = {
-        i for i, run in enumerate(runs) if not covered.issuperset(range(run.start, run.end))
+        i
+        for i, run in enumerate(runs)
+        if any(
+            i not in covered and tokens[i] not in STOPWORDS and tokens[i] not in NAME_CONNECTORS
+            for i in range(run.start, run.end)
+        )
     }
-    found += _name_matches(runs, [row for row in name_rows if row[0] in uncovered])
+    named = _name_matches(runs, [row for row in name_rows if row[0] in uncovered])
+    named = {i: found for i, found in named.items() if runs[i].part_of not in named}
+    inside = [(runs[i].start, runs[i].end) for i in named]
+    # a run that names one entity is not also the single words it is made of ("William",
+    # "Louis", "Prince" in "William Louis, Prince of Anhalt-Harzgerode")
+    found = [
+        entities
+        for phrase, entities in zip(chosen, found)
+        if not any(start <= phrase.start and phrase.end <= end for start, end in inside)
+    ]
+    found += [named[i] for i in sorted(named)]
     seeds: list[ox.NamedNode] = []
     for entities in found:
         for entity in entities:
@@ -248,28 +343,68 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
 
 def _name_matches(
     runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
-) -> list[list[ox.NamedNode]]:
-    """Per run, the entities whose label holds the run's words, fewest extra first; labels with
-    the words in another order ("Ford, Edsel") only when none has them in the run's order."""
-    candidates: dict[int, set[tuple[bool, int, str, ox.NamedNode]]] = {}
+) -> dict[int, list[ox.NamedNode]]:
+    """Per run that matched, the entities whose label fits it best (`name_fit`): labels
+    holding every name before those missing one, names written in full before shortened ones,
+    in the run's order before another order ("Ford, Edsel"), fewest extra words first."""
+    candidates: dict[int, set[tuple[int, int, bool, int, str, ox.NamedNode]]] = {}
     for index, key, entity in rows:
-        run = runs[index]
-        label_words = key.split()
-        extra = len(label_words) - len(run.words)
-        if 0 <= extra <= MAX_EXTRA_NAME_WORDS and set(run.content) <= set(label_words):
-            reordered = not _in_order(run.content, label_words)
-            candidates.setdefault(index, set()).add((reordered, extra, entity.value, entity))
-    found = []
-    for i in sorted(candidates):
-        ranked = sorted(candidates[i])
-        best = [item for item in ranked if item[0] == ranked[0][0]]
-        found.append([entity for *_, entity in best[:NAME_MATCHES_PER_RUN]])
+        fit = name_fit(runs[index].names, key)
+        if fit is not None:
+            candidates.setdefault(index, set()).add((*fit, entity.value, entity))
+    found = {}
+    for i, items in candidates.items():
+        ranked = sorted(items)
+        best = [item for item in ranked if item[:3] == ranked[0][:3]]
+        found[i] = [entity for *_, entity in best[:NAME_MATCHES_PER_RUN]]
     return found
 
 
-def _in_order(wanted: list[str], words_: list[str]) -> bool:
-    remaining = iter(words_)
-    return all(word in remaining for word in wanted)
+def name_fit(names: list[str], key: str) -> tuple[int, int, bool, int] | None:
+    """How a label's key fits a run's names, as (names missing, names shortened, reordered,
+    extra words), or None when it does not fit.
+
+    A name fits the label's word equal to it, else, shortened, the first longer word it begins
+    if it is an initial (one letter) or has MIN_SHORT_FORM letters or more. With MIN_NAMES_TO_MISS_ONE names or more, one may be missing: in place of a word of
+    the label that begins with the same SAME_START letters (a variant spelling), or, when the
+    label has no other word, between two names that fit (a title left out: "William Louis,
+    Prince of Anhalt-Harzgerode" for "William Louis of Anhalt-Harzgerode"). Otherwise every
+    name must fit, with at most MAX_EXTRA_NAME_WORDS extra content words.
+    """
+    label_words = key.split()
+    positions: list[int] = []
+    missing = []
+    shortened = 0
+    for name in names:
+        free = [i for i in range(len(label_words)) if i not in positions]
+        place = next((i for i in free if label_words[i] == name), None)
+        if place is None and (len(name) == 1 or len(name) >= MIN_SHORT_FORM):
+            place = next(
+                (i for i in free if label_words[i].startswith(name) and label_words[i] != name),
+                None,
+            )
+            shortened += place is not None
+        if place is None:
+            missing.append(name)
+        else:
+            positions.append(place)
+    extra = [
+        word
+        for i, word in enumerate(label_words)
+        if i not in positions and word not in STOPWORDS and word not in NAME_CONNECTORS
+    ]
+    if missing:
+        one = len(missing) == 1 and len(names) >= MIN_NAMES_TO_MISS_ONE
+        name = missing[0]
+        spelt_alike = len(extra) == 1 and len(name) > SAME_START and (
+            extra[0][:SAME_START] == name[:SAME_START]
+        )
+        left_out = not extra and names[0] != name and names[-1] != name
+        if not (one and (spelt_alike or left_out)):
+            return None
+    elif len(extra) > MAX_EXTRA_NAME_WORDS:
+        return None
+    return len(missing), shortened, positions != sorted(positions), len(extra)
 
 
 def _longest_matches(matched: list[Phrase]) -> list[Phrase]:
