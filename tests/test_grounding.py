@@ -662,3 +662,12 @@ def test_tolerant_grounding_is_still_one_query(store: EmbeddedStore, templates: 
     question = "Did Gwen Graham meet Joanna Elisabeth Of Holstein-Gottorp or Thaddeus P. Mott?"
     assert ground(counting, templates, question, 50).seeds == [ex("g")]  # type: ignore[arg-type]
     assert counting.queries == 1
+
+
+@settings(max_examples=100)
+@given(st.lists(st.sampled_from("Anna Marie Curie Pierre Ford Edsel Zola Emile of".split()),
+                min_size=0, max_size=30))
+def test_a_run_asks_a_bounded_number_of_probes(names: list[str]) -> None:
+    for run in name_runs("Was " + " ".join(names) + " here?"):
+        assert len(run.probes) <= 1 + MAX_PHRASE_WORDS
+        assert all(probe.words for probe in run.probes)

@@ -155,15 +155,17 @@ class NameRun:
     @property
     def probes(self) -> list[Probe]:
         """What is asked of the label index: the labels holding the names that are neither
-        initials nor connectors; from MIN_NAMES_TO_MISS_ONE names on, those holding all of them
-        but one, each left out once; of two names, those holding one and a longer word the
-        other begins."""
+        initials nor connectors; from MIN_NAMES_TO_MISS_ONE names on (up to MAX_PHRASE_WORDS,
+        so a run asks at most that many more), those holding all of them but one, each left
+        out once; of two names, those holding one and a longer word the other begins."""
         looked_up = [w for w in self.names if len(w) > 1 and w not in NAME_CONNECTORS]
         if not looked_up:
             return []
         probes = [Probe(looked_up)]
         others = [[w for w in looked_up if w != left_out] for left_out in looked_up]
-        if len(self.names) >= MIN_NAMES_TO_MISS_ONE and len(looked_up) >= MIN_NAMES_TO_MISS_ONE:
+        if len(self.names) >= MIN_NAMES_TO_MISS_ONE and (
+            MIN_NAMES_TO_MISS_ONE <= len(looked_up) <= MAX_PHRASE_WORDS
+        ):
             probes += [Probe(rest) for rest in others]
         elif len(looked_up) == 2:
             probes += [
