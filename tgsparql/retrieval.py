@@ -224,13 +224,13 @@ class RankedQuery:
         )
         found: dict[ox.NamedNode, list[tuple[str, ox.Triple, float]]] = {node: [] for node in nodes}
         for row in rows:
-            node, direction = row.get("node"), row.get("dir")
-            s, p, o = row.get("s"), row.get("p"), row.get("o")
-            if node not in found or not isinstance(direction, ox.Literal):
+            i, direction, p = row.get("i"), row.get("dir"), row.get("p")
+            if not isinstance(i, ox.Literal) or not isinstance(direction, ox.Literal):
                 continue
-            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+            if not isinstance(p, ox.NamedNode) or _is_schema(p):
                 continue
-            edge = ox.Triple(s, p, o)  # type: ignore[arg-type]
+            node = nodes[int(i.value)]
+            edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
             found[node].append((direction.value, edge, _number(row.get("weight"))))  # type: ignore[index]
         for node, rows_of_node in found.items():
             too_many = {
