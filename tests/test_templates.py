@@ -556,6 +556,7 @@ EVERY_PARAM: dict[str, Any] = {
     "literals": [ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal"))],
     "triple_limit": 30,
     "stems": ["radium", "birth"],
+    "predicates": {P: ["birth"]},
     "seeds": [S, O],
     "rank_whole_up_to": 100,
     "count_up_to": 2000,

@@ -167,6 +167,8 @@ class RankedQuery:
     best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
     holders: dict[object, set[str]] | None = None
     """The terms whose labels hold the question's stems, and which (`_stem_holders`)."""
+    predicates: dict[object, list[str]] = field(default_factory=dict)
+    """Those of them used as predicates, with their stems."""
 
     def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
         """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
@@ -214,6 +216,7 @@ class RankedQuery:
                 "retrieve_matches",
                 nodes=nodes,
                 stems=self.stems,
+                predicates=self.predicates,
                 seeds=self.seeds,
                 excluded=self.excluded,
                 matches_up_to=MATCHES_UP_TO,
@@ -221,13 +224,13 @@ class RankedQuery:
         )
         found: dict[ox.NamedNode, list[tuple[str, ox.Triple, float]]] = {node: [] for node in nodes}
         for row in rows:
-            node, direction = row.get("node"), row.get("dir")
-            s, p, o = row.get("s"), row.get("p"), row.get("o")
-            if node not in found or not isinstance(direction, ox.Literal):
+            i, direction, p = row.get("i"), row.get("dir"), row.get("p")
+            if not isinstance(i, ox.Literal) or not isinstance(direction, ox.Literal):
                 continue
-            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+            if not isinstance(p, ox.NamedNode) or _is_schema(p):
                 continue
-            edge = ox.Triple(s, p, o)  # type: ignore[arg-type]
+            node = nodes[int(i.value)]
+            edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
             found[node].append((direction.value, edge, _number(row.get("weight"))))  # type: ignore[index]
         for node, rows_of_node in found.items():
             too_many = {
@@ -245,25 +248,32 @@ class RankedQuery:
             )[: self.triple_limit]
 
     def _stem_holders(self) -> dict[object, set[str]]:
-        """Which terms' labels hold which of the question's stems. A stem more than
-        COMMON_STEM terms hold tells nothing apart: it is dropped from `stems`, so the store's
-        ranking of the larger nodes does not use it either."""
+        """Which terms' labels hold which of the question's stems, and which of those terms
+        are predicates (`predicates`). A stem more than COMMON_STEM terms hold tells nothing
+        apart: it is dropped from `stems`, so the store's ranking of the larger nodes does not
+        use it either."""
         if not self.stems:
             return {}
         rows = self.store.select(
             self.templates.render("retrieve_stem_holders", stems=self.stems, common_stem=COMMON_STEM)
         )
         by_stem: dict[str, list[object]] = {}
+        predicates: set[object] = set()
         for row in rows:
             stem = row.get("stem")
             if isinstance(stem, ox.Literal) and row.get("term") is not None:
                 by_stem.setdefault(stem.value, []).append(row["term"])
+            elif isinstance(row.get("predicate"), ox.NamedNode):
+                predicates.add(row["predicate"])
         telling = {stem: terms for stem, terms in by_stem.items() if len(terms) <= COMMON_STEM}
         self.stems = sorted(telling)
         holders: dict[object, set[str]] = {}
         for stem, terms in telling.items():
             for term in terms:
                 holders.setdefault(term, set()).add(stem)
+        self.predicates = {
+            term: sorted(holders[term]) for term in sorted(predicates & holders.keys(), key=str)
+        }
         return holders
 
     def _degrees(self, nodes: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, int]:
@@ -290,6 +300,7 @@ class RankedQuery:
                 triple_limit=self.triple_limit,
                 excluded=self.excluded,
                 stems=self.stems,
+                predicates=self.predicates,
                 seeds=self.seeds,
                 count_up_to=COUNT_UP_TO,
                 rare_uses=RARE_USES,
@@ -331,12 +342,15 @@ class _NodeEdges:
     def gather(
         nodes: Sequence[ox.NamedNode], rows: list[Solution]
     ) -> dict[ox.NamedNode, _NodeEdges]:
+        """Each node's edges from rows that name the node by its place in `nodes` and leave
+        its own end of the edge unbound."""
         read = {node: _NodeEdges() for node in nodes}
         for row in rows:
-            found = read.get(row.get("node"))  # type: ignore[arg-type]
-            s, p, o = row.get("s"), row.get("p"), row.get("o")
-            if found is not None and isinstance(p, ox.NamedNode) and s is not None and o is not None:
-                found.edges.append(ox.Triple(s, p, o))  # type: ignore[arg-type]
+            i, p = row.get("i"), row.get("p")
+            if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
+                continue
+            node = nodes[int(i.value)]
+            read[node].edges.append(ox.Triple(row.get("s", node), p, row.get("o", node)))  # type: ignore[arg-type]
         return read
 
     def best(
