@@ -479,6 +479,9 @@ def measure_scoped(
     opened); all of it for the baseline source tree too when there is one."""
     store = build.directory / dialect / "store"
     scoped = Scoped(build.sessions, dialect, build.quads[dialect], None)
+    if baseline and not (templates := _templates_of(baseline)).is_relative_to(baseline.resolve()):
+        scoped.error = f"the baseline reads the query templates in {templates}, not its own"
+        return scoped
     for source in ([baseline] if baseline else []) + [None]:
         command = [sys.executable, "-m", "benchmarks.validation_bench", "--scoped", str(samples),
                    "--dialect", dialect, "--store", str(store)]
@@ -502,6 +505,16 @@ def measure_scoped(
         else:
             scoped.measured = measured
     return scoped
+
+
+def _templates_of(source: Path) -> Path:
+    """Where `source`'s package finds its query templates (an editable install of another tree
+    maps them to that tree's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from importlib.resources import files; print(files('tgsparql.queries'))"],
+        cwd=source, env=source_env(source), capture_output=True, text=True, check=True,
+    )
+    return Path(done.stdout.strip()).resolve()
 
 
 def measure_cli(store: Path, samples: int, source: Path | None) -> dict[str, float]:
@@ -741,7 +754,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="whole `tgsparql validate --session` processes timed per store")
     parser.add_argument("--baseline", type=Path,
                         help="a source tree of another tgsparql version (e.g. `git worktree add "
-                        "DIR main`) whose validate --session is measured beside this one's")
+                        "DIR main`, with DIR/queries and DIR/shapes copied into DIR/tgsparql/) "
+                        "whose validate --session is measured beside this one's")
     parser.add_argument("--session-only", action="store_true",
                         help="measure only validate --session (no engines, no full-store runs)")
     args = parser.parse_args(argv)
