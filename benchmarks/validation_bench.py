@@ -414,14 +414,18 @@ def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]
     sessions = [row["s"].value for row in store.select(SESSIONS_QUERY)]
     chosen = spread(sessions, samples, shift=1)
     validate_session(store, sessions[-1])
-    walls, cpus, results = [], [], 0
+    asked = _count_requests(store)
+    walls, cpus, requests, results = [], [], [], 0
     for session in chosen:
+        before = len(asked)
         wall, cpu = time.perf_counter(), time.process_time()
         results += len(validate_session(store, session).results)
         cpus.append(time.process_time() - cpu)
         walls.append(time.perf_counter() - wall)
+        requests.append(len(asked) - before)
     walls.sort()
     return {
+        "queries": statistics.median(requests),
         "load": os.getloadavg()[0],
         "timed": len(chosen),
         "p50_ms": 1000 * statistics.median(walls),
@@ -429,6 +433,22 @@ def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]
         "cpu_p50_ms": 1000 * statistics.median(cpus),
         "results": results,
     }
+
+
+def _count_requests(store: object) -> list[None]:
+    """From now on, one item appended for each query `store` answers (SELECT or ASK, from any
+    thread: list.append is atomic)."""
+    asked: list[None] = []
+
+    def counted(answer: Callable[..., object]) -> Callable[..., object]:
+        def counting(*args: object, **kwargs: object) -> object:
+            asked.append(None)
+            return answer(*args, **kwargs)
+        return counting
+
+    for verb in ("select", "ask"):
+        setattr(store, verb, counted(getattr(store, verb)))
+    return asked
 
 
 @dataclass
@@ -459,6 +479,9 @@ def measure_scoped(
     opened); all of it for the baseline source tree too when there is one."""
     store = build.directory / dialect / "store"
     scoped = Scoped(build.sessions, dialect, build.quads[dialect], None)
+    if baseline and not (templates := _templates_of(baseline)).is_relative_to(baseline.resolve()):
+        scoped.error = f"the baseline reads the query templates in {templates}, not its own"
+        return scoped
     for source in ([baseline] if baseline else []) + [None]:
         command = [sys.executable, "-m", "benchmarks.validation_bench", "--scoped", str(samples),
                    "--dialect", dialect, "--store", str(store)]
@@ -482,6 +505,16 @@ def measure_scoped(
         else:
             scoped.measured = measured
     return scoped
+
+
+def _templates_of(source: Path) -> Path:
+    """Where `source`'s package finds its query templates (an editable install of another tree
+    maps them to that tree's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from importlib.resources import files; print(files('tgsparql.queries'))"],
+        cwd=source, env=source_env(source), capture_output=True, text=True, check=True,
+    )
+    return Path(done.stdout.strip()).resolve()
 
 
 def measure_cli(store: Path, samples: int, source: Path | None) -> dict[str, float]:
@@ -583,6 +616,11 @@ def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions:
     with_baseline = any(row.baseline for row in scoped)
     both = (lambda key, row: f"{_ms(row.baseline, key)} → {_ms(row.measured, key)}") if with_baseline \
         else (lambda key, row: _ms(row.measured, key))
+
+    def queries(row: Scoped) -> str:
+        """Store requests per session (median); a baseline that does not count them shows —."""
+        counts = [m.get("queries") for m in (row.baseline, row.measured) if m is not None]
+        return " → ".join("—" if n is None else f"{float(n):.0f}" for n in counts)  # type: ignore[arg-type]
     lines = [
         "## validate --session: one session",
         "",
@@ -593,11 +631,13 @@ def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions:
         "floor: a process that only starts Python, imports pyoxigraph and opens the store, the least "
         "any command on the store costs. Load: the machine's 1-minute load average (2 CPUs)."
         + (" Each cell: the baseline → this code, measured in the same run, each on sessions no "
-           "other run had read." if with_baseline else ""),
+           "other run had read." if with_baseline else "")
+        + " Queries per session: the SELECT and ASK requests one session's validation sends to the "
+        "store (median).",
         "",
         "| store sessions | dialect | quads | sessions timed | in process p50 ms | p90 ms | CPU p50 ms "
-        "| command p50 ms | floor p50 ms | command / floor | full-store run s | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| command p50 ms | floor p50 ms | command / floor | full-store run s | load | queries per session |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in sorted(scoped, key=lambda r: (r.sessions, r.dialect)):
         full = next((m for m in measured if m.engine == "tgsparql" and m.dialect == row.dialect
@@ -606,14 +646,14 @@ def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions:
         m = row.measured
         if m is None:
             lines.append(f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | — | — | — | — | — | — | — "
-                         f"| {full_s} | failed: {row.error} |")
+                         f"| {full_s} | failed: {row.error} | — |")
             continue
         ratio = (f"{float(m['cli_p50_ms']) / float(m['floor_p50_ms']):.1f}"  # type: ignore[arg-type]
                  if "cli_p50_ms" in m else "—")
         lines.append(
             f"| {row.sessions:,} | {row.dialect} | {row.quads:,} | {m['timed']} | {both('p50_ms', row)} | "
             f"{both('p90_ms', row)} | {both('cpu_p50_ms', row)} | {both('cli_p50_ms', row)} | "
-            f"{_ms(m, 'floor_p50_ms')} | {ratio} | {full_s} | {float(m['load']):.1f} |"  # type: ignore[arg-type]
+            f"{_ms(m, 'floor_p50_ms')} | {ratio} | {full_s} | {float(m['load']):.1f} | {queries(row)} |"  # type: ignore[arg-type]
         )
     worst = max((float(r.measured["p50_ms"]) for r in scoped if r.measured), default=None)  # type: ignore[arg-type]
     if worst is not None:
@@ -714,7 +754,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="whole `tgsparql validate --session` processes timed per store")
     parser.add_argument("--baseline", type=Path,
                         help="a source tree of another tgsparql version (e.g. `git worktree add "
-                        "DIR main`) whose validate --session is measured beside this one's")
+                        "DIR main`, with DIR/queries and DIR/shapes copied into DIR/tgsparql/) "
+                        "whose validate --session is measured beside this one's")
     parser.add_argument("--session-only", action="store_true",
                         help="measure only validate --session (no engines, no full-store runs)")
     args = parser.parse_args(argv)

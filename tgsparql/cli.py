@@ -29,13 +29,13 @@ from tgsparql.locking import TurnTakingStore, exclusive_store
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag, OutputLimits
 from tgsparql.retrieval import RetrievalLimits
-from tgsparql.remote import RemoteStore
 from tgsparql.store import Store, StoreError, open_store
 from tgsparql.templates import DIALECTS, Templates
 from tgsparql.terminal import visible
 
 if TYPE_CHECKING:
     from tgsparql.ingest import DocumentReport, IngestReport
+    from tgsparql.remote import RemoteStore
     from tgsparql.llm.log import LLMLog
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
@@ -57,6 +57,8 @@ class Remote:
     options: dict[str, Any]
 
     def open(self) -> RemoteStore:
+        from tgsparql.remote import RemoteStore  # its HTTP stack only for an endpoint
+
         return RemoteStore(self.endpoint, **self.options)
 
 

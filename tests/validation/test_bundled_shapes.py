@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tgsparql import vocab
@@ -28,6 +28,8 @@ from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import SessionIds
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Dialect, Templates, statement_iri
+from tgsparql.explain import SessionNotFound
+from tgsparql import validate_session as sessions
 from tgsparql.validate_session import session_nodes
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 
@@ -631,6 +633,33 @@ def test_a_corrupted_session_gives_exactly_its_results(
         for e in case.expected
     }
     assert_results(validator.validate(recorded.store), expected, *map(recorded.iri, case.mentions))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cases=st.lists(st.sampled_from(sorted(SESSION_CASES)), max_size=4, unique=True),
+       validate_corrupted=st.booleans())
+def test_a_session_validated_alone_gets_exactly_its_results_from_the_whole_store(
+    dialect, demo_path, cases: list[str], validate_corrupted: bool
+) -> None:
+    """`validate --session` reads only what the session's focus nodes reach, by its own queries;
+    whatever the corruptions, of this session or of another in the store, it reports exactly
+    the results the whole store's validation gives for the session's entities."""
+    store = open_store()
+    store.dialect = dialect  # type: ignore[misc]
+    load_demo(store, demo_path)
+    rag = GraphRag(store, OfflineBackend())
+    corrupted, other = record(rag), record(rag)
+    for case in cases:
+        corrupted.corrupt(SESSION_CASES[case].update)
+    session = (corrupted if validate_corrupted else other).ids.session.value
+    try:
+        nodes = set(session_nodes(store, Templates(dialect), session))
+    except SessionNotFound:  # a case renamed the session itself
+        assume(False)
+    whole = sessions.bundled_validator(dialect).validate(store).results  # the same shapes graph
+    alone = sessions.validate_session(store, session).results
+    whole = [result for result in whole if result.focus_node in nodes]
+    assert sorted(map(repr, alone)) == sorted(map(repr, whole))
 
 
 def test_the_fact_not_retrieved_is_a_fact_of_the_kg_and_was_not_retrieved(recorded) -> None:

@@ -307,6 +307,26 @@ def test_queries_run_does_not_depend_on_the_number_of_focus_nodes() -> None:
     assert len(many.results) == 200
 
 
+def test_a_few_focus_nodes_without_a_value_skip_only_the_shapes_that_need_one() -> None:
+    """For a few focus nodes, a property shape with a one-predicate path is not asked when none
+    of them has a value and none of its constraints can fail without one; sh:minCount and
+    sh:hasValue can, and the shape with a value is asked: the results stay those of every node,
+    and the skipped shape still counts as checked."""
+    shapes = """ex:S sh:targetClass ex:A ;
+        sh:property [ sh:path ex:p ; sh:maxCount 1 ; sh:datatype xsd:integer ] ,
+                    [ sh:path [ sh:inversePath ex:q ] ; sh:class ex:C ] ,
+                    [ sh:path ex:r ; sh:minCount 1 ] ,
+                    [ sh:path ex:s ; sh:hasValue 1 ] ,
+                    [ sh:path ex:t ; sh:maxCount 0 ] ."""
+    data = "ex:a a ex:A ; ex:t 1 . ex:b a ex:A ; ex:p 1, 2 . ex:x ex:q ex:b ."
+    whole = validate(shapes, data)
+    few = validate(shapes, data, focus=[EX + "a"])
+    assert sorted(map(str, rows(few))) == sorted(str(r) for r in rows(whole) if r[0] == ex("a"))
+    assert sorted(r[3] for r in rows(few)) == ["HasValue", "MaxCount", "MinCount"]
+    assert few.queries_run == 3 and len(few.shapes) == len(whole.shapes) == 5
+    assert validate(shapes, data, focus=[EX + "b"]).queries_run == 4  # b has no ex:t
+
+
 def test_focus_restricts_the_targeted_nodes() -> None:
     report = validate(
         "ex:S sh:targetClass ex:A ; sh:class ex:C .",

@@ -27,6 +27,9 @@ def test_validating_many_focus_nodes_holds_far_less_than_all_query_texts() -> No
     focus = [ox.NamedNode(f"http://example.org/node/{i}") for i in range(1000)]
     store = EmbeddedStore()
     store.oxigraph.extend(ox.Quad(node, RDF_TYPE, ox.NamedNode("http://example.org/A")) for node in focus)
+    store.oxigraph.extend(  # one node has a value of each property, so no shape is left idle
+        ox.Quad(focus[0], ox.NamedNode(f"http://example.org/p{i}"), ox.Literal("x")) for i in range(SHAPES)
+    )
     validator = Validator(shapes)
     listed = len(" ".join(f"<{node.value}>" for node in focus))
     every_text = sum(len(q.text) + q.text.count(FOCUS_STAND_IN) * listed for q in validator.scoped)

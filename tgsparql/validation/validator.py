@@ -45,6 +45,11 @@ class Validator:
             )).items()
         }
         """The shapes' own target-node literals the store keeps in another form, by that form."""
+        self._value_edges = {
+            shape.key: (shape, edge) for shape in shapes if (edge := _value_edge(shape)) is not None
+        }
+        """The property shapes a few focus nodes need run only if one of them has a value, with
+        the target pair (targetSubjectsOf or targetObjectsOf, predicate) of the nodes having one."""
 
     @property
     def scoped(self) -> list[CompiledQuery]:
@@ -84,7 +89,7 @@ class Validator:
             queries = self._compile(lexical)
         else:
             nodes = sorted({to_iri(node) for node in focus}, key=str)
-            targeted, reached = self._reaching(store, nodes, default_graph)
+            targeted, reached, idle = self._reaching(store, nodes, default_graph)
             listed: dict[frozenset[Term], str] = {}  # one text per set of nodes, shared
 
             def nodes_of(key: int) -> str:
@@ -98,44 +103,52 @@ class Validator:
             queries = (  # one at a time: each text lists the nodes
                 replace(query, text=_STAND_IN.sub(lambda m: nodes_of(int(m[1])), query.text))
                 for shape in self.shapes
-                if shape.key in reached
+                if shape.key in reached and shape.key not in idle
                 for query in self._shape_queries(shape, lexical)
             )
         results: list[ValidationResult] = []
-        checked: dict[int, Shape] = {}
+        checked = set() if focus is None else set(idle)  # an idle shape is checked: it has no value
         run = 0
         overlapped = focus is not None and isinstance(store, EmbeddedStore)
         for query, rows in _answered(store, queries, default_graph, overlapped):
             if query.per_focus_node is not None:
                 rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
             results.extend(self._result(query, row) for row in rows)
-            checked.setdefault(query.shape.key, query.shape)
+            checked.add(query.shape.key)
             run += 1
         return ValidationReport(
             results=self._as_written(store, results, lexical),
-            shapes=[(shape.node, shape.name) for shape in checked.values()],
+            shapes=[(shape.node, shape.name) for shape in self.shapes if shape.key in checked],
             paths=self.paths,
             queries_run=run,
         )
 
     def _reaching(
         self, store: Store, nodes: list[ox.NamedNode], default_graph: DataGraph
-    ) -> tuple[dict[int, frozenset[Term]], set[int]]:
+    ) -> tuple[dict[int, frozenset[Term]], set[int], set[int]]:
         """(the nodes each shape's own targets reach, by shape key; the keys of the shapes with
-        a focus node among `nodes`, by their targets or their ancestors' through sh:property).
-        The other shapes have no result, so validating a few nodes runs only these queries."""
-        targets: dict[str, set[Term]] = {}
+        a focus node among `nodes`, by their targets or their ancestors' through sh:property;
+        the keys of the idle ones among those: shapes of `_value_edges` none of whose focus nodes
+        has an edge of their predicate). The other shapes have no result, so
+        validating a few nodes runs only the queries of the reached shapes that are not idle."""
+        wanted: dict[str, set[Term]] = {}
         for shape in self.shapes:
             for kind, target in shape.target_pairs:
-                targets.setdefault(kind, set()).add(target)
-        ordered = {kind: sorted(found, key=str) for kind, found in targets.items()}
+                wanted.setdefault(kind, set()).add(target)
+        for _, (kind, predicate) in self._value_edges.values():
+            wanted.setdefault(kind, set()).add(predicate)
+        ordered = {kind: sorted(found, key=str) for kind, found in wanted.items()}
         rows = store.select(
-            self.templates.render("validation/_targeted", targets=ordered, focus_nodes=nodes),
+            self.templates.render(
+                "validation/_targeted", focus_nodes=nodes, classes=ordered.get("targetClass"),
+                subjects_of=ordered.get("targetSubjectsOf"), objects_of=ordered.get("targetObjectsOf"),
+            ),
             default_graph=default_graph,
         )
+        kinds = {"targetClass": "targetClass", "out": "targetSubjectsOf", "in": "targetObjectsOf"}
         found: dict[tuple[str, Term], set[Term]] = {}
         for row in rows:
-            found.setdefault((row["kind"].value, row["target"]), set()).add(row["node"])
+            found.setdefault((kinds[row["kind"].value], row["target"]), set()).add(row["node"])
         met = {pair: frozenset(reached) for pair, reached in found.items()}
         for node in nodes:
             met[("targetNode", node)] = frozenset((node,))
@@ -157,7 +170,13 @@ class Validator:
 
         for shape in self.shapes:
             reaches(shape)
-        return targeted, reached
+        idle = {
+            key for key, (shape, pair) in self._value_edges.items()
+            if key in reached
+            and not any(targeted.get(parent.key, frozenset()) & met.get(pair, frozenset())
+                        for parent in shape.parents)
+        }
+        return targeted, reached, idle
 
     def _per_focus_node(
         self, store: Store, text: str, focus_rows: list[Solution], default_graph: DataGraph
@@ -291,6 +310,32 @@ def _answered(
         while pending:
             done, future = pending.popleft()
             yield done, future.result()
+
+
+ABSENT_VALUES_CONFORM = frozenset({
+    "Class", "Datatype", "NodeKind", "MinExclusive", "MinInclusive", "MaxExclusive",
+    "MaxInclusive", "MinLength", "MaxLength", "Pattern", "LanguageIn", "In", "MaxCount",
+    "QualifiedMaxCount", "UniqueLang", "Disjoint", "LessThan", "LessThanOrEquals", "Node",
+    "Not", "And", "Or", "Xone", "Closed",
+})
+"""The Core components that find no violation at a focus node without value nodes."""
+
+
+def _value_edge(shape: Shape) -> tuple[str, Term] | None:
+    """For a property shape that has no result where none of its focus nodes has a value, the
+    edge a value needs, as the target pair that finds the nodes having one: its path is one
+    predicate (or its inverse), its focus nodes are those its node shapes' own targets reach,
+    and all its constraints find nothing without a value."""
+    path = shape.path
+    if path is None or shape.target_pairs or not shape.constraints or not shape.parents:
+        return None
+    inverse = path.kind == "inverse"
+    step = path.items[0] if inverse else path
+    if step.kind != "predicate" or any(c.component not in ABSENT_VALUES_CONFORM for c in shape.constraints):
+        return None
+    if any(parent.path is not None or any(p.has_focus for p in parent.parents) for parent in shape.parents):
+        return None
+    return ("targetObjectsOf" if inverse else "targetSubjectsOf", step.node)
 
 
 def _rewritable(term: Term | None) -> bool:
