@@ -15,7 +15,7 @@ from benchmarks.serve_bench import baseline_text, current_text, generate
 from tgsparql import vocab
 from tgsparql.cli import main
 from tgsparql.llm.offline import OfflineBackend
-from tgsparql.migrate import migrate, pending
+from tgsparql.migrate import migrate, needs_migration, pending
 from tgsparql.pipeline import GraphRag
 from tgsparql.serve.app import ServerConfig, TgsparqlServer
 from tgsparql.serve.saved import saved_queries
@@ -98,6 +98,10 @@ def counted_open_days(row: dict[str, ox.Term]) -> dict[str, ox.Term]:
     return {**row, "complete": one, "failed": one}
 
 
+def integer(value: int) -> ox.Literal:
+    return ox.Literal(str(value), datatype=vocab.XSD_INTEGER)
+
+
 def day(text: str) -> ox.Literal:
     return ox.Literal(text, datatype=XSD_DATE)
 
@@ -107,11 +111,11 @@ def objects(store: EmbeddedStore, subject: str, predicate: str) -> list[ox.Term]
         ox.NamedNode(subject), ox.NamedNode(TG + predicate), None, GRAPH)]
 
 
-def test_migration_adds_the_days_and_the_selected_edge_count_each_record_implies() -> None:
+def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     store = old_store()
     templates = Templates()
     todo = pending(store, templates)
-    assert (len(todo.sessions), len(todo.selections)) == (3, 1)
+    assert (len(todo.sessions), len(todo.selections), len(todo.calls)) == (3, 1, 2)
     migrate(store, templates, todo)
     first, second, third = (f"urn:trustgraph:session:aaaaaaaa-0000-4000-8000-00000000000{i}"
                             for i in (1, 2, 3))
@@ -123,7 +127,18 @@ def test_migration_adds_the_days_and_the_selected_edge_count_each_record_implies
     assert objects(store, third, "failedDay") == [day("2024-03-02")]
     assert objects(store, "urn:trustgraph:prov:selection:aaaaaaaa-0000-4000-8000-000000000001",
                    "selectedEdgeCount") == [ox.Literal("0", datatype=vocab.XSD_INTEGER)]
+    model = ox.NamedNode("urn:trustgraph:llm:m")
+    assert set(objects(store, first, "selectionUsage")) == {
+        ox.Triple(model, ox.NamedNode(TG + "inToken"), integer(10)),
+        ox.Triple(model, ox.NamedNode(TG + "outToken"), integer(2))}
+    # the answer reported no tokens: its model's name stands for the call
+    assert objects(store, first, "answerUsage") == [
+        ox.Triple(model, ox.NamedNode(TG + "llmModel"), ox.Literal("m"))]
+    assert objects(store, second, "selectionUsage") + objects(store, second, "answerUsage") == []
+    assert [q.object for q in store.oxigraph.quads_for_pattern(model, ox.NamedNode(TG + "modelName"), None,
+                                                               GRAPH)] == [ox.Literal("m")]
     assert len(pending(store, templates)) == 0
+    assert not needs_migration(store, templates, GRAPH)
 
 
 def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) -> None:
@@ -133,18 +148,19 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     runner = CliRunner()
     dry = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert "dry run: 3 sessions and 1 selections would be migrated" in dry.output
+    assert "dry run: 3 sessions, 1 selections and 2 LLM calls would be migrated" in dry.output
     again = EmbeddedStore(str(tmp_path / "store"))
     assert set(again.oxigraph) == before
     again.close()
     first = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
-    assert first.exit_code == 0 and "migrated 3 sessions and 1 selections in 1 updates" in first.output
+    assert first.exit_code == 0 and "migrated 3 sessions, 1 selections and 2 LLM calls in 1 updates" in first.output
     migrated = EmbeddedStore(str(tmp_path / "store"))
     after = set(migrated.oxigraph)
     migrated.close()
-    assert len(after) == len(before) + 6
+    # 6 days and counts; the model's label, the selection's two numbers, the answer's name
+    assert len(after) == len(before) + 10
     second = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
-    assert second.exit_code == 0 and "migrated 0 sessions and 0 selections in 0 updates" in second.output
+    assert second.exit_code == 0 and "migrated 0 sessions, 0 selections and 0 LLM calls in 0 updates" in second.output
     final = EmbeddedStore(str(tmp_path / "store"))
     assert set(final.oxigraph) == after
     final.close()
@@ -169,9 +185,9 @@ def test_an_interrupted_migration_keeps_whole_batches_and_a_rerun_finishes_it() 
     with pytest.raises(StoreError, match="the disk is full"):
         migrate(store, templates, pending(store, templates), batch=2)
     left = pending(store, templates)
-    assert len(left) == 2  # the first batch of two landed whole, the second not at all
+    assert len(left) == 4  # the first batch of two landed whole, the second not at all
     store.left = 10
-    assert migrate(store, templates, left, batch=2) == 1
+    assert migrate(store, templates, left, batch=2) == 2
     assert len(pending(store, templates)) == 0
 
 
@@ -206,7 +222,7 @@ def test_every_saved_query_answers_on_migrated_records_as_its_old_text_did_on_ol
     templates = Templates()
     migrate(new, templates, pending(new, templates))
     cases = {name: [{}] for name in saved_queries()}
-    cases["failed_sessions"] += [{"limit": "1"}, {"error_contains": "TIMED OUT (RUN 19"}]
+    cases["failed_sessions"] += [{"limit": "1"}, {"limit": "2"}, {"error_contains": "TIMED OUT (RUN 19"}]
     cases["edges_per_session"] += [{"limit": "1"}, {"limit": "2"}, {"limit": "3"}]
     cases["sessions_per_day"] += [{"since": "2024-03-02", "until": "2024-03-02"}]
     cases["most_cited_documents"] += [{"limit": "3"}]

@@ -66,6 +66,7 @@ DATATYPE_OF = {
     TG + "concept": XSD + "string",
     TG + "reasoning": XSD + "string",
     TG + "llmModel": XSD + "string",
+    TG + "modelName": XSD + "string",
     RDFS + "label": XSD + "string",
     TG + "invalidCitationCount": XSD + "integer",
     TG + "sentence": XSD + "string",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import IndexEntry, Probe
-from tgsparql.provenance import EdgeSelectionRecord, SeedCut, SessionIds
+from tgsparql.provenance import EdgeSelectionRecord, SeedCut, SessionIds, call_usage
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import DIALECTS, TemplateError, Templates, _environment
@@ -398,9 +398,11 @@ def selection_params(edges: list[ox.Triple], **usage: Any) -> dict[str, Any]:
     items = [EdgeSelectionRecord(IDS.edge_selection(i), edge, f"reason {i}")
              for i, edge in enumerate(edges)]
     return {
-        "graph": GRAPH, "retrieval": IDS.retrieval, "selection": IDS.selection, "items": items,
-        "invalid_ids": 0, "model": usage.get("model"), "in_tokens": usage.get("in_tokens"),
+        "graph": GRAPH, "session": IDS.session, "retrieval": IDS.retrieval,
+        "selection": IDS.selection, "items": items, "invalid_ids": 0,
+        "model": usage.get("model"), "in_tokens": usage.get("in_tokens"),
         "out_tokens": usage.get("out_tokens"),
+        "call": call_usage(usage.get("model"), usage.get("in_tokens"), usage.get("out_tokens")),
     }
 
 
@@ -545,6 +547,7 @@ EVERY_PARAM: dict[str, Any] = {
     "model": "test-model",
     "in_tokens": 812,
     "out_tokens": 95,
+    "call": call_usage("test-model", 812, 95),
     "truncated": True,
     "edge_count": 2,
     "concepts": ["radium"],
@@ -597,6 +600,8 @@ EVERY_PARAM: dict[str, Any] = {
     "dated_sessions": [{"graph": GRAPH, "session": IDS.session, "status": "complete",
                         "started": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}],
     "counted_selections": [{"graph": GRAPH, "selection": IDS.selection, "selected": 2}],
+    "used_models": [{"graph": GRAPH, "session": IDS.session, "stage": "answer",
+                     "call": call_usage("test-model", None, 95)}],
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)
@@ -622,8 +627,9 @@ def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialec
 def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
     text = Templates("rdfstar").render(name, **EVERY_PARAM)
     assert "<<(" not in text
-    if "<<" in text:  # a quoted triple given, or a pattern of variables (the trace queries)
-        assert "<< <http://example.org/s> <http://example.org/p>" in text or "<< ?" in text
+    if "<<" in text:  # a quoted triple given (an edge, a model's usage), or a pattern of variables
+        assert ("<< <http://example.org/s> <http://example.org/p>" in text or "<< ?" in text
+                or "<< <urn:trustgraph:llm:test-model> " in text)
     else:
         store = ox.Store()
         if is_query(text):
@@ -634,9 +640,9 @@ def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
 
 @pytest.mark.parametrize("template", ["record_selection", "record_answer"])
 def test_usage_is_optional_in_records(template: str) -> None:
-    params = {**EVERY_PARAM, "model": None, "in_tokens": None, "out_tokens": None}
+    params = {**EVERY_PARAM, "model": None, "in_tokens": None, "out_tokens": None, "call": None}
     text = Templates().render(template, **params)
-    assert "tg:llmModel" not in text and "tg:inToken" not in text
+    assert "tg:llmModel" not in text and "tg:inToken" not in text and "tg:modelName" not in text
     ox.Store().update(text)
 
 

@@ -584,7 +584,8 @@ def index(store_path: StoreTarget, rebuild: bool) -> None:
               help="Records per update (each update is all or nothing).")
 def migrate(store_path: StoreTarget, dry_run: bool, batch: int) -> None:
     """Add to sessions recorded by older versions the fields BI reads (tg:day, tg:completeDay,
-    tg:failedDay, tg:selectedEdgeCount). Safe to interrupt and to run again."""
+    tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage). Safe to interrupt
+    and to run again."""
     from tgsparql.migrate import migrate as run_migration
     from tgsparql.migrate import pending
 
@@ -592,7 +593,8 @@ def migrate(store_path: StoreTarget, dry_run: bool, batch: int) -> None:
         templates = Templates(store.dialect)
         try:
             todo = pending(store, templates)
-            summary = f"{len(todo.sessions)} sessions and {len(todo.selections)} selections"
+            summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections and "
+                       f"{len(todo.calls)} LLM calls")
             if dry_run:
                 click.echo(f"dry run: {summary} would be migrated")
                 return

@@ -2,8 +2,9 @@
 
 The current record carries fields that exist only so that BI aggregates read one triple per
 session instead of joining: the session's UTC day (tg:day, and tg:completeDay or tg:failedDay
-once it is closed) and the Selection's tg:selectedEdgeCount. Each is derived from the record it
-sits on alone, so adding it is safe beside live writers and `sessions delete`. A migration finds
+once it is closed), the Selection's tg:selectedEdgeCount, and each LLM call's model with its
+token counts on the session (tg:selectionUsage, tg:answerUsage). Each is derived from its own
+session's record alone, so adding it is safe beside live writers and `sessions delete`. A migration finds
 the records that lack them, and adds them in batches: each batch is one INSERT DATA (all or
 nothing), and a record is pending until its batch lands, so an interrupted run is finished by
 running it again, and a run with nothing pending changes nothing.
@@ -18,6 +19,8 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from tgsparql import vocab
+from tgsparql.provenance import call_usage
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 
@@ -29,13 +32,14 @@ MIGRATE_HINT = "run `tgsparql migrate --store DIR` once to bring them up to date
 
 @dataclass
 class Pending:
-    """What a migration would add: the sessions and selections missing a field."""
+    """What a migration would add: the sessions, selections and LLM calls missing a field."""
 
     sessions: list[dict[str, Any]] = field(default_factory=list)
     selections: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.sessions) + len(self.selections)
+        return len(self.sessions) + len(self.selections) + len(self.calls)
 
 
 def pending(store: Store, templates: Templates) -> Pending:
@@ -51,19 +55,26 @@ def pending(store: Store, templates: Templates) -> Pending:
          "selected": int(row["selected"].value)}
         for row in store.select(templates.render("migrate/pending_selections"))
     ]
-    return Pending(sessions, selections)
+    calls = [
+        {"graph": row["graph"], "session": row["session"], "stage": row["stage"].value,
+         "call": call_usage(row["model"].value, _integer(row.get("in")),
+                            _integer(row.get("out")))}
+        for row in store.select(templates.render("migrate/pending_usage"))
+        if isinstance(row["model"], ox.Literal)
+    ]
+    return Pending(sessions, selections, calls)
 
 
 def migrate(store: Store, templates: Templates, todo: Pending, *, batch: int = BATCH,
             progress: Callable[[int], None] | None = None) -> int:
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
-    for sessions, selections in _batches(todo, batch):
+    for sessions, selections, calls in _batches(todo, batch):
         store.update(templates.render("migrate/record_fields", dated_sessions=sessions,
-                                      counted_selections=selections))
+                                      counted_selections=selections, used_models=calls))
         updates += 1
         if progress is not None:
-            progress(len(sessions) + len(selections))
+            progress(len(sessions) + len(selections) + len(calls))
     return updates
 
 
@@ -72,12 +83,15 @@ def needs_migration(store: Store, templates: Templates, graph: ox.NamedNode) -> 
     return store.ask(templates.render("migrate/collection_pending", graph=graph))
 
 
-def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], Sequence[Any]]]:
+def _batches(
+    todo: Pending, size: int
+) -> list[tuple[Sequence[Any], Sequence[Any], Sequence[Any]]]:
     items: list[tuple[str, dict[str, Any]]] = [("session", s) for s in todo.sessions]
     items += [("selection", s) for s in todo.selections]
+    items += [("call", c) for c in todo.calls]
     chunks = [items[start : start + size] for start in range(0, len(items), size)]
-    return [([i for kind, i in chunk if kind == "session"],
-             [i for kind, i in chunk if kind == "selection"]) for chunk in chunks]
+    return [tuple([i for kind, i in chunk if kind == wanted]  # type: ignore[misc]
+                  for wanted in ("session", "selection", "call")) for chunk in chunks]
 
 
 def _datetime(term: Any) -> dt.datetime | None:
@@ -90,6 +104,13 @@ def _datetime(term: Any) -> dt.datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
+
+
+def _integer(term: Any) -> int | None:
+    """An xsd:integer's value; None for anything else (the shapes report such a token count)."""
+    if isinstance(term, ox.Literal) and term.datatype == vocab.XSD_INTEGER:
+        return int(term.value)
+    return None
 
 
 def _text(term: Any) -> str | None:

@@ -24,9 +24,10 @@ from tgsparql.grounding import Grounding, normalize_label
 from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
-from tgsparql.templates import InsertData, Templates
+from tgsparql.templates import InsertData, Templates, to_literal
 
 SESSION_PREFIX = "urn:trustgraph:session:"
+LLM_PREFIX = "urn:trustgraph:llm:"
 ENTITY_PREFIX = "https://trustgraph.ai/e/"
 RELATION_PREFIX = "https://trustgraph.ai/r/"
 _EXTRACTION_NAMESPACE = uuid.UUID("6f1c3a52-8e0b-4d7a-9a57-2f4c1d9b7e10")
@@ -163,6 +164,33 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class CallUsage:
+    """One LLM call's model and token counts as the session records them for BI (docs/spec.md
+    §2): each number in one triple with the model, so tokens are summed by model from one scan
+    of tg:selectionUsage or tg:answerUsage, with no join per call."""
+
+    llm: ox.NamedNode
+    """The model as an IRI (a triple term's subject cannot be a literal); tg:modelName names it."""
+    model: str
+    triples: tuple[ox.Triple, ...]
+    """The input tokens with the model (or, when they were not reported, the model's name), so
+    every call is counted once; then the output tokens, when reported."""
+
+
+def call_usage(model: str | None, in_tokens: int | None, out_tokens: int | None) -> CallUsage | None:
+    """What the session records of a call to `model`; None when no model was named."""
+    if model is None:
+        return None
+    llm = ox.NamedNode(LLM_PREFIX + quote(model, safe=""))
+    first = (ox.Triple(llm, ox.NamedNode(vocab.TG + "inToken"), to_literal(in_tokens))
+             if in_tokens is not None else
+             ox.Triple(llm, ox.NamedNode(vocab.TG + "llmModel"), to_literal(model)))
+    rest = ([ox.Triple(llm, ox.NamedNode(vocab.TG + "outToken"), to_literal(out_tokens))]
+            if out_tokens is not None else [])
+    return CallUsage(llm, model, (first, *rest))
+
+
+@dataclass(frozen=True)
 class EdgeSelectionRecord:
     iri: ox.NamedNode
     triple: ox.Triple
@@ -294,6 +322,7 @@ class Recorder:
         ]
         return self._render(
             "record_selection",
+            session=ids.session,
             retrieval=ids.retrieval,
             selection=ids.selection,
             items=items,
@@ -360,4 +389,5 @@ class Recorder:
 
 def _usage(usage: Usage | None) -> dict[str, Any]:
     usage = usage or Usage()
-    return {"model": usage.model, "in_tokens": usage.in_tokens, "out_tokens": usage.out_tokens}
+    return {"model": usage.model, "in_tokens": usage.in_tokens, "out_tokens": usage.out_tokens,
+            "call": call_usage(usage.model, usage.in_tokens, usage.out_tokens)}

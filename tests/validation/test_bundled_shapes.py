@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import update_label_index
-from tgsparql.llm.offline import OfflineBackend
+from tgsparql.labels import LabeledEdge
+from tgsparql.llm.base import SelectionOutput, SelectionRequest
+from tgsparql.llm.offline import OfflineAnswer, OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
+from tgsparql.provenance import SessionIds, Usage
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Dialect, Templates, statement_iri
 from tgsparql.explain import SessionNotFound
@@ -304,6 +306,38 @@ def test_a_language_tagged_question_conforms(recorded, validator) -> None:
         DELETE { GRAPH ?g { ?s tg:query ?q } } INSERT { GRAPH ?g { ?s tg:query "Qui a épousé Marie Curie ?"@fr } }
         WHERE { GRAPH ?g { ?s tg:query ?q } }""")
     assert validator.validate(recorded.store).results == []
+
+
+class ReportingUsage(OfflineBackend):
+    """The offline backend reporting what a served LLM does: the selection its model and token
+    counts, the answer (streamed without usage) its model only."""
+
+    def select(self, request: SelectionRequest) -> SelectionOutput:
+        return replace(super().select(request), usage=Usage("gpt-4o mini", 812, 95))
+
+    def answer(self, question: str, facts: Sequence[LabeledEdge], *, stream: bool) -> OfflineAnswer:
+        answer = super().answer(question, facts, stream=stream)
+        answer.usage = Usage("gpt-4o mini")
+        return answer
+
+
+def test_a_session_recording_its_calls_usage_conforms_and_one_disagreeing_is_reported(
+    demo_store, validator, dialect
+) -> None:
+    session = record(GraphRag(demo_store, ReportingUsage()))
+    assert validator.validate(demo_store).results == []
+    session.corrupt("""
+        DELETE { GRAPH ?g { ?selection tg:inToken 812 } } INSERT { GRAPH ?g { ?selection tg:inToken 813 } }
+        WHERE { GRAPH ?g { ?selection tg:inToken 812 } }""")
+    # the usage names 812, which no call says, and no usage names the 813 the Selection says
+    recorded = ('<urn:trustgraph:llm:gpt-4o%20mini> <https://trustgraph.ai/ns/inToken> '
+                '"812"^^<http://www.w3.org/2001/XMLSchema#integer>')
+    missing = "(none with https://trustgraph.ai/ns/inToken 813)"
+    assert_results(validator.validate(demo_store), {
+        violation(session.iri(SESSION), "Session", "SessionUsageMatchesItsCalls",
+                  value_in(recorded, dialect)),
+        violation(session.iri(SESSION), "Session", "SessionUsageMatchesItsCalls", missing),
+    }, "ns/selectionUsage")
 
 
 def test_a_dcterms_title_conforms(extraction, validator) -> None:
@@ -840,6 +874,7 @@ EDGE_FILES = {"rdf12": "edges-triple-terms.ttl", "rdfstar": "edges-triple-terms.
 EDGE_CONSTRAINTS = {
     "RetrievedEdgeIsAFact", "SelectedEdgeIsATriple", "SelectedEdgeIsAFact",
     "SelectedEdgeWasRetrieved", "ContainedTripleIsAFact", "FactHasProvenance",
+    "SessionUsageMatchesItsCalls",
 }
 SPARQL_12 = re.compile(r"\b(isTRIPLE|SUBJECT|PREDICATE|OBJECT|TRIPLE)\s*\(", re.IGNORECASE)
 

@@ -224,11 +224,13 @@ class WorkerPool:
     does one past the memory bound (its worker dies of it).
 
     There are `workers + page_workers` processes, and /sparql queries may hold `workers` of them
-    at once: slow SPARQL queries cannot starve the pages and saved queries, which may use any."""
+    at once: slow SPARQL queries cannot starve the pages and saved queries, which may use any.
+    The idle worker used last goes first: its store handle's caches hold what recent queries
+    read, where a round robin would spread a dashboard's reads over every process's caches."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self._idle: queue.Queue[Worker] = queue.Queue()
+        self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
         self._all: set[Worker] = set()
         self._busy_since: dict[Worker, float] = {}
         self._lock = threading.Lock()
