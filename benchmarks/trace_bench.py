@@ -50,10 +50,11 @@ from benchmarks.pipeline_bench import (
 from tgsparql import vocab
 from tgsparql.grounding import Grounding
 from tgsparql.ingest import AGENT_LABEL
+from tgsparql.iris import INGEST_AGENT, ExtractionIds, SessionIds
 from tgsparql.labels import label_of
 from tgsparql.librarian import sha256_hex
 from tgsparql.loader import load_file
-from tgsparql.provenance import INGEST_AGENT, ExtractionIds, Recorder, SessionIds
+from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
 from tgsparql.templates import Dialect, Templates

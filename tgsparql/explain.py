@@ -9,10 +9,10 @@ from typing import Any
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
-from tgsparql.provenance import SessionIds
 from tgsparql.store import Store
 from tgsparql.templates import Templates, Term
 from tgsparql.trace import session_sources
@@ -80,7 +80,7 @@ class AnswerCitation:
     @property
     def index(self) -> int:
         """Its number among the answer's citations (the IRI's last part)."""
-        return _trailing_number(self.iri)
+        return trailing_index(self.iri)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -210,7 +210,7 @@ def explain_session(
             offset = facts.integer(citation, TG + "charOffset")
             cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
             out.citations.append(AnswerCitation(
-                citation.value, _trailing_number(edge_selection.value), sentence, offset,
+                citation.value, trailing_index(edge_selection.value), sentence, offset,
                 facts.integer(citation, TG + "charLength")))
     out.citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index,
                                       c.iri))
@@ -219,7 +219,7 @@ def explain_session(
     for iri in facts.all(ids.selection, TG + "selectedEdge"):
         edge = facts.edge(facts.one(iri, TG + "edge"))
         if isinstance(iri, ox.NamedNode) and edge is not None:
-            index = int(iri.value.rsplit(":", 1)[1])
+            index = trailing_index(iri.value)
             selected.append((index, iri, edge, facts.text(iri, TG + "reasoning") or ""))
     selected.sort(key=lambda item: item[0])
     seeds = [e for e in facts.all(ids.retrieval, TG + "entity") if isinstance(e, ox.NamedNode)]
@@ -314,12 +314,6 @@ class _Facts:
 def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:
     return (label_of(edge.subject, labels), label_of(edge.predicate, labels),
             label_of(edge.object, labels))
-
-
-def _trailing_number(iri: str) -> int:
-    """The number an edge selection or citation IRI ends with; -1 for none."""
-    tail = iri.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
 
 
 def _value(term: Term | None) -> str | None:

@@ -14,8 +14,9 @@ from typing import BinaryIO, Literal
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import statement_iri
 from tgsparql.store import EmbeddedStore, Store
-from tgsparql.templates import Templates, statement_iri
+from tgsparql.templates import Templates
 
 ExportFormat = Literal["nquads", "trig"]
 FORMATS: dict[str, ox.RdfFormat] = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}

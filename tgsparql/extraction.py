@@ -20,7 +20,7 @@ from typing import Any, Final
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.provenance import entity_iri, relation_iri
+from tgsparql.iris import entity_iri, relation_iri
 from tgsparql.jsonl import object_lines
 
 MAX_NAME_CHARS: Final = 300

@@ -32,10 +32,11 @@ from tgsparql.chunking import (
 )
 from tgsparql.extraction import Fact, parse_facts
 from tgsparql.grounding import update_label_index
+from tgsparql.iris import INGEST_AGENT, ExtractionIds
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
 from tgsparql.locking import stepping_aside
-from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
+from tgsparql.provenance import now
 from tgsparql.store import Store, StoreError
 from tgsparql.templates import TemplateError, Templates
 

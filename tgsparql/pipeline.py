@@ -16,12 +16,14 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.grounding import Grounding, ground, update_label_index
+from tgsparql.iris import SessionIds
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
 from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
+from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
-from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
+from tgsparql.provenance import Record, Recorder, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import Store

@@ -8,7 +8,6 @@ VALUES line (`saved_form`, which a test holds them to).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,30 +15,33 @@ from typing import Any, Literal
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import (
+    EDGE_SELECTION,
+    EDGE_SELECTION_PREFIX,
+    SESSION_PREFIX,
+    UUID,
+    ExtractionIds,
+    SessionIds,
+    trailing_index,
+)
 from tgsparql.labels import LabelTriple, best_labels, label_of
 from tgsparql.messages import Source, rdf_text
-from tgsparql.provenance import SESSION_PREFIX, SessionIds
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 from tgsparql.terminal import visible
 
-EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
-_EDGE_SELECTION = re.compile(
-    re.escape(EDGE_SELECTION_PREFIX) + r"([0-9a-fA-F-]{36}):(0|[1-9][0-9]*)"
-)
 SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
                  "session_trace", "session_unselected")
 _EXAMPLE_IDS = SessionIds("00000000-0000-0000-0000-000000000000")
 _EXAMPLE: dict[str, Any] = {
     "session": _EXAMPLE_IDS.session,
     "edge_selection": _EXAMPLE_IDS.edge_selection(0),
-    "document": ox.NamedNode("urn:trustgraph:doc:" + "0" * 64),
+    "document": ExtractionIds("0" * 64).document,
     "facts": [ox.Triple(ox.NamedNode("https://example.org/subject"),
                         ox.NamedNode("https://example.org/predicate"),
                         ox.NamedNode("https://example.org/object"))],
 }
 """What the VALUES line of a saved query holds, for a person to replace."""
-_UUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
 class TraceError(LookupError):
@@ -96,7 +98,7 @@ class TracedEdge:
 
     @property
     def index(self) -> int:
-        return int(self.edge_selection.rsplit(":", 1)[1])
+        return trailing_index(self.edge_selection)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -346,7 +348,7 @@ def document_sessions(
         if chunk not in used[key].chunks:
             used[key].chunks.append(chunk)
     for use in uses.values():
-        use.edges.sort(key=lambda e: _selection_index(e.edge_selection))
+        use.edges.sort(key=lambda e: trailing_index(e.edge_selection))
         for edge in use.edges:
             edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
                                             c.chunk, c.subgraph))
@@ -364,7 +366,7 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
     """
     text = iri.strip()
     if text.startswith(EDGE_SELECTION_PREFIX):
-        match = _EDGE_SELECTION.fullmatch(text)
+        match = EDGE_SELECTION.fullmatch(text)
         if match is None:
             raise TraceError(
                 f"malformed edge-selection IRI {iri!r} (expected {EDGE_SELECTION_PREFIX}<uuid>:<n>)"
@@ -376,7 +378,7 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
         if edge is None:
             raise TraceError(f"no edge selection {text} in collection {collection!r}")
         return EdgeTrace(edge=edge, session=ids.session.value)
-    if text.startswith(SESSION_PREFIX) or _UUID.fullmatch(text):
+    if text.startswith(SESSION_PREFIX) or UUID.fullmatch(text):
         try:
             ids = SessionIds.from_session_iri(text)
         except ValueError as error:
@@ -425,7 +427,7 @@ def render_text(found: Trace) -> str:
             if use.answer_text is not None:
                 out.append(f"    answer: {_one_line(use.answer_text)}")
             for edge in use.edges:
-                out.append(f"    [{_selection_index(edge.edge_selection)}] {_edge_text(edge)}")
+                out.append(f"    [{trailing_index(edge.edge_selection)}] {_edge_text(edge)}")
                 for chunk in edge.chunks:
                     out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
                                f"  {chunk.chunk}")
@@ -511,7 +513,7 @@ def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
             found.add(source)
     for iri, edge in edges.items():
         edge.sources = _sorted_sources(sources[iri])
-    return sorted(edges.values(), key=lambda e: _selection_index(e.edge_selection))
+    return sorted(edges.values(), key=lambda e: trailing_index(e.edge_selection))
 
 
 def _edge(row: Solution) -> ox.Triple | None:
@@ -569,11 +571,6 @@ def _sorted_sources(sources: Iterable[ChunkSource]) -> list[ChunkSource]:
         key=lambda s: (s.document, _page_key(s.page_number), _index_key(s.chunk_index), s.chunk,
                        s.subgraph),
     )
-
-
-def _selection_index(iri: str) -> int:
-    tail = iri.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
 
 
 def _page_key(number: int | None) -> int:

@@ -22,12 +22,13 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import update_label_index
+from tgsparql.iris import SessionIds
+from tgsparql.iris import statement_iri
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Dialect, Templates, statement_iri
+from tgsparql.templates import Dialect, Templates
 from tgsparql.validate_session import session_nodes
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 

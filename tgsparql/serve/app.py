@@ -64,16 +64,16 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
+from tgsparql.iris import SessionIds
 from tgsparql.llm.base import Backend
-from tgsparql.pipeline import StageError
-from tgsparql.provenance import SessionIds
 from tgsparql.migrate import MIGRATE_HINT, needs_migration
+from tgsparql.pipeline import StageError
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import AskLimits, Asker, AskPage, EventStream, Framing, JsonLines, \
     negotiate, offer_in_nav, read_question, refused_page, render_page, same_origin
+from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
-from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, Result, \
     execute, read_request, refuse_service, serialize
 from tgsparql.store import EmbeddedStore, Store, StoreError

@@ -30,8 +30,8 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import AnswerCitation, Explanation, SessionSummary, explain_session
+from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels, label_of, label_terms
-from tgsparql.provenance import SessionIds
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 from tgsparql.trace import ChunkSource, session_trace
@@ -185,7 +185,7 @@ class SessionView:
 
     @property
     def uuid(self) -> str:
-        return self.explanation.session.rsplit(":", 1)[1]
+        return SessionIds.from_session_iri(self.explanation.session).uuid
 
     @property
     def answer(self) -> list[Passage]:

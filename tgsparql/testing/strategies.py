@@ -26,9 +26,11 @@ except ImportError as missing:
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, update_label_index
+from tgsparql.iris import SessionIds
 from tgsparql.labels import LabeledEdge
 from tgsparql.librarian import StoreLibrarian, sha256_hex
-from tgsparql.provenance import Recorder, SessionIds, Usage
+from tgsparql.llm.usage import Usage
+from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import Templates, to_literal
