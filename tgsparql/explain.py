@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyoxigraph as ox
@@ -15,9 +15,8 @@ from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Store
 from tgsparql.templates import Templates, Term
-from tgsparql.trace import session_sources
-
-TG, PROV = vocab.TG, vocab.PROV
+from tgsparql.terms import term_integer, term_text
+from tgsparql.trace import ChunkSource, session_chunk_sources
 
 
 class SessionNotFound(LookupError):
@@ -44,7 +43,8 @@ class ExplainedEdge:
     edge: ox.Triple
     labels: LabelTriple
     reasoning: str
-    sources: list[Source] = field(default_factory=list)
+    chunk_sources: list[ChunkSource] = field(default_factory=list)
+    """Every chunk that states the edge, by document, then chunk."""
     reasoning_truncated: bool = False
     """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
     citations: list[str] = field(default_factory=list)
@@ -53,6 +53,12 @@ class ExplainedEdge:
     @property
     def cited(self) -> bool:
         return bool(self.citations)
+
+    @property
+    def sources(self) -> list[Source]:
+        """The answer's view of the chunk sources, as the final message carried them."""
+        return [source.as_source(self.iri, self.edge, tuple(self.citations))
+                for source in self.chunk_sources]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -142,7 +148,7 @@ class Explanation:
         return data
 
     def turtle(self) -> str:
-        prefixes = {"tg": TG, "prov": PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
+        prefixes = {"tg": vocab.TG, "prov": vocab.PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
         data = ox.serialize(self.triples, format=ox.RdfFormat.TURTLE, prefixes=prefixes)
         return data.decode("utf-8") if data else ""
 
@@ -160,9 +166,9 @@ def list_sessions(
             session=row["session"].value,
             question=row["question"].value,
             started=row["started"].value,
-            ended=_value(row.get("ended")),
-            status=_value(row.get("status")),
-            error=_value(row.get("error")),
+            ended=term_text(row.get("ended")),
+            status=term_text(row.get("status")),
+            error=term_text(row.get("error")),
         )
         for row in rows
     ]
@@ -188,43 +194,44 @@ def explain_session(
         raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
     facts = _Facts(triples)
     out = Explanation(session=ids.session.value, collection=collection, triples=triples)
-    out.question = facts.text(ids.session, TG + "query")
-    out.status = facts.text(ids.session, TG + "status")
-    out.error = facts.text(ids.session, TG + "error")
-    out.started = facts.text(ids.session, PROV + "startedAtTime")
-    out.ended = facts.text(ids.session, PROV + "endedAtTime")
-    out.edge_count = facts.integer(ids.retrieval, TG + "edgeCount")
-    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, TG + "retrievedEdge"))
-    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, TG + "concept"))
-    out.invalid_ids = facts.integer(ids.selection, TG + "invalidIdCount")
+    out.question = facts.text(ids.session, vocab.TG_QUERY)
+    out.status = facts.text(ids.session, vocab.TG_STATUS)
+    out.error = facts.text(ids.session, vocab.TG_ERROR)
+    out.started = facts.text(ids.session, vocab.PROV_STARTED_AT_TIME)
+    out.ended = facts.text(ids.session, vocab.PROV_ENDED_AT_TIME)
+    out.edge_count = facts.integer(ids.retrieval, vocab.TG_EDGE_COUNT)
+    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, vocab.TG_RETRIEVED_EDGE))
+    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, vocab.TG_CONCEPT))
+    out.invalid_ids = facts.integer(ids.selection, vocab.TG_INVALID_ID_COUNT)
     out.selection_usage = facts.usage(ids.selection)
     out.answer_usage = facts.usage(ids.answer)
-    out.answer_truncated = facts.flag(ids.answer, TG + "truncated")
-    out.invalid_citations = facts.integer(ids.answer, TG + "invalidCitationCount")
+    out.answer_truncated = facts.flag(ids.answer, vocab.TG_TRUNCATED)
+    out.invalid_citations = facts.integer(ids.answer, vocab.TG_INVALID_CITATION_COUNT)
     cited_in: dict[Term, list[tuple[int, str]]] = {}
-    for citation in facts.all(ids.answer, TG + "citation"):
-        edge_selection = facts.one(citation, TG + "citedEdge")
-        sentence = facts.text(citation, TG + "sentence")
+    for citation in facts.all(ids.answer, vocab.TG_CITATION):
+        edge_selection = facts.one(citation, vocab.TG_CITED_EDGE)
+        sentence = facts.text(citation, vocab.TG_SENTENCE)
         if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
                 and sentence is not None:
-            offset = facts.integer(citation, TG + "charOffset")
+            offset = facts.integer(citation, vocab.TG_CHAR_OFFSET)
             cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
             out.citations.append(AnswerCitation(
                 citation.value, trailing_index(edge_selection.value), sentence, offset,
-                facts.integer(citation, TG + "charLength")))
+                facts.integer(citation, vocab.TG_CHAR_LENGTH)))
     out.citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index,
                                       c.iri))
 
     selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
-    for iri in facts.all(ids.selection, TG + "selectedEdge"):
-        edge = facts.edge(facts.one(iri, TG + "edge"))
+    for iri in facts.all(ids.selection, vocab.TG_SELECTED_EDGE):
+        edge = facts.edge(facts.one(iri, vocab.TG_EDGE))
         if isinstance(iri, ox.NamedNode) and edge is not None:
-            index = trailing_index(iri.value)
-            selected.append((index, iri, edge, facts.text(iri, TG + "reasoning") or ""))
+            selected.append((trailing_index(iri.value), iri, edge,
+                             facts.text(iri, vocab.TG_REASONING) or ""))
     selected.sort(key=lambda item: item[0])
-    seeds = [e for e in facts.all(ids.retrieval, TG + "entity") if isinstance(e, ox.NamedNode)]
+    seeds = [e for e in facts.all(ids.retrieval, vocab.TG_ENTITY)
+             if isinstance(e, ox.NamedNode)]
     chosen = {edge for _, _, edge, _ in selected}
-    retrieved = {facts.edge(r) for r in facts.all(ids.retrieval, TG + "retrievedEdge")}
+    retrieved = {facts.edge(r) for r in facts.all(ids.retrieval, vocab.TG_RETRIEVED_EDGE)}
     rejected = sorted((e for e in retrieved if e is not None and e not in chosen), key=str)
     out.unselected_count = len(rejected)
     rejected = rejected[:unselected]
@@ -232,26 +239,21 @@ def explain_session(
         store, templates, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
-    sources = session_sources(
-        store, templates, collection, ids, {iri: edge for _, iri, edge, _ in selected}
-    )
+    sources = session_chunk_sources(store, templates, collection, ids)
     for index, iri, edge, reasoning in selected:
-        citations = [sentence for _, sentence in sorted(cited_in.get(iri, []))]
-        names = _names(edge, labels)
         out.selected.append(
             ExplainedEdge(
                 iri=iri.value,
                 index=index,
                 edge=edge,
-                labels=names,
+                labels=_names(edge, labels),
                 reasoning=reasoning,
-                sources=[replace(s, citations=tuple(citations))
-                         for s in sources if s.edge_selection == iri.value],
-                reasoning_truncated=facts.flag(iri, TG + "truncated"),
-                citations=citations,
+                chunk_sources=sources.get(iri.value, []),
+                reasoning_truncated=facts.flag(iri, vocab.TG_TRUNCATED),
+                citations=[sentence for _, sentence in sorted(cited_in.get(iri, []))],
             )
         )
-    document_iri = facts.one(ids.answer, TG + "document")
+    document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
     if isinstance(document_iri, ox.NamedNode):
         document = StoreLibrarian(store, templates).get(document_iri)
         if document is not None:
@@ -264,36 +266,32 @@ class _Facts:
     """Lookups over the triples of one session, resolving reified statements to triples."""
 
     def __init__(self, triples: list[ox.Triple]) -> None:
-        self.index: dict[tuple[Term, str], list[Term]] = {}
+        self.index: dict[tuple[Term, ox.NamedNode], list[Term]] = {}
         for t in triples:
-            self.index.setdefault((t.subject, t.predicate.value), []).append(t.object)
+            self.index.setdefault((t.subject, t.predicate), []).append(t.object)
 
-    def all(self, subject: Term, predicate: str) -> list[Term]:
+    def all(self, subject: Term, predicate: ox.NamedNode) -> list[Term]:
         return self.index.get((subject, predicate), [])
 
-    def one(self, subject: Term, predicate: str) -> Term | None:
+    def one(self, subject: Term, predicate: ox.NamedNode) -> Term | None:
         found = self.all(subject, predicate)
         return found[0] if found else None
 
-    def text(self, subject: Term, predicate: str) -> str | None:
-        return _value(self.one(subject, predicate))
+    def text(self, subject: Term, predicate: ox.NamedNode) -> str | None:
+        return term_text(self.one(subject, predicate))
 
-    def integer(self, subject: Term, predicate: str) -> int | None:
-        value = self.text(subject, predicate)
-        try:
-            return int(value) if value is not None else None
-        except ValueError:
-            return None
+    def integer(self, subject: Term, predicate: ox.NamedNode) -> int | None:
+        return term_integer(self.one(subject, predicate))
 
-    def flag(self, subject: Term, predicate: str) -> bool:
+    def flag(self, subject: Term, predicate: ox.NamedNode) -> bool:
         """An xsd:boolean that is there and true."""
         return self.one(subject, predicate) == ox.Literal(True)
 
     def usage(self, subject: Term) -> dict[str, Any]:
         usage = {
-            "model": self.text(subject, TG + "llmModel"),
-            "in_tokens": self.integer(subject, TG + "inToken"),
-            "out_tokens": self.integer(subject, TG + "outToken"),
+            "model": self.text(subject, vocab.TG_LLM_MODEL),
+            "in_tokens": self.integer(subject, vocab.TG_IN_TOKEN),
+            "out_tokens": self.integer(subject, vocab.TG_OUT_TOKEN),
         }
         return {k: v for k, v in usage.items() if v is not None}
 
@@ -301,12 +299,12 @@ class _Facts:
         """A triple term as is; a reified statement through its rdf:subject/predicate/object."""
         if isinstance(reference, ox.Triple) or reference is None:
             return reference
-        s = self.one(reference, vocab.RDF + "subject")
-        p = self.one(reference, vocab.RDF + "predicate")
-        o = self.one(reference, vocab.RDF + "object")
+        s = self.one(reference, vocab.RDF_SUBJECT)
+        p = self.one(reference, vocab.RDF_PREDICATE)
+        o = self.one(reference, vocab.RDF_OBJECT)
         if not isinstance(p, ox.NamedNode) or s is None or o is None:
             return None
-        if self.one(o, vocab.RDF + "subject") is not None:
+        if self.one(o, vocab.RDF_SUBJECT) is not None:
             o = self.edge(o)  # a statement nested in the object
         return ox.Triple(s, p, o) if o is not None else None  # type: ignore[arg-type]
 
@@ -315,6 +313,3 @@ def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:
     return (label_of(edge.subject, labels), label_of(edge.predicate, labels),
             label_of(edge.object, labels))
 
-
-def _value(term: Term | None) -> str | None:
-    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else None

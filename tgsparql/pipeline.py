@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pyoxigraph as ox
@@ -332,11 +332,8 @@ class _Session:
         for citation in citations.citations:
             cited_in.setdefault(citation.edge, []).append(citation.sentence)
         return [
-            replace(
-                source.as_source(self.ids.edge_selection(i).value if recorded else None,
-                                 edge.triple),
-                citations=tuple(cited_in.get(i, ())),
-            )
+            source.as_source(self.ids.edge_selection(i).value if recorded else None,
+                             edge.triple, tuple(cited_in.get(i, ())))
             for i, edge in enumerate(edges)
             for source in found.get(edge.triple, [])
         ]
