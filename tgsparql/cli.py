@@ -677,7 +677,7 @@ def _warn_on_empty_selection(
     answer then only says that the KG holds nothing that answers."""
     for message in messages:
         if message.explain_id and ":prov:selection:" in message.explain_id and not any(
-            triple.predicate.value == vocab.TG + "selectedEdge"
+            triple.predicate == vocab.TG_SELECTED_EDGE
             for triple in message.explain_triples
         ):
             click.echo("warning: no edge of the KG was selected as answering the question; "

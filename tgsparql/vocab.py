@@ -78,6 +78,12 @@ DC_TITLE: Final = NamedNode(DC + "title")
 RDF_STATEMENT: Final = NamedNode(RDF + "Statement")
 PROV_ACTIVITY: Final = NamedNode(PROV + "Activity")
 PROV_AGENT: Final = NamedNode(PROV + "Agent")
+# The lexical graph's record of a literal (§1).
+TG_LITERAL_SUBJECT: Final = NamedNode(TG + "literalSubject")
+TG_LITERAL_PREDICATE: Final = NamedNode(TG + "literalPredicate")
+TG_STORED_LITERAL: Final = NamedNode(TG + "storedLiteral")
+TG_LEXICAL_FORM: Final = NamedNode(TG + "lexicalForm")
+TG_DATATYPE: Final = NamedNode(TG + "datatype")
 WELL_KNOWN_SCHEMA_PREDICATES: Final = tuple(
     NamedNode(namespace + name)
     for namespace, names in (
@@ -109,6 +115,7 @@ XSD_DOUBLE: Final = NamedNode(XSD + "double")
 XSD_BOOLEAN: Final = NamedNode(XSD + "boolean")
 XSD_DATETIME: Final = NamedNode(XSD + "dateTime")
 XSD_DATE: Final = NamedNode(XSD + "date")
+XSD_DECIMAL: Final = NamedNode(XSD + "decimal")
 
 GRAPH_SOURCE: Final = NamedNode("urn:graph:source")
 GRAPH_LIBRARY: Final = NamedNode("urn:graph:library")
