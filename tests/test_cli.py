@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
-from tgsparql.cli import DEMO_QUESTION, main
+from tgsparql.cli import main
+from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.explain import explain_session
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import open_store

@@ -1,11 +1,14 @@
-"""Reading the record back: the list of sessions, and one session explained in full."""
+"""Reading the record back: the list of sessions, and one session explained in full (as data,
+and as text for a person)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import click
 import pyoxigraph as ox
 
 from tgsparql import vocab
@@ -15,6 +18,7 @@ from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Store
 from tgsparql.templates import Templates, Term
+from tgsparql.terminal import one_line, visible
 from tgsparql.terms import term_integer, term_text
 from tgsparql.trace import ChunkSource, session_chunk_sources
 
@@ -260,6 +264,72 @@ def explain_session(
             out.answer = document.content
             out.answer_intact = document.intact
     return out
+
+
+def render_text(e: Explanation) -> str:
+    """The explanation for a person: what was asked, found, chosen and why, and from where."""
+    out: list[str] = []
+    add = out.append
+    add(click.style("Explanation", bold=True) + f"  {e.session}")
+    add(f"  status     {e.status or 'open (not ended)'}"
+        + (f" — {visible(e.error)}" if e.error else ""))
+    add(f"  asked      {visible(e.question)}")
+    add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
+    seeds = ", ".join(visible(label) for _, label in e.entities) or "none"
+    add(f"  grounding  concepts: {visible(', '.join(e.concepts)) or 'none'}; seed entities: {seeds}")
+    add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
+    usage = _usage_text(e.selection_usage)
+    invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""
+    add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
+    for edge in e.selected:
+        add(click.style(f"    [{edge.index}] ", fg="cyan")
+            + visible(" — ".join(edge.labels)))
+        cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
+        add(_wrap("why: " + edge.reasoning + cut, 8))
+        for sentence in edge.citations:
+            add(_wrap(f"cited: “{one_line(sentence)}”", 8))
+        if not edge.sources:
+            add("        from: no recorded source")
+        for source in edge.sources:
+            where = f'"{visible(source.title)}"' if source.title else source.document
+            if source.page_number is not None:
+                where += f", page {source.page_number}"
+            if source.chunk_index is not None:
+                where += f", chunk {source.chunk_index}"
+            if source.char_offset is not None and source.char_length is not None:
+                where += f" (characters {source.char_offset}–{source.char_offset + source.char_length})"
+            add(f"        from: {where}")
+            if source.text:
+                add(_wrap(f"“{one_line(source.text)}”", 14))
+    if e.answer is not None:
+        check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
+        cited = sum(1 for edge in e.selected if edge.citations)
+        citing = "" if e.invalid_citations is None else (
+            f"; cites {cited} of {len(e.selected)} selected edges"
+            + (f", {e.invalid_citations} markers naming no selected edge"
+               if e.invalid_citations else ""))
+        cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{citing}{cut})")
+        add(_wrap(e.answer, 8))
+    return "\n".join(out)
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    if not usage:
+        return ""
+    parts = [str(usage.get("model", "?"))]
+    if "in_tokens" in usage or "out_tokens" in usage:
+        parts.append(f"{usage.get('in_tokens', '?')} in / {usage.get('out_tokens', '?')} out tokens")
+    return " by " + ", ".join(parts)
+
+
+def _wrap(text: str, indent: int) -> str:
+    """`text` filled to the width, on lines of its own: its line breaks become spaces (as
+    textwrap makes them) and any other control character shows as an escape."""
+    return textwrap.fill(visible(" ".join(text.split())), width=100, initial_indent=" " * indent,
+                         subsequent_indent=" " * indent, break_on_hyphens=False,
+                         break_long_words=False)
+
 
 
 class _Facts:

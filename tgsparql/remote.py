@@ -54,6 +54,18 @@ N_QUADS = "application/n-quads"
 VIRTUOSO_ASK = "__ASK_RETVAL"
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_BACKOFF = 8.0
+ENDPOINT_ENVIRONMENT = {
+    "endpoint": "TGSPARQL_ENDPOINT",
+    "update_endpoint": "TGSPARQL_UPDATE_ENDPOINT",
+    "graph_store": "TGSPARQL_GRAPH_STORE",
+    "dialect": "TGSPARQL_DIALECT",
+    "kg_graph": "TGSPARQL_KG_GRAPH",
+    "user": "TGSPARQL_USER",
+    "password": "TGSPARQL_PASSWORD",
+    "token": "TGSPARQL_TOKEN",
+}
+"""The environment variable of each endpoint setting, read by `from_environment` and by the
+command's endpoint flags."""
 
 Progress = Callable[[int], None]
 """Told how many more quads were sent."""
@@ -144,18 +156,8 @@ class RemoteStore:
         cls, environ: Mapping[str, str] = os.environ, **options: object
     ) -> RemoteStore:
         """A store configured by TGSPARQL_ENDPOINT and its siblings; `options` take precedence."""
-        names = {
-            "endpoint": "TGSPARQL_ENDPOINT",
-            "update_endpoint": "TGSPARQL_UPDATE_ENDPOINT",
-            "graph_store": "TGSPARQL_GRAPH_STORE",
-            "dialect": "TGSPARQL_DIALECT",
-            "user": "TGSPARQL_USER",
-            "password": "TGSPARQL_PASSWORD",
-            "token": "TGSPARQL_TOKEN",
-            "kg_graph": "TGSPARQL_KG_GRAPH",
-        }
         settings: dict[str, object] = {
-            key: environ[var] for key, var in names.items() if environ.get(var)
+            key: environ[var] for key, var in ENDPOINT_ENVIRONMENT.items() if environ.get(var)
         }
         settings.update({key: value for key, value in options.items() if value is not None})
         endpoint = settings.pop("endpoint", None)

@@ -27,7 +27,7 @@ from tgsparql.labels import LabelTriple, best_labels, label_of
 from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
-from tgsparql.terminal import visible
+from tgsparql.terminal import one_line, visible
 from tgsparql.terms import term_integer, term_text
 
 SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
@@ -436,14 +436,14 @@ def render_text(found: Trace) -> str:
             out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
             out.append(f"    asked: {visible(use.question)}")
             if use.answer_text is not None:
-                out.append(f"    answer: {_one_line(use.answer_text)}")
+                out.append(f"    answer: {one_line(use.answer_text)}")
             for edge in use.edges:
                 out.append(f"    [{edge.index}] {_edge_text(edge)}")
                 for chunk in edge.chunks:
                     out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
                                f"  {chunk.chunk}")
                     if chunk.evidence is not None:
-                        out.append(f"          “{_one_line(chunk.evidence)}”")
+                        out.append(f"          “{one_line(chunk.evidence)}”")
     return "\n".join(out)
 
 
@@ -451,7 +451,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
     pad = " " * indent
     out.append(f"{pad}[{edge.index}] {_edge_text(edge)}")
     if edge.reasoning:
-        out.append(f"{pad}    why: {_one_line(edge.reasoning)}")
+        out.append(f"{pad}    why: {one_line(edge.reasoning)}")
     if not edge.sources:
         out.append(f"{pad}    no recorded source")
     for source in edge.sources:
@@ -463,9 +463,9 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
         if source.evidence is not None:
             out.append(f"{pad}        sentence"
                        + _span(" at", source.evidence_offset, source.evidence_length)
-                       + f": “{_one_line(source.evidence)}”")
+                       + f": “{one_line(source.evidence)}”")
         elif source.chunk_text is not None:
-            out.append(f"{pad}        chunk text: “{_one_line(source.chunk_text)}”")
+            out.append(f"{pad}        chunk text: “{one_line(source.chunk_text)}”")
 
 
 def _edge_text(edge: RecordedEdge) -> str:
@@ -482,12 +482,6 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
     if offset is None or length is None:
         return ""
     return f"{prefix} {offset}–{offset + length}"
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    """`text` on one line, cut at `limit`, its control characters shown as escapes."""
-    flat = visible(" ".join(text.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _session_rows(
