@@ -78,6 +78,7 @@ DC_TITLE: Final = NamedNode(DC + "title")
 RDF_STATEMENT: Final = NamedNode(RDF + "Statement")
 PROV_ACTIVITY: Final = NamedNode(PROV + "Activity")
 PROV_AGENT: Final = NamedNode(PROV + "Agent")
+PROV_ENTITY: Final = NamedNode(PROV + "Entity")
 # The lexical graph's record of a literal (§1).
 TG_LITERAL_SUBJECT: Final = NamedNode(TG + "literalSubject")
 TG_LITERAL_PREDICATE: Final = NamedNode(TG + "literalPredicate")
