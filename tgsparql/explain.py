@@ -197,41 +197,10 @@ def explain_session(
     if not any(t.subject == ids.session for t in triples):
         raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
     facts = _Facts(triples)
-    out = Explanation(session=ids.session.value, collection=collection, triples=triples)
-    out.question = facts.text(ids.session, vocab.TG_QUERY)
-    out.status = facts.text(ids.session, vocab.TG_STATUS)
-    out.error = facts.text(ids.session, vocab.TG_ERROR)
-    out.started = facts.text(ids.session, vocab.PROV_STARTED_AT_TIME)
-    out.ended = facts.text(ids.session, vocab.PROV_ENDED_AT_TIME)
-    out.edge_count = facts.integer(ids.retrieval, vocab.TG_EDGE_COUNT)
-    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, vocab.TG_RETRIEVED_EDGE))
-    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, vocab.TG_CONCEPT))
-    out.invalid_ids = facts.integer(ids.selection, vocab.TG_INVALID_ID_COUNT)
-    out.selection_usage = facts.usage(ids.selection)
-    out.answer_usage = facts.usage(ids.answer)
-    out.answer_truncated = facts.flag(ids.answer, vocab.TG_TRUNCATED)
-    out.invalid_citations = facts.integer(ids.answer, vocab.TG_INVALID_CITATION_COUNT)
-    cited_in: dict[Term, list[tuple[int, str]]] = {}
-    for citation in facts.all(ids.answer, vocab.TG_CITATION):
-        edge_selection = facts.one(citation, vocab.TG_CITED_EDGE)
-        sentence = facts.text(citation, vocab.TG_SENTENCE)
-        if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
-                and sentence is not None:
-            offset = facts.integer(citation, vocab.TG_CHAR_OFFSET)
-            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
-            out.citations.append(AnswerCitation(
-                citation.value, trailing_index(edge_selection.value), sentence, offset,
-                facts.integer(citation, vocab.TG_CHAR_LENGTH)))
-    out.citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index,
-                                      c.iri))
-
-    selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
-    for iri in facts.all(ids.selection, vocab.TG_SELECTED_EDGE):
-        edge = facts.edge(facts.one(iri, vocab.TG_EDGE))
-        if isinstance(iri, ox.NamedNode) and edge is not None:
-            selected.append((trailing_index(iri.value), iri, edge,
-                             facts.text(iri, vocab.TG_REASONING) or ""))
-    selected.sort(key=lambda item: item[0])
+    out = _stages(Explanation(session=ids.session.value, collection=collection,
+                              triples=triples), facts, ids)
+    out.citations, cited_in = _citations(facts, ids.answer)
+    selected = _selected(facts, ids.selection)
     seeds = [e for e in facts.all(ids.retrieval, vocab.TG_ENTITY)
              if isinstance(e, ox.NamedNode)]
     chosen = {edge for _, _, edge, _ in selected}
@@ -264,6 +233,58 @@ def explain_session(
             out.answer = document.content
             out.answer_intact = document.intact
     return out
+
+
+def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:
+    """`out` with what the session's stages recorded of themselves."""
+    out.question = facts.text(ids.session, vocab.TG_QUERY)
+    out.status = facts.text(ids.session, vocab.TG_STATUS)
+    out.error = facts.text(ids.session, vocab.TG_ERROR)
+    out.started = facts.text(ids.session, vocab.PROV_STARTED_AT_TIME)
+    out.ended = facts.text(ids.session, vocab.PROV_ENDED_AT_TIME)
+    out.edge_count = facts.integer(ids.retrieval, vocab.TG_EDGE_COUNT)
+    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, vocab.TG_RETRIEVED_EDGE))
+    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, vocab.TG_CONCEPT))
+    out.invalid_ids = facts.integer(ids.selection, vocab.TG_INVALID_ID_COUNT)
+    out.selection_usage = facts.usage(ids.selection)
+    out.answer_usage = facts.usage(ids.answer)
+    out.answer_truncated = facts.flag(ids.answer, vocab.TG_TRUNCATED)
+    out.invalid_citations = facts.integer(ids.answer, vocab.TG_INVALID_CITATION_COUNT)
+    return out
+
+
+def _citations(
+    facts: _Facts, answer: ox.NamedNode
+) -> tuple[list[AnswerCitation], dict[Term, list[tuple[int, str]]]]:
+    """The answer's citations in answer order, and each cited edge selection's (offset,
+    sentence) pairs."""
+    citations: list[AnswerCitation] = []
+    cited_in: dict[Term, list[tuple[int, str]]] = {}
+    for citation in facts.all(answer, vocab.TG_CITATION):
+        edge_selection = facts.one(citation, vocab.TG_CITED_EDGE)
+        sentence = facts.text(citation, vocab.TG_SENTENCE)
+        if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
+                and sentence is not None:
+            offset = facts.integer(citation, vocab.TG_CHAR_OFFSET)
+            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
+            citations.append(AnswerCitation(
+                citation.value, trailing_index(edge_selection.value), sentence, offset,
+                facts.integer(citation, vocab.TG_CHAR_LENGTH)))
+    citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index, c.iri))
+    return citations, cited_in
+
+
+def _selected(
+    facts: _Facts, selection: ox.NamedNode
+) -> list[tuple[int, ox.NamedNode, ox.Triple, str]]:
+    """The selection's edge selections as (index, IRI, edge, reason), in index order."""
+    selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
+    for iri in facts.all(selection, vocab.TG_SELECTED_EDGE):
+        edge = facts.edge(facts.one(iri, vocab.TG_EDGE))
+        if isinstance(iri, ox.NamedNode) and edge is not None:
+            selected.append((trailing_index(iri.value), iri, edge,
+                             facts.text(iri, vocab.TG_REASONING) or ""))
+    return sorted(selected, key=lambda item: item[0])
 
 
 def render_text(e: Explanation) -> str:
