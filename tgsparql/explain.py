@@ -16,7 +16,7 @@ from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
-from tgsparql.store import Store
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import term_integer, term_text
@@ -35,6 +35,18 @@ class SessionSummary:
     ended: str | None
     status: str | None
     error: str | None
+
+    @classmethod
+    def from_row(cls, row: Solution) -> SessionSummary:
+        """A row of `list_sessions.rq` or `serve/find_sessions.rq`."""
+        return cls(
+            session=row["session"].value,
+            question=row["question"].value,
+            started=row["started"].value,
+            ended=term_text(row.get("ended")),
+            status=term_text(row.get("status")),
+            error=term_text(row.get("error")),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -165,17 +177,7 @@ def list_sessions(
             "list_sessions", graph=vocab.explainability_graph(collection), limit=limit
         )
     )
-    return [
-        SessionSummary(
-            session=row["session"].value,
-            question=row["question"].value,
-            started=row["started"].value,
-            ended=term_text(row.get("ended")),
-            status=term_text(row.get("status")),
-            error=term_text(row.get("error")),
-        )
-        for row in rows
-    ]
+    return [SessionSummary.from_row(row) for row in rows]
 
 
 def explain_session(

@@ -423,14 +423,7 @@ def _sessions_page(
         "serve/find_sessions", graph=vocab.explainability_graph(config.collection),
         question=text, limit=limit,
     ))
-    found = [
-        SessionSummary(
-            session=row["session"].value, question=row["question"].value,
-            started=row["started"].value, ended=_value(row.get("ended")),
-            status=_value(row.get("status")), error=_value(row.get("error")),
-        )
-        for row in rows
-    ]
+    found = [SessionSummary.from_row(row) for row in rows]
     return Answer(200, HTML, pages.render_sessions(found, text, limit).encode("utf-8"))
 
 
@@ -497,10 +490,6 @@ def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
         raise ProtocolError(400, "shape is for NAME.json only, once: shape=objects (records) or "
                                  "shape=sparql (SPARQL JSON results, the default)")
     return "objects" if shapes == ["objects"] else "json"
-
-
-def _value(term: Any) -> str | None:
-    return term.value if term is not None else None
 
 
 def _on_page(request: QueryRequest) -> bool:
