@@ -35,10 +35,11 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from benchmarks.pipeline_bench import _cpu_model, _load, _utc_now, generate, median
-from tgsparql.grounding import INDEX_VERSION, IndexEntry, normalize_label
+from tgsparql.grounding import INDEX_VERSION, IndexEntry
 from tgsparql.loader import check_file, load_files
 from tgsparql.store import BULK_BATCH, EmbeddedStore
 from tgsparql.templates import Templates
+from tgsparql.text import normalize_label
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = HERE / "cache"

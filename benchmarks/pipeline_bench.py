@@ -41,18 +41,20 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.grounding import STOPWORDS, ground, normalize_label, update_label_index
+from tgsparql.grounding import STOPWORDS, ground, update_label_index
+from tgsparql.iris import SessionIds
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.base import SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_file
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import Recorder, SessionIds, now
+from tgsparql.provenance import Recorder, now
 from tgsparql.retrieval import RankedQuery, RetrievalLimits, retrieve_subgraph, walk
 from tgsparql.selection import parse_selection
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
+from tgsparql.text import normalize_label
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = HERE / "cache"

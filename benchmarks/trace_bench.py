@@ -49,11 +49,12 @@ from benchmarks.pipeline_bench import (
 )
 from tgsparql import vocab
 from tgsparql.grounding import Grounding
-from tgsparql.ingest import AGENT_LABEL
+from tgsparql.ingest import AGENT_LABEL, ChunkRow, PageRow, SubgraphRow
+from tgsparql.iris import INGEST_AGENT, ExtractionIds, SessionIds
 from tgsparql.labels import label_of
 from tgsparql.librarian import sha256_hex
 from tgsparql.loader import load_file
-from tgsparql.provenance import INGEST_AGENT, ExtractionIds, Recorder, SessionIds
+from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
 from tgsparql.templates import Dialect, Templates
@@ -90,32 +91,6 @@ TARGET_SESSION_MS = 5.0
 # ---------------------------------------------------------------------------------------------
 # Generating provenance and sessions
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PageRow:
-    """A page as the `ingest_document` template takes it."""
-
-    iri: ox.NamedNode
-    number: int
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    iri: ox.NamedNode
-    page: ox.NamedNode
-    index: int
-    offset: int
-    length: int
-
-
-@dataclass(frozen=True)
-class SubgraphRow:
-    iri: ox.NamedNode
-    chunk: ox.NamedNode
-    triples: list[ox.Triple]
-    span: None = None
-    """Facts whose evidence is not located share one subgraph without a span, as in ingest."""
 
 
 @dataclass
@@ -229,7 +204,7 @@ def write_provenance(
             row = ChunkRow(ids.chunk(offset, end), page_rows[i // CHUNKS_PER_PAGE].iri,
                            i % CHUNKS_PER_PAGE, offset, len(chunk_text))
             chunk_rows.append(row)
-            subgraphs.append(SubgraphRow(ids.subgraph(offset, end, None), row.iri, group))
+            subgraphs.append(SubgraphRow(ids.subgraph(offset, end, None), row.iri, None, group))
             library.extend(_library_quads(row.iri, chunk_text, title))
             offset = end + 1  # the space between chunks, or the form feed between pages
         params: dict[str, Any] = dict(

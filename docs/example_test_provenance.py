@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 
 from tgsparql import open_store
 from tgsparql.explain import explain_session
-from tgsparql.provenance import Recorder, SessionIds, now
+from tgsparql.iris import SessionIds
+from tgsparql.provenance import Recorder, now
 from tgsparql.templates import Templates
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.fakes import Script

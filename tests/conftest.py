@@ -8,13 +8,16 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from benchmarks.data import MissingData, data_path
 from tests.servers import Server, oxigraph_binary, serve_oxigraph
+from tgsparql.cli import main
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
@@ -42,6 +45,34 @@ def datasets(request: pytest.FixtureRequest) -> Path:
 
 LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
            "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What a command run in process said and how it ended."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.startswith("error:")]
+
+    @property
+    def one_error_line(self) -> str:
+        """The single stderr line of a run that failed with one error."""
+        lines = self.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), self.stderr
+        return lines[0]
+
+
+def cli(*args: object) -> CliRun:
+    """Invoke the `tgsparql` command in process; anything it raises but SystemExit fails."""
+    result = CliRunner().invoke(main, [str(arg) for arg in args])
+    unexpected = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not unexpected, f"the CLI raised {result.exception!r}"
+    return CliRun(result.exit_code, result.stdout, result.stderr)
 
 
 def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:

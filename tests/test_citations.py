@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.citations import Citation, find_citations
-from tgsparql.provenance import Recorder, SessionIds
+from tgsparql.iris import SessionIds
+from tgsparql.provenance import Recorder
 from tgsparql.store import open_store
 from tgsparql.templates import Templates
 

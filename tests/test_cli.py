@@ -8,18 +8,17 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
-from tgsparql.cli import DEMO_QUESTION, main
+from tests.conftest import LLM_ENV, CliRun, cli
+from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.explain import explain_session
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import open_store
@@ -42,29 +41,7 @@ MESSAGE_KEYS = {
     "error", "response", "end_of_stream", "explain_id", "explain_collection",
     "message_type", "end_of_session", "explain_triples", "sources",
 }
-LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE")
-
-
-@dataclass(frozen=True)
-class Run:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def error_lines(self) -> list[str]:
-        return [line for line in self.stderr.splitlines() if line.startswith("error:")]
-
-
-def cli(*args: object) -> Run:
-    """Invoke the CLI in process."""
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
-    unexpected = result.exception is not None and not isinstance(result.exception, SystemExit)
-    assert not unexpected, f"the CLI raised {result.exception!r}"
-    return Run(result.exit_code, result.stdout, result.stderr)
-
-
-def ok(*args: object) -> Run:
+def ok(*args: object) -> CliRun:
     run = cli(*args)
     assert run.exit_code == 0, run.stderr
     return run
@@ -74,7 +51,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def session_of(run: Run) -> str:
+def session_of(run: CliRun) -> str:
     """The session IRI a text `query` names on stderr."""
     lines = [line for line in run.stderr.splitlines() if line.startswith("explain: ")]
     assert len(lines) == 1, run.stderr
@@ -114,7 +91,7 @@ def sessions_json(store_dir: Path, *extra: object) -> list[dict]:
     return json.loads(ok("sessions", "--store", store_dir, "--format", "json", *extra).stdout)
 
 
-def jsonl(run: Run) -> list[dict]:
+def jsonl(run: CliRun) -> list[dict]:
     return [json.loads(line) for line in run.stdout.splitlines()]
 
 

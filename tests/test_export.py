@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from tgsparql import vocab
 from tgsparql.cli import main
+from tgsparql.iris import statement_iri
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import statement_iri
 from tgsparql.validation import Shapes, Validator
 
 SHAPES = Path(__file__).resolve().parents[1] / "shapes"

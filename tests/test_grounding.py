@@ -15,12 +15,12 @@ from tgsparql.grounding import (
     name_fit,
     name_runs,
     ground,
-    normalize_label,
     rebuild_label_index,
     update_label_index,
 )
 from tgsparql.store import EmbeddedStore
 from tgsparql.templates import Templates
+from tgsparql.text import normalize_label
 
 EX = "http://example.org/"
 RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")

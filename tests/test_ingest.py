@@ -16,12 +16,12 @@ from tgsparql import vocab
 from tgsparql.cli import main
 from tgsparql.extraction import MAX_FACTS, MAX_NAME_CHARS, parse_facts
 from tgsparql.ingest import IngestFailure, IngestReport, ingest_files, locate, title_of
+from tgsparql.iris import ExtractionIds, entity_iri, relation_iri
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import ExtractionUnsupported
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import ExtractionIds, entity_iri, relation_iri
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.store import EmbeddedStore
 from tgsparql.templates import Templates

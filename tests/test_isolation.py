@@ -11,12 +11,12 @@ import pyoxigraph as ox
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tgsparql.grounding import words
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.text import words
 
 TG = "https://trustgraph.ai/ns/"
 RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")

@@ -6,7 +6,8 @@ import io
 
 import pyoxigraph as ox
 
-from tgsparql.lexical import GRAPH_LEXICAL, LEXICAL_FORM, DATATYPE, records, stored_forms
+from tgsparql.lexical import GRAPH_LEXICAL, records, stored_forms
+from tgsparql.vocab import TG_DATATYPE, TG_LEXICAL_FORM
 from tgsparql.store import EmbeddedStore
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -44,8 +45,8 @@ def test_one_record_per_rewritten_statement_with_the_written_form() -> None:
     assert {q.graph_name for q in found} == {GRAPH_LEXICAL}
     assert len({q.subject for q in found}) == 1
     by_predicate = {q.predicate: q.object for q in found}
-    assert by_predicate[LEXICAL_FORM] == ox.Literal("3")
-    assert by_predicate[DATATYPE] == ox.NamedNode(XSD + "byte")
+    assert by_predicate[TG_LEXICAL_FORM] == ox.Literal("3")
+    assert by_predicate[TG_DATATYPE] == ox.NamedNode(XSD + "byte")
 
 
 def test_a_bulk_load_writes_the_records_and_loading_again_adds_nothing() -> None:

@@ -12,12 +12,14 @@ import pytest
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding
+from tgsparql.iris import SessionIds
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
+from tgsparql.llm.usage import Usage
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import Recorder, SessionIds, Usage
+from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import EmbeddedStore
 from tgsparql.templates import Templates

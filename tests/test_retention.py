@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from tgsparql import vocab
 from tgsparql.cli import main
 from tgsparql.export import export
+from tgsparql.iris import SessionIds
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
 from tgsparql.retention import (
     RetentionError,
     delete_sessions,

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import IndexEntry, Probe
-from tgsparql.provenance import EdgeSelectionRecord, SeedCut, SessionIds, call_usage
+from tgsparql.iris import SessionIds
+from tgsparql.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import DIALECTS, TemplateError, Templates, _environment

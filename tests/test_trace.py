@@ -14,12 +14,12 @@ from click.testing import CliRunner
 
 from tgsparql.cli import main
 from tgsparql.explain import explain_session
+from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
 from tgsparql.templates import Templates
 from tgsparql.trace import (

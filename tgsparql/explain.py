@@ -1,23 +1,26 @@
-"""Reading the record back: the list of sessions, and one session explained in full."""
+"""Reading the record back: the list of sessions, and one session explained in full (as data,
+and as text for a person)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+import click
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
-from tgsparql.provenance import SessionIds
-from tgsparql.store import Store
+from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
-from tgsparql.trace import session_sources
-
-TG, PROV = vocab.TG, vocab.PROV
+from tgsparql.terminal import one_line, visible
+from tgsparql.terms import term_integer, term_text
+from tgsparql.trace import ChunkSource, session_chunk_sources
 
 
 class SessionNotFound(LookupError):
@@ -33,6 +36,18 @@ class SessionSummary:
     status: str | None
     error: str | None
 
+    @classmethod
+    def from_row(cls, row: Solution) -> SessionSummary:
+        """A row of `list_sessions.rq` or `serve/find_sessions.rq`."""
+        return cls(
+            session=row["session"].value,
+            question=row["question"].value,
+            started=row["started"].value,
+            ended=term_text(row.get("ended")),
+            status=term_text(row.get("status")),
+            error=term_text(row.get("error")),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
@@ -44,7 +59,8 @@ class ExplainedEdge:
     edge: ox.Triple
     labels: LabelTriple
     reasoning: str
-    sources: list[Source] = field(default_factory=list)
+    chunk_sources: list[ChunkSource] = field(default_factory=list)
+    """Every chunk that states the edge, by document, then chunk."""
     reasoning_truncated: bool = False
     """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
     citations: list[str] = field(default_factory=list)
@@ -53,6 +69,12 @@ class ExplainedEdge:
     @property
     def cited(self) -> bool:
         return bool(self.citations)
+
+    @property
+    def sources(self) -> list[Source]:
+        """The answer's view of the chunk sources, as the final message carried them."""
+        return [source.as_source(self.iri, self.edge, tuple(self.citations))
+                for source in self.chunk_sources]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,7 +102,7 @@ class AnswerCitation:
     @property
     def index(self) -> int:
         """Its number among the answer's citations (the IRI's last part)."""
-        return _trailing_number(self.iri)
+        return trailing_index(self.iri)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -142,7 +164,7 @@ class Explanation:
         return data
 
     def turtle(self) -> str:
-        prefixes = {"tg": TG, "prov": PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
+        prefixes = {"tg": vocab.TG, "prov": vocab.PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
         data = ox.serialize(self.triples, format=ox.RdfFormat.TURTLE, prefixes=prefixes)
         return data.decode("utf-8") if data else ""
 
@@ -155,17 +177,7 @@ def list_sessions(
             "list_sessions", graph=vocab.explainability_graph(collection), limit=limit
         )
     )
-    return [
-        SessionSummary(
-            session=row["session"].value,
-            question=row["question"].value,
-            started=row["started"].value,
-            ended=_value(row.get("ended")),
-            status=_value(row.get("status")),
-            error=_value(row.get("error")),
-        )
-        for row in rows
-    ]
+    return [SessionSummary.from_row(row) for row in rows]
 
 
 def explain_session(
@@ -187,44 +199,14 @@ def explain_session(
     if not any(t.subject == ids.session for t in triples):
         raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
     facts = _Facts(triples)
-    out = Explanation(session=ids.session.value, collection=collection, triples=triples)
-    out.question = facts.text(ids.session, TG + "query")
-    out.status = facts.text(ids.session, TG + "status")
-    out.error = facts.text(ids.session, TG + "error")
-    out.started = facts.text(ids.session, PROV + "startedAtTime")
-    out.ended = facts.text(ids.session, PROV + "endedAtTime")
-    out.edge_count = facts.integer(ids.retrieval, TG + "edgeCount")
-    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, TG + "retrievedEdge"))
-    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, TG + "concept"))
-    out.invalid_ids = facts.integer(ids.selection, TG + "invalidIdCount")
-    out.selection_usage = facts.usage(ids.selection)
-    out.answer_usage = facts.usage(ids.answer)
-    out.answer_truncated = facts.flag(ids.answer, TG + "truncated")
-    out.invalid_citations = facts.integer(ids.answer, TG + "invalidCitationCount")
-    cited_in: dict[Term, list[tuple[int, str]]] = {}
-    for citation in facts.all(ids.answer, TG + "citation"):
-        edge_selection = facts.one(citation, TG + "citedEdge")
-        sentence = facts.text(citation, TG + "sentence")
-        if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
-                and sentence is not None:
-            offset = facts.integer(citation, TG + "charOffset")
-            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
-            out.citations.append(AnswerCitation(
-                citation.value, _trailing_number(edge_selection.value), sentence, offset,
-                facts.integer(citation, TG + "charLength")))
-    out.citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index,
-                                      c.iri))
-
-    selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
-    for iri in facts.all(ids.selection, TG + "selectedEdge"):
-        edge = facts.edge(facts.one(iri, TG + "edge"))
-        if isinstance(iri, ox.NamedNode) and edge is not None:
-            index = int(iri.value.rsplit(":", 1)[1])
-            selected.append((index, iri, edge, facts.text(iri, TG + "reasoning") or ""))
-    selected.sort(key=lambda item: item[0])
-    seeds = [e for e in facts.all(ids.retrieval, TG + "entity") if isinstance(e, ox.NamedNode)]
+    out = _stages(Explanation(session=ids.session.value, collection=collection,
+                              triples=triples), facts, ids)
+    out.citations, cited_in = _citations(facts, ids.answer)
+    selected = _selected(facts, ids.selection)
+    seeds = [e for e in facts.all(ids.retrieval, vocab.TG_ENTITY)
+             if isinstance(e, ox.NamedNode)]
     chosen = {edge for _, _, edge, _ in selected}
-    retrieved = {facts.edge(r) for r in facts.all(ids.retrieval, TG + "retrievedEdge")}
+    retrieved = {facts.edge(r) for r in facts.all(ids.retrieval, vocab.TG_RETRIEVED_EDGE)}
     rejected = sorted((e for e in retrieved if e is not None and e not in chosen), key=str)
     out.unselected_count = len(rejected)
     rejected = rejected[:unselected]
@@ -232,26 +214,21 @@ def explain_session(
         store, templates, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
-    sources = session_sources(
-        store, templates, collection, ids, {iri: edge for _, iri, edge, _ in selected}
-    )
+    sources = session_chunk_sources(store, templates, collection, ids)
     for index, iri, edge, reasoning in selected:
-        citations = [sentence for _, sentence in sorted(cited_in.get(iri, []))]
-        names = _names(edge, labels)
         out.selected.append(
             ExplainedEdge(
                 iri=iri.value,
                 index=index,
                 edge=edge,
-                labels=names,
+                labels=_names(edge, labels),
                 reasoning=reasoning,
-                sources=[replace(s, citations=tuple(citations))
-                         for s in sources if s.edge_selection == iri.value],
-                reasoning_truncated=facts.flag(iri, TG + "truncated"),
-                citations=citations,
+                chunk_sources=sources.get(iri.value, []),
+                reasoning_truncated=facts.flag(iri, vocab.TG_TRUNCATED),
+                citations=[sentence for _, sentence in sorted(cited_in.get(iri, []))],
             )
         )
-    document_iri = facts.one(ids.answer, TG + "document")
+    document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
     if isinstance(document_iri, ox.NamedNode):
         document = StoreLibrarian(store, templates).get(document_iri)
         if document is not None:
@@ -260,40 +237,154 @@ def explain_session(
     return out
 
 
+def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:
+    """`out` with what the session's stages recorded of themselves."""
+    out.question = facts.text(ids.session, vocab.TG_QUERY)
+    out.status = facts.text(ids.session, vocab.TG_STATUS)
+    out.error = facts.text(ids.session, vocab.TG_ERROR)
+    out.started = facts.text(ids.session, vocab.PROV_STARTED_AT_TIME)
+    out.ended = facts.text(ids.session, vocab.PROV_ENDED_AT_TIME)
+    out.edge_count = facts.integer(ids.retrieval, vocab.TG_EDGE_COUNT)
+    out.retrieved_edges_recorded = len(facts.all(ids.retrieval, vocab.TG_RETRIEVED_EDGE))
+    out.concepts = sorted(o.value for o in facts.all(ids.retrieval, vocab.TG_CONCEPT))
+    out.invalid_ids = facts.integer(ids.selection, vocab.TG_INVALID_ID_COUNT)
+    out.selection_usage = facts.usage(ids.selection)
+    out.answer_usage = facts.usage(ids.answer)
+    out.answer_truncated = facts.flag(ids.answer, vocab.TG_TRUNCATED)
+    out.invalid_citations = facts.integer(ids.answer, vocab.TG_INVALID_CITATION_COUNT)
+    return out
+
+
+def _citations(
+    facts: _Facts, answer: ox.NamedNode
+) -> tuple[list[AnswerCitation], dict[Term, list[tuple[int, str]]]]:
+    """The answer's citations in answer order, and each cited edge selection's (offset,
+    sentence) pairs."""
+    citations: list[AnswerCitation] = []
+    cited_in: dict[Term, list[tuple[int, str]]] = {}
+    for citation in facts.all(answer, vocab.TG_CITATION):
+        edge_selection = facts.one(citation, vocab.TG_CITED_EDGE)
+        sentence = facts.text(citation, vocab.TG_SENTENCE)
+        if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
+                and sentence is not None:
+            offset = facts.integer(citation, vocab.TG_CHAR_OFFSET)
+            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
+            citations.append(AnswerCitation(
+                citation.value, trailing_index(edge_selection.value), sentence, offset,
+                facts.integer(citation, vocab.TG_CHAR_LENGTH)))
+    citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index, c.iri))
+    return citations, cited_in
+
+
+def _selected(
+    facts: _Facts, selection: ox.NamedNode
+) -> list[tuple[int, ox.NamedNode, ox.Triple, str]]:
+    """The selection's edge selections as (index, IRI, edge, reason), in index order."""
+    selected: list[tuple[int, ox.NamedNode, ox.Triple, str]] = []
+    for iri in facts.all(selection, vocab.TG_SELECTED_EDGE):
+        edge = facts.edge(facts.one(iri, vocab.TG_EDGE))
+        if isinstance(iri, ox.NamedNode) and edge is not None:
+            selected.append((trailing_index(iri.value), iri, edge,
+                             facts.text(iri, vocab.TG_REASONING) or ""))
+    return sorted(selected, key=lambda item: item[0])
+
+
+def render_text(e: Explanation) -> str:
+    """The explanation for a person: what was asked, found, chosen and why, and from where."""
+    out: list[str] = []
+    add = out.append
+    add(click.style("Explanation", bold=True) + f"  {e.session}")
+    add(f"  status     {e.status or 'open (not ended)'}"
+        + (f" — {visible(e.error)}" if e.error else ""))
+    add(f"  asked      {visible(e.question)}")
+    add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
+    seeds = ", ".join(visible(label) for _, label in e.entities) or "none"
+    add(f"  grounding  concepts: {visible(', '.join(e.concepts)) or 'none'}; seed entities: {seeds}")
+    add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
+    usage = _usage_text(e.selection_usage)
+    invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""
+    add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
+    for edge in e.selected:
+        add(click.style(f"    [{edge.index}] ", fg="cyan")
+            + visible(" — ".join(edge.labels)))
+        cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
+        add(_wrap("why: " + edge.reasoning + cut, 8))
+        for sentence in edge.citations:
+            add(_wrap(f"cited: “{one_line(sentence)}”", 8))
+        if not edge.sources:
+            add("        from: no recorded source")
+        for source in edge.sources:
+            where = f'"{visible(source.title)}"' if source.title else source.document
+            if source.page_number is not None:
+                where += f", page {source.page_number}"
+            if source.chunk_index is not None:
+                where += f", chunk {source.chunk_index}"
+            if source.char_offset is not None and source.char_length is not None:
+                where += f" (characters {source.char_offset}–{source.char_offset + source.char_length})"
+            add(f"        from: {where}")
+            if source.text:
+                add(_wrap(f"“{one_line(source.text)}”", 14))
+    if e.answer is not None:
+        check = "SHA-256 verified" if e.answer_intact else "SHA-256 MISMATCH"
+        cited = sum(1 for edge in e.selected if edge.citations)
+        citing = "" if e.invalid_citations is None else (
+            f"; cites {cited} of {len(e.selected)} selected edges"
+            + (f", {e.invalid_citations} markers naming no selected edge"
+               if e.invalid_citations else ""))
+        cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
+        add(f"  answer     ({check}{_usage_text(e.answer_usage)}{citing}{cut})")
+        add(_wrap(e.answer, 8))
+    return "\n".join(out)
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    if not usage:
+        return ""
+    parts = [str(usage.get("model", "?"))]
+    if "in_tokens" in usage or "out_tokens" in usage:
+        parts.append(f"{usage.get('in_tokens', '?')} in / {usage.get('out_tokens', '?')} out tokens")
+    return " by " + ", ".join(parts)
+
+
+def _wrap(text: str, indent: int) -> str:
+    """`text` filled to the width, on lines of its own: its line breaks become spaces (as
+    textwrap makes them) and any other control character shows as an escape."""
+    return textwrap.fill(visible(" ".join(text.split())), width=100, initial_indent=" " * indent,
+                         subsequent_indent=" " * indent, break_on_hyphens=False,
+                         break_long_words=False)
+
+
+
 class _Facts:
     """Lookups over the triples of one session, resolving reified statements to triples."""
 
     def __init__(self, triples: list[ox.Triple]) -> None:
-        self.index: dict[tuple[Term, str], list[Term]] = {}
+        self.index: dict[tuple[Term, ox.NamedNode], list[Term]] = {}
         for t in triples:
-            self.index.setdefault((t.subject, t.predicate.value), []).append(t.object)
+            self.index.setdefault((t.subject, t.predicate), []).append(t.object)
 
-    def all(self, subject: Term, predicate: str) -> list[Term]:
+    def all(self, subject: Term, predicate: ox.NamedNode) -> list[Term]:
         return self.index.get((subject, predicate), [])
 
-    def one(self, subject: Term, predicate: str) -> Term | None:
+    def one(self, subject: Term, predicate: ox.NamedNode) -> Term | None:
         found = self.all(subject, predicate)
         return found[0] if found else None
 
-    def text(self, subject: Term, predicate: str) -> str | None:
-        return _value(self.one(subject, predicate))
+    def text(self, subject: Term, predicate: ox.NamedNode) -> str | None:
+        return term_text(self.one(subject, predicate))
 
-    def integer(self, subject: Term, predicate: str) -> int | None:
-        value = self.text(subject, predicate)
-        try:
-            return int(value) if value is not None else None
-        except ValueError:
-            return None
+    def integer(self, subject: Term, predicate: ox.NamedNode) -> int | None:
+        return term_integer(self.one(subject, predicate))
 
-    def flag(self, subject: Term, predicate: str) -> bool:
+    def flag(self, subject: Term, predicate: ox.NamedNode) -> bool:
         """An xsd:boolean that is there and true."""
         return self.one(subject, predicate) == ox.Literal(True)
 
     def usage(self, subject: Term) -> dict[str, Any]:
         usage = {
-            "model": self.text(subject, TG + "llmModel"),
-            "in_tokens": self.integer(subject, TG + "inToken"),
-            "out_tokens": self.integer(subject, TG + "outToken"),
+            "model": self.text(subject, vocab.TG_LLM_MODEL),
+            "in_tokens": self.integer(subject, vocab.TG_IN_TOKEN),
+            "out_tokens": self.integer(subject, vocab.TG_OUT_TOKEN),
         }
         return {k: v for k, v in usage.items() if v is not None}
 
@@ -301,12 +392,12 @@ class _Facts:
         """A triple term as is; a reified statement through its rdf:subject/predicate/object."""
         if isinstance(reference, ox.Triple) or reference is None:
             return reference
-        s = self.one(reference, vocab.RDF + "subject")
-        p = self.one(reference, vocab.RDF + "predicate")
-        o = self.one(reference, vocab.RDF + "object")
+        s = self.one(reference, vocab.RDF_SUBJECT)
+        p = self.one(reference, vocab.RDF_PREDICATE)
+        o = self.one(reference, vocab.RDF_OBJECT)
         if not isinstance(p, ox.NamedNode) or s is None or o is None:
             return None
-        if self.one(o, vocab.RDF + "subject") is not None:
+        if self.one(o, vocab.RDF_SUBJECT) is not None:
             o = self.edge(o)  # a statement nested in the object
         return ox.Triple(s, p, o) if o is not None else None  # type: ignore[arg-type]
 
@@ -315,12 +406,3 @@ def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:
     return (label_of(edge.subject, labels), label_of(edge.predicate, labels),
             label_of(edge.object, labels))
 
-
-def _trailing_number(iri: str) -> int:
-    """The number an edge selection or citation IRI ends with; -1 for none."""
-    tail = iri.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-
-def _value(term: Term | None) -> str | None:
-    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else None

@@ -14,15 +14,15 @@ from typing import BinaryIO, Literal
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import statement_iri
 from tgsparql.store import EmbeddedStore, Store
-from tgsparql.templates import Templates, statement_iri
+from tgsparql.templates import Templates
 
 ExportFormat = Literal["nquads", "trig"]
 FORMATS: dict[str, ox.RdfFormat] = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}
 Graph = ox.NamedNode | ox.DefaultGraph
 ExportDialect = Literal["rdf12", "reification"]
-RDF_STATEMENT = ox.NamedNode(vocab.RDF + "Statement")
-PARTS = tuple(ox.NamedNode(vocab.RDF + name) for name in ("subject", "predicate", "object"))
+PARTS = (vocab.RDF_SUBJECT, vocab.RDF_PREDICATE, vocab.RDF_OBJECT)
 
 
 def export(
@@ -60,7 +60,7 @@ def reified(quads: Iterable[ox.Quad]) -> Iterator[ox.Quad]:
         while pending:
             triple = pending.pop()
             iri = statement_iri(triple)
-            yield ox.Quad(iri, vocab.RDF_TYPE, RDF_STATEMENT, quad.graph_name)
+            yield ox.Quad(iri, vocab.RDF_TYPE, vocab.RDF_STATEMENT, quad.graph_name)
             for part, term in zip(PARTS, (triple.subject, triple.predicate, triple.object)):
                 if isinstance(term, ox.Triple):
                     pending.append(term)

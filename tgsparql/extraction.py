@@ -20,15 +20,13 @@ from typing import Any, Final
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.provenance import entity_iri, relation_iri
+from tgsparql.iris import entity_iri, relation_iri
 from tgsparql.jsonl import object_lines
 
 MAX_NAME_CHARS: Final = 300
 MAX_EVIDENCE_CHARS: Final = 5000
 MAX_FACTS: Final = 500
 """Facts kept from one reply at most: a runaway reply does not flood the KG."""
-XSD_DECIMAL: Final = ox.NamedNode(vocab.XSD + "decimal")
-XSD_DATE: Final = ox.NamedNode(vocab.XSD + "date")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?[0-9]*\.[0-9]+")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -125,10 +123,10 @@ def object_literal(value: Any) -> ox.Literal | None:
     if _INTEGER.fullmatch(text):
         return ox.Literal(str(int(text)), datatype=vocab.XSD_INTEGER)
     if _DECIMAL.fullmatch(text):
-        return ox.Literal(_canonical_decimal(text), datatype=XSD_DECIMAL)
+        return ox.Literal(_canonical_decimal(text), datatype=vocab.XSD_DECIMAL)
     if _DATE.fullmatch(text):
         try:
-            return ox.Literal(dt.date.fromisoformat(text).isoformat(), datatype=XSD_DATE)
+            return ox.Literal(dt.date.fromisoformat(text).isoformat(), datatype=vocab.XSD_DATE)
         except ValueError:
             return None
     return None

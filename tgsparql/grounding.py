@@ -32,6 +32,7 @@ from tgsparql import vocab
 from tgsparql.stems import stem
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
+from tgsparql.text import WORD as _WORD, normalize_label, words
 
 MAX_PHRASE_WORDS: Final = 10
 MAX_QUESTION_WORDS: Final = 200
@@ -64,16 +65,10 @@ STOPWORDS: Final = frozenset(
     would you your yours s""".split()
 )
 
-_WORD = re.compile(r"[^\W_]+")
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 _JOINER = re.compile(r"(?<=[^\W_])['’‐-](?=[^\W_])")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
-
-
-def normalize_label(text: str) -> str:
-    """A label's words: NFKC, case-folded, joined by one space."""
-    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
 
 
 def match_key(text: str) -> str:
@@ -102,10 +97,6 @@ def content_words(key: str) -> list[str]:
             word for word in key.split() if word not in STOPWORDS and word not in NAME_CONNECTORS
         )
     )
-
-
-def words(text: str) -> list[str]:
-    return normalize_label(text).split()
 
 
 def stems(text: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ its new ones, keeping the facts another document or a recorded session also stan
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -32,10 +33,12 @@ from tgsparql.chunking import (
 )
 from tgsparql.extraction import Fact, parse_facts
 from tgsparql.grounding import update_label_index
+from tgsparql.iris import INGEST_AGENT, ExtractionIds
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
+from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
-from tgsparql.provenance import INGEST_AGENT, ExtractionIds, now
+from tgsparql.provenance import now
 from tgsparql.store import Store, StoreError
 from tgsparql.templates import TemplateError, Templates
 
@@ -103,13 +106,17 @@ class IngestReport:
 
 
 @dataclass(frozen=True)
-class _Page:
+class PageRow:
+    """A page as the `ingest_document` template takes it."""
+
     iri: ox.NamedNode
     number: int
 
 
 @dataclass(frozen=True)
-class _Chunk:
+class ChunkRow:
+    """A chunk as the `ingest_document` template takes it."""
+
     iri: ox.NamedNode
     page: ox.NamedNode
     index: int
@@ -118,7 +125,7 @@ class _Chunk:
 
 
 @dataclass(frozen=True)
-class _Span:
+class EvidenceSpan:
     text: str
     offset: int
     """Within the chunk."""
@@ -126,17 +133,40 @@ class _Span:
 
 
 @dataclass
-class _Subgraph:
+class SubgraphRow:
+    """The facts of a chunk that share an evidence span, as the `ingest_document` template
+    takes them; facts whose evidence is not located share one without a span."""
+
     iri: ox.NamedNode
     chunk: ox.NamedNode
-    span: _Span | None
+    span: EvidenceSpan | None
     triples: list[ox.Triple] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class _Label:
+class LabelRow:
     term: ox.NamedNode
     label: str
+
+
+@dataclass
+class _Extraction:
+    """What the LLM made of a document's chunks, gathered before anything is written."""
+
+    chunks: list[ChunkRow] = field(default_factory=list)
+    subgraphs: dict[tuple[ox.NamedNode, tuple[int, int] | None], SubgraphRow] = field(
+        default_factory=dict)
+    facts: dict[ox.Triple, None] = field(default_factory=dict)
+    labels: dict[LabelRow, None] = field(default_factory=dict)
+    model: str | None = None
+    in_tokens: int | None = None
+    out_tokens: int | None = None
+
+    def add_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.model = self.model or usage.model
+            self.in_tokens = _add(self.in_tokens, usage.in_tokens)
+            self.out_tokens = _add(self.out_tokens, usage.out_tokens)
 
 
 def read_source(path: Path) -> SourceText:
@@ -222,49 +252,63 @@ def ingest_document(
     report.pages, report.chunks = len(pages), len(chunks)
     started = now()
     tick = progress(path, len(chunks)) if progress is not None else None
-
     page_iris = {page.number: ids.page(page.number) for page in pages}
-    chunk_rows: list[_Chunk] = []
-    subgraphs: dict[tuple[ox.NamedNode, tuple[int, int] | None], _Subgraph] = {}
-    facts: dict[ox.Triple, None] = {}
-    labels: dict[_Label, None] = {}
-    model: str | None = None
-    in_tokens: int | None = None
-    out_tokens: int | None = None
+    extraction = _Extraction()
     for chunk in chunks:
-        chunk_iri = ids.chunk(chunk.start, chunk.end)
-        chunk_rows.append(_Chunk(chunk_iri, page_iris[chunk.page], chunk.index, chunk.start,
-                                 chunk.length))
-        try:
-            with stepping_aside(store):  # other writer processes may write meanwhile
-                output = backend.extract(ExtractionRequest(chunk.text, source.title))
-        except ExtractionUnsupported:
-            raise
-        except LLMError as error:
-            raise IngestError(f"{path}: page {chunk.page}, chunk {chunk.index}: {error}") from None
-        if output.usage is not None:
-            model = model or output.usage.model
-            in_tokens = _add(in_tokens, output.usage.in_tokens)
-            out_tokens = _add(out_tokens, output.usage.out_tokens)
-        parsed = parse_facts(output.text)
-        report.skipped_lines += parsed.skipped_lines
-        report.rejected += parsed.rejected + parsed.truncated
-        for fact in parsed.facts:
-            span = _span(fact, chunk)
-            report.evidence_found += span is not None
-            key = None if span is None else (span.offset, span.length)
-            subgraph = subgraphs.get((chunk_iri, key))
-            if subgraph is None:  # mint each subgraph's IRI once, not once per fact
-                iri = ids.subgraph(chunk.start, chunk.end, key)
-                subgraph = subgraphs[chunk_iri, key] = _Subgraph(iri, chunk_iri, span)
-            subgraph.triples.append(fact.triple)
-            facts[fact.triple] = None
-            for label in _labels(fact):
-                labels[label] = None
+        _extract_chunk(store, backend, path, source, ids, chunk, page_iris[chunk.page],
+                       extraction, report)
         if tick is not None:
             tick(1)
-    report.facts = len(facts)
+    report.facts = len(extraction.facts)
+    page_rows = [PageRow(iri, number) for number, iri in page_iris.items()]
+    texts = [(ids.document, source.text)]
+    texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, extraction.chunks)]
+    try:
+        _write_document(store, templates, ids, source, started, page_rows, texts, extraction,
+                        replaced=report.replaced)
+    except (StoreError, TemplateError) as error:
+        raise IngestError(f"{path}: {error}") from None
+    return report
 
+
+def _extract_chunk(store: Store, backend: Backend, path: Path, source: SourceText,
+                   ids: ExtractionIds, chunk: Chunk, page: ox.NamedNode,
+                   extraction: _Extraction, report: DocumentReport) -> None:
+    """One chunk read by the LLM, its facts grouped by evidence span into subgraphs."""
+    chunk_iri = ids.chunk(chunk.start, chunk.end)
+    extraction.chunks.append(ChunkRow(chunk_iri, page, chunk.index, chunk.start, chunk.length))
+    try:
+        with stepping_aside(store):  # other writer processes may write meanwhile
+            output = backend.extract(ExtractionRequest(chunk.text, source.title))
+    except ExtractionUnsupported:
+        raise
+    except LLMError as error:
+        raise IngestError(f"{path}: page {chunk.page}, chunk {chunk.index}: {error}") from None
+    extraction.add_usage(output.usage)
+    parsed = parse_facts(output.text)
+    report.skipped_lines += parsed.skipped_lines
+    report.rejected += parsed.rejected + parsed.truncated
+    for fact in parsed.facts:
+        span = _span(fact, chunk)
+        report.evidence_found += span is not None
+        key = None if span is None else (span.offset, span.length)
+        subgraph = extraction.subgraphs.get((chunk_iri, key))
+        if subgraph is None:  # mint each subgraph's IRI once, not once per fact
+            iri = ids.subgraph(chunk.start, chunk.end, key)
+            subgraph = extraction.subgraphs[chunk_iri, key] = SubgraphRow(iri, chunk_iri, span)
+        subgraph.triples.append(fact.triple)
+        extraction.facts[fact.triple] = None
+        for label in _labels(fact):
+            extraction.labels[label] = None
+
+
+def _write_document(store: Store, templates: Templates, ids: ExtractionIds, source: SourceText,
+                    started: dt.datetime, pages: list[PageRow],
+                    texts: list[tuple[ox.NamedNode, str]], extraction: _Extraction, *,
+                    replaced: bool) -> None:
+    """The texts first and the document's record last, in one update, so a document is never
+    recorded without its texts; the whole file lands in one transaction, with the removal of
+    what it gave before when it is extracted again."""
     params = dict(
         document=ids.document,
         activity=ids.activity,
@@ -273,34 +317,25 @@ def ingest_document(
         title=source.title,
         mime_type=source.mime_type,
         started=started,
-        model=model,
-        in_tokens=in_tokens,
-        out_tokens=out_tokens,
-        pages=[_Page(iri, number) for number, iri in page_iris.items()],
-        chunks=chunk_rows,
-        subgraphs=list(subgraphs.values()),
-        facts=list(facts),
-        labels=list(labels),
+        model=extraction.model,
+        in_tokens=extraction.in_tokens,
+        out_tokens=extraction.out_tokens,
+        pages=pages,
+        chunks=extraction.chunks,
+        subgraphs=list(extraction.subgraphs.values()),
+        facts=list(extraction.facts),
+        labels=list(extraction.labels),
     )
-    try:
-        librarian = StoreLibrarian(store, templates)
-        texts = [(ids.document, source.text)]
-        texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, chunk_rows)]
-        # The texts first and the document's record last, in one update, so a document is
-        # never recorded without its texts; the whole file lands in one transaction, with
-        # the removal of what it gave before when it is extracted again.
-        store.update(templates.insert_update(
-            [
-                *(librarian.record(iri, text, title=source.title, mime_type=source.mime_type)
-                  for iri, text in texts),
-                templates.insert_data("ingest_document", **params),
-            ],
-            before="ingest_document_remove" if report.replaced else None,
-            document=ids.document,
-        ))
-    except (StoreError, TemplateError) as error:
-        raise IngestError(f"{path}: {error}") from None
-    return report
+    librarian = StoreLibrarian(store, templates)
+    store.update(templates.insert_update(
+        [
+            *(librarian.record(iri, text, title=source.title, mime_type=source.mime_type)
+              for iri, text in texts),
+            templates.insert_data("ingest_document", **params),
+        ],
+        before="ingest_document_remove" if replaced else None,
+        document=ids.document,
+    ))
 
 
 def ingest_files(
@@ -348,24 +383,24 @@ def _facts_recorded(store: Store, templates: Templates, document: ox.NamedNode) 
     return int(value.value) if isinstance(value, ox.Literal) else 0
 
 
-def _span(fact: Fact, chunk: Chunk) -> _Span | None:
+def _span(fact: Fact, chunk: Chunk) -> EvidenceSpan | None:
     if fact.evidence is None:
         return None
     found = locate(fact.evidence, chunk.text)
     if found is None:
         return None
     offset, length = found
-    return _Span(chunk.text[offset : offset + length], offset, length)
+    return EvidenceSpan(chunk.text[offset : offset + length], offset, length)
 
 
-def _labels(fact: Fact) -> list[_Label]:
+def _labels(fact: Fact) -> list[LabelRow]:
     triple = fact.triple
     found = [
-        _Label(triple.subject, fact.subject_name),  # type: ignore[arg-type]
-        _Label(triple.predicate, fact.predicate_name),
+        LabelRow(triple.subject, fact.subject_name),  # type: ignore[arg-type]
+        LabelRow(triple.predicate, fact.predicate_name),
     ]
     if fact.object_name is not None:
-        found.append(_Label(triple.object, fact.object_name))  # type: ignore[arg-type]
+        found.append(LabelRow(triple.object, fact.object_name))  # type: ignore[arg-type]
     return found
 
 

@@ -26,11 +26,6 @@ from tgsparql import vocab
 
 GRAPH_LEXICAL = vocab.GRAPH_LEXICAL
 RECORD = "urn:tgsparql:lexical:"
-LITERAL_SUBJECT = ox.NamedNode(vocab.TG + "literalSubject")
-LITERAL_PREDICATE = ox.NamedNode(vocab.TG + "literalPredicate")
-STORED_LITERAL = ox.NamedNode(vocab.TG + "storedLiteral")
-LEXICAL_FORM = ox.NamedNode(vocab.TG + "lexicalForm")
-DATATYPE = ox.NamedNode(vocab.TG + "datatype")
 _XSD = vocab.XSD
 BY_VALUE = frozenset(
     _XSD + name
@@ -81,11 +76,11 @@ def records(quads: list[ox.Quad]) -> list[ox.Quad]:
         digest = hashlib.sha256(f"{quad.triple} .".encode()).hexdigest()
         record = ox.NamedNode(RECORD + digest)
         out += [
-            ox.Quad(record, LITERAL_SUBJECT, quad.subject, GRAPH_LEXICAL),
-            ox.Quad(record, LITERAL_PREDICATE, quad.predicate, GRAPH_LEXICAL),
-            ox.Quad(record, STORED_LITERAL, stored, GRAPH_LEXICAL),
-            ox.Quad(record, LEXICAL_FORM, ox.Literal(written.value), GRAPH_LEXICAL),
-            ox.Quad(record, DATATYPE, written.datatype, GRAPH_LEXICAL),
+            ox.Quad(record, vocab.TG_LITERAL_SUBJECT, quad.subject, GRAPH_LEXICAL),
+            ox.Quad(record, vocab.TG_LITERAL_PREDICATE, quad.predicate, GRAPH_LEXICAL),
+            ox.Quad(record, vocab.TG_STORED_LITERAL, stored, GRAPH_LEXICAL),
+            ox.Quad(record, vocab.TG_LEXICAL_FORM, ox.Literal(written.value), GRAPH_LEXICAL),
+            ox.Quad(record, vocab.TG_DATATYPE, written.datatype, GRAPH_LEXICAL),
         ]
     return out
 

@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pyoxigraph as ox
@@ -16,12 +16,14 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.grounding import Grounding, ground, update_label_index
+from tgsparql.iris import SessionIds
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
 from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
+from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
-from tgsparql.provenance import Record, Recorder, SessionIds, Usage, now
+from tgsparql.provenance import Record, Recorder, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import Store
@@ -330,11 +332,8 @@ class _Session:
         for citation in citations.citations:
             cited_in.setdefault(citation.edge, []).append(citation.sentence)
         return [
-            replace(
-                source.as_source(self.ids.edge_selection(i).value if recorded else None,
-                                 edge.triple),
-                citations=tuple(cited_in.get(i, ())),
-            )
+            source.as_source(self.ids.edge_selection(i).value if recorded else None,
+                             edge.triple, tuple(cited_in.get(i, ())))
             for i, edge in enumerate(edges)
             for source in found.get(edge.triple, [])
         ]

@@ -1,4 +1,4 @@
-"""IRI minting for KG terms and extraction, and the query-time record of docs/spec.md §2, in one place.
+"""Every write of the query-time record of docs/spec.md §2, in one place.
 
 Each stage's record is one INSERT DATA template of `queries/`, rendered into a `Record`; the
 Recorder writes one or more records in one update. The same template's quads, read back as TriG
@@ -9,139 +9,21 @@ write, so what a client is told is exactly what the store was given, with no ext
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.citations import Citations
-from tgsparql.grounding import Grounding, normalize_label
+from tgsparql.grounding import Grounding
+from tgsparql.iris import SessionIds, llm_iri
+from tgsparql.llm.usage import Usage
 from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates, to_literal
-
-SESSION_PREFIX = "urn:trustgraph:session:"
-LLM_PREFIX = "urn:trustgraph:llm:"
-ENTITY_PREFIX = "https://trustgraph.ai/e/"
-RELATION_PREFIX = "https://trustgraph.ai/r/"
-_EXTRACTION_NAMESPACE = uuid.UUID("6f1c3a52-8e0b-4d7a-9a57-2f4c1d9b7e10")
-
-
-def _slug(name: str) -> str:
-    """The name's matching key with '-' for spaces, percent-encoded; a hash when it has no words."""
-    key = normalize_label(name)
-    if not key:
-        return "h-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
-    return quote(key.replace(" ", "-"), safe="-")
-
-
-def entity_iri(name: str) -> ox.NamedNode:
-    """The same IRI for every spelling of a name that grounding would match alike."""
-    return ox.NamedNode(ENTITY_PREFIX + _slug(name))
-
-
-def relation_iri(name: str) -> ox.NamedNode:
-    return ox.NamedNode(RELATION_PREFIX + _slug(name))
-
-
-def stable_uuid(*parts: str) -> str:
-    """A UUID derived from its parts, so re-extracting the same text mints the same IRIs."""
-    return str(uuid.uuid5(_EXTRACTION_NAMESPACE, "\x1f".join(parts)))
-
-
-@dataclass(frozen=True)
-class ExtractionIds:
-    """The IRIs of one document's extraction (docs/spec.md §8), all derived from its text's SHA-256.
-
-    Ingesting the same text again mints the same IRIs, so it can be recognised and skipped.
-    """
-
-    sha256: str
-
-    @property
-    def document(self) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:doc:{self.sha256}")
-
-    @property
-    def activity(self) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:activity:{stable_uuid(self.sha256, 'activity')}")
-
-    def page(self, number: int) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:page:{stable_uuid(self.sha256, 'page', str(number))}")
-
-    def chunk(self, start: int, end: int) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:chunk:{stable_uuid(self.sha256, 'chunk', str(start), str(end))}")
-
-    def subgraph(
-        self, chunk_start: int, chunk_end: int, span: tuple[int, int] | None
-    ) -> ox.NamedNode:
-        """The facts of a chunk that share an evidence span (`None`: facts without one)."""
-        where = "none" if span is None else f"{span[0]}+{span[1]}"
-        key = stable_uuid(self.sha256, "subgraph", str(chunk_start), str(chunk_end), where)
-        return ox.NamedNode(f"https://trustgraph.ai/subgraph/{key}")
-
-
-INGEST_AGENT = ox.NamedNode("https://trustgraph.ai/agent/tgsparql-ingest")
-
-
-@dataclass(frozen=True)
-class SessionIds:
-    """The IRIs of one session; all share its UUID (docs/spec.md §2)."""
-
-    uuid: str
-
-    @classmethod
-    def new(cls) -> SessionIds:
-        return cls(str(uuid.uuid4()))
-
-    @classmethod
-    def from_session_iri(cls, iri: str) -> SessionIds:
-        """Accepts a session IRI or its bare UUID."""
-        text = iri.strip()
-        if text.startswith(SESSION_PREFIX):
-            text = text[len(SESSION_PREFIX) :]
-        try:
-            return cls(str(uuid.UUID(text)))
-        except ValueError:
-            raise ValueError(
-                f"not a session IRI: {iri!r} (expected {SESSION_PREFIX}<uuid>)"
-            ) from None
-
-    @property
-    def session(self) -> ox.NamedNode:
-        return ox.NamedNode(SESSION_PREFIX + self.uuid)
-
-    @property
-    def retrieval(self) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:prov:retrieval:{self.uuid}")
-
-    @property
-    def selection(self) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:prov:selection:{self.uuid}")
-
-    @property
-    def answer(self) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:prov:answer:{self.uuid}")
-
-    @property
-    def answer_document(self) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:answer:{self.uuid}")
-
-    def edge_selection(self, index: int) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:prov:edge:{self.uuid}:{index}")
-
-    def seed_cut(self, index: int) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:prov:seed:{self.uuid}:{index}")
-
-    def citation(self, index: int) -> ox.NamedNode:
-        return ox.NamedNode(f"urn:trustgraph:prov:citation:{self.uuid}:{index}")
-
 
 @dataclass(frozen=True)
 class SeedCut:
@@ -152,15 +34,6 @@ class SeedCut:
     candidates: int
     more: bool
     """True when the seed had more than `candidates` edges (a hub, not counted further)."""
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What an LLM reported for one call; None where it reported nothing."""
-
-    model: str | None = None
-    in_tokens: int | None = None
-    out_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -181,11 +54,11 @@ def call_usage(model: str | None, in_tokens: int | None, out_tokens: int | None)
     """What the session records of a call to `model`; None when no model was named."""
     if model is None:
         return None
-    llm = ox.NamedNode(LLM_PREFIX + quote(model, safe=""))
-    first = (ox.Triple(llm, ox.NamedNode(vocab.TG + "inToken"), to_literal(in_tokens))
+    llm = llm_iri(model)
+    first = (ox.Triple(llm, vocab.TG_IN_TOKEN, to_literal(in_tokens))
              if in_tokens is not None else
-             ox.Triple(llm, ox.NamedNode(vocab.TG + "llmModel"), to_literal(model)))
-    rest = ([ox.Triple(llm, ox.NamedNode(vocab.TG + "outToken"), to_literal(out_tokens))]
+             ox.Triple(llm, vocab.TG_LLM_MODEL, to_literal(model)))
+    rest = ([ox.Triple(llm, vocab.TG_OUT_TOKEN, to_literal(out_tokens))]
             if out_tokens is not None else [])
     return CallUsage(llm, model, (first, *rest))
 

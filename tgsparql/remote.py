@@ -42,7 +42,7 @@ import pyoxigraph as ox
 from SPARQLWrapper import ASK, CONSTRUCT, INSERT, JSON, POST, SELECT, SPARQLWrapper
 
 from tgsparql.lexical import records
-from tgsparql.store import DataGraph, Solution, StoreError
+from tgsparql.store import ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError
 from tgsparql.templates import DIALECTS, Dialect, TemplateError, Templates
 from tgsparql.vocab import XSD_INTEGER
 
@@ -144,18 +144,8 @@ class RemoteStore:
         cls, environ: Mapping[str, str] = os.environ, **options: object
     ) -> RemoteStore:
         """A store configured by TGSPARQL_ENDPOINT and its siblings; `options` take precedence."""
-        names = {
-            "endpoint": "TGSPARQL_ENDPOINT",
-            "update_endpoint": "TGSPARQL_UPDATE_ENDPOINT",
-            "graph_store": "TGSPARQL_GRAPH_STORE",
-            "dialect": "TGSPARQL_DIALECT",
-            "user": "TGSPARQL_USER",
-            "password": "TGSPARQL_PASSWORD",
-            "token": "TGSPARQL_TOKEN",
-            "kg_graph": "TGSPARQL_KG_GRAPH",
-        }
         settings: dict[str, object] = {
-            key: environ[var] for key, var in names.items() if environ.get(var)
+            key: environ[var] for key, var in ENDPOINT_ENVIRONMENT.items() if environ.get(var)
         }
         settings.update({key: value for key, value in options.items() if value is not None})
         endpoint = settings.pop("endpoint", None)

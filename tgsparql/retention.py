@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.provenance import SessionIds, now
+from tgsparql.iris import SessionIds
+from tgsparql.provenance import now
 from tgsparql.store import Store
 from tgsparql.templates import Templates
 

@@ -9,7 +9,6 @@ is an error at render time: an unescaped value can never reach a query.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ import pyoxigraph as ox
 from markupsafe import Markup
 
 from tgsparql import vocab
+from tgsparql.iris import statement_iri
 
 Dialect = TypingLiteral["rdf12", "rdfstar", "reification"]
 DIALECTS: Final[tuple[str, ...]] = get_args(Dialect)
@@ -109,17 +109,6 @@ def to_literal(value: Any, language: str | None = None) -> ox.Literal:
     if isinstance(value, str):
         return ox.Literal(check_text(value))
     raise TemplateError(f"no literal form for a value of type {type(value).__name__}")
-
-
-def statement_iri(triple: ox.Triple) -> ox.NamedNode:
-    """Content-addressed IRI of a triple for the `reification` dialect (docs/spec.md §3)."""
-    digest = hashlib.sha256(canonical_ntriples(triple).encode("utf-8")).hexdigest()
-    return ox.NamedNode(f"urn:trustgraph:stmt:{digest}")
-
-
-def canonical_ntriples(triple: ox.Triple) -> str:
-    """The triple as one canonical N-Triples line without the newline: `<s> <p> <o> .`"""
-    return f"{triple} ."
 
 
 def render_term(term: Any, dialect: Dialect) -> str:

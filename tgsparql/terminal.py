@@ -25,3 +25,9 @@ def visible(text: str, *, keep: str = "") -> str:
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _HIDDEN.sub(escape, text)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` on one line, cut at `limit` characters, its control characters shown as escapes."""
+    flat = " ".join(text.split())
+    return visible(flat if len(flat) <= limit else flat[: limit - 1] + "…")

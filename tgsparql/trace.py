@@ -8,7 +8,6 @@ VALUES line (`saved_form`, which a test holds them to).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,30 +15,33 @@ from typing import Any, Literal
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import (
+    EDGE_SELECTION_PREFIX,
+    SESSION_PREFIX,
+    UUID,
+    ExtractionIds,
+    SessionIds,
+    trailing_index,
+)
 from tgsparql.labels import LabelTriple, best_labels, label_of
 from tgsparql.messages import Source, rdf_text
-from tgsparql.provenance import SESSION_PREFIX, SessionIds
 from tgsparql.store import Solution, Store
-from tgsparql.templates import Templates, Term
-from tgsparql.terminal import visible
+from tgsparql.templates import Templates
+from tgsparql.terminal import one_line, visible
+from tgsparql.terms import term_integer, term_text
 
-EDGE_SELECTION_PREFIX = "urn:trustgraph:prov:edge:"
-_EDGE_SELECTION = re.compile(
-    re.escape(EDGE_SELECTION_PREFIX) + r"([0-9a-fA-F-]{36}):(0|[1-9][0-9]*)"
-)
 SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
                  "session_trace", "session_unselected")
 _EXAMPLE_IDS = SessionIds("00000000-0000-0000-0000-000000000000")
 _EXAMPLE: dict[str, Any] = {
     "session": _EXAMPLE_IDS.session,
     "edge_selection": _EXAMPLE_IDS.edge_selection(0),
-    "document": ox.NamedNode("urn:trustgraph:doc:" + "0" * 64),
+    "document": ExtractionIds("0" * 64).document,
     "facts": [ox.Triple(ox.NamedNode("https://example.org/subject"),
                         ox.NamedNode("https://example.org/predicate"),
                         ox.NamedNode("https://example.org/object"))],
 }
 """What the VALUES line of a saved query holds, for a person to replace."""
-_UUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
 class TraceError(LookupError):
@@ -64,8 +66,10 @@ class ChunkSource:
     evidence_offset: int | None = None
     evidence_length: int | None = None
 
-    def as_source(self, edge_selection: str | None, edge: ox.Triple) -> Source:
-        """The answer-side view (docs/spec.md §6 sources): the evidence span, else the chunk text."""
+    def as_source(self, edge_selection: str | None, edge: ox.Triple,
+                  citations: tuple[str, ...] = ()) -> Source:
+        """The answer-side view (docs/spec.md §6 sources): the evidence span, else the chunk
+        text, with the answer's sentences that cite the edge."""
         return Source(
             edge_selection=edge_selection,
             edge=edge,
@@ -78,6 +82,7 @@ class ChunkSource:
             char_offset=self.char_offset,
             char_length=self.char_length,
             text=self.evidence if self.evidence is not None else self.chunk_text,
+            citations=citations,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -85,18 +90,18 @@ class ChunkSource:
 
 
 @dataclass
-class TracedEdge:
-    """A selected edge with its reason and every chunk that states it."""
+class RecordedEdge:
+    """An edge selection as the record holds it: its edge, the selector's reason and the
+    labels its terms are named by."""
 
     edge_selection: str
     edge: ox.Triple
     reasoning: str | None = None
     labels: LabelTriple | None = None
-    sources: list[ChunkSource] = field(default_factory=list)
 
     @property
     def index(self) -> int:
-        return int(self.edge_selection.rsplit(":", 1)[1])
+        return trailing_index(self.edge_selection)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,8 +109,17 @@ class TracedEdge:
             "edge": rdf_text(self.edge),
             "labels": list(self.labels) if self.labels else None,
             "reasoning": self.reasoning,
-            "sources": [source.to_json() for source in self.sources],
         }
+
+
+@dataclass
+class TracedEdge(RecordedEdge):
+    """A selected edge with its reason and every chunk that states it."""
+
+    sources: list[ChunkSource] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "sources": [source.to_json() for source in self.sources]}
 
 
 @dataclass
@@ -158,21 +172,13 @@ class UsedChunk:
 
 
 @dataclass
-class UsedEdge:
-    edge_selection: str
-    edge: ox.Triple
-    reasoning: str | None = None
-    labels: LabelTriple | None = None
+class UsedEdge(RecordedEdge):
+    """A selected edge of a session, with the chunks of the traced document that state it."""
+
     chunks: list[UsedChunk] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "edge_selection": self.edge_selection,
-            "edge": rdf_text(self.edge),
-            "labels": list(self.labels) if self.labels else None,
-            "reasoning": self.reasoning,
-            "chunks": [chunk.to_json() for chunk in self.chunks],
-        }
+        return {**super().to_json(), "chunks": [chunk.to_json() for chunk in self.chunks]}
 
 
 @dataclass
@@ -215,6 +221,19 @@ class DocumentTrace:
 Trace = SessionTrace | EdgeTrace | DocumentTrace
 
 
+def session_chunk_sources(
+    store: Store, templates: Templates, collection: str, ids: SessionIds
+) -> dict[str, list[ChunkSource]]:
+    """Every source of every selected edge of the session, from one query (`session_sources.rq`):
+    by edge-selection IRI, each edge's by document, then chunk; an edge without one is absent."""
+    found: dict[str, set[ChunkSource]] = {}
+    for row in _session_rows(store, templates, collection, ids, "_trace/session_sources"):
+        source = _chunk_source(row)
+        if source is not None:
+            found.setdefault(row["edgeSelection"].value, set()).add(source)
+    return {iri: _sorted_sources(sources) for iri, sources in found.items()}
+
+
 def session_sources(
     store: Store,
     templates: Templates,
@@ -222,20 +241,14 @@ def session_sources(
     ids: SessionIds,
     edges: Mapping[ox.NamedNode, ox.Triple],
 ) -> list[Source]:
-    """Every source of every selected edge of the session, from one query (`session_sources.rq`).
-
-    `edges` maps edge-selection IRIs to their triples, which resolves statement IRIs in the
-    reification dialect; sources come back in edge-selection order, then document, then chunk.
-    """
-    found: dict[str, set[ChunkSource]] = {}
-    for row in _session_rows(store, templates, collection, ids, "_trace/session_sources"):
-        source = _chunk_source(row)
-        if source is not None:
-            found.setdefault(row["edgeSelection"].value, set()).add(source)
+    """The answer's view of `session_chunk_sources`: `edges` maps edge-selection IRIs to their
+    triples, which resolves statement IRIs in the reification dialect; sources come back in
+    edge-selection order, then document, then chunk."""
+    found = session_chunk_sources(store, templates, collection, ids)
     return [
         source.as_source(iri.value, triple)
         for iri, triple in edges.items()
-        for source in _sorted_sources(found.get(iri.value, ()))
+        for source in found.get(iri.value, ())
     ]
 
 
@@ -254,9 +267,9 @@ def session_trace(
     _label_edges(rows, edges)
     return SessionTrace(
         session=ids.session.value,
-        question=_text(first.get("question")),
-        started=_text(first.get("started")),
-        status=_text(first.get("status")),
+        question=term_text(first.get("question")),
+        started=term_text(first.get("started")),
+        status=term_text(first.get("status")),
         edges=edges,
     )
 
@@ -312,7 +325,7 @@ def document_sessions(
     )
     if not rows:
         return None
-    out = DocumentTrace(document=document.value, title=_text(rows[0].get("title")))
+    out = DocumentTrace(document=document.value, title=term_text(rows[0].get("title")))
     uses: dict[str, DocumentUse] = {}
     used: dict[tuple[str, str], UsedEdge] = {}
     for row in rows:
@@ -323,30 +336,30 @@ def document_sessions(
             session.value,
             DocumentUse(
                 session=session.value,
-                question=_text(row.get("question")),
-                started=_text(row.get("started")),
-                status=_text(row.get("status")),
-                answer=_text(row.get("answer")),
-                answer_document=_text(row.get("answerDocument")),
-                answer_text=_text(row.get("answerText")),
+                question=term_text(row.get("question")),
+                started=term_text(row.get("started")),
+                status=term_text(row.get("status")),
+                answer=term_text(row.get("answer")),
+                answer_document=term_text(row.get("answerDocument")),
+                answer_text=term_text(row.get("answerText")),
             ),
         )
         key = (session.value, selection.value)
         if key not in used:
-            used[key] = UsedEdge(selection.value, edge, _text(row.get("reasoning")))
+            used[key] = UsedEdge(selection.value, edge, term_text(row.get("reasoning")))
             use.edges.append(used[key])
         chunk = UsedChunk(
             chunk=row["chunk"].value,
             subgraph=row["subgraph"].value,
-            chunk_index=_integer(row.get("chunkIndex")),
-            page=_text(row.get("page")),
-            page_number=_integer(row.get("pageNumber")),
-            evidence=_text(row.get("evidence")),
+            chunk_index=term_integer(row.get("chunkIndex")),
+            page=term_text(row.get("page")),
+            page_number=term_integer(row.get("pageNumber")),
+            evidence=term_text(row.get("evidence")),
         )
         if chunk not in used[key].chunks:
             used[key].chunks.append(chunk)
     for use in uses.values():
-        use.edges.sort(key=lambda e: _selection_index(e.edge_selection))
+        use.edges.sort(key=lambda e: e.index)
         for edge in use.edges:
             edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
                                             c.chunk, c.subgraph))
@@ -364,19 +377,19 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
     """
     text = iri.strip()
     if text.startswith(EDGE_SELECTION_PREFIX):
-        match = _EDGE_SELECTION.fullmatch(text)
-        if match is None:
+        named = SessionIds.from_edge_selection(text)
+        if named is None:
             raise TraceError(
                 f"malformed edge-selection IRI {iri!r} (expected {EDGE_SELECTION_PREFIX}<uuid>:<n>)"
             )
-        ids = SessionIds.from_session_iri(match.group(1))
+        ids, _ = named
         session = session_trace(store, templates, collection, ids)
         edge = next((e for e in session.edges if e.edge_selection == text), None) \
             if session is not None else None
         if edge is None:
             raise TraceError(f"no edge selection {text} in collection {collection!r}")
         return EdgeTrace(edge=edge, session=ids.session.value)
-    if text.startswith(SESSION_PREFIX) or _UUID.fullmatch(text):
+    if text.startswith(SESSION_PREFIX) or UUID.fullmatch(text):
         try:
             ids = SessionIds.from_session_iri(text)
         except ValueError as error:
@@ -423,14 +436,14 @@ def render_text(found: Trace) -> str:
             out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
             out.append(f"    asked: {visible(use.question)}")
             if use.answer_text is not None:
-                out.append(f"    answer: {_one_line(use.answer_text)}")
+                out.append(f"    answer: {one_line(use.answer_text)}")
             for edge in use.edges:
-                out.append(f"    [{_selection_index(edge.edge_selection)}] {_edge_text(edge)}")
+                out.append(f"    [{edge.index}] {_edge_text(edge)}")
                 for chunk in edge.chunks:
                     out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
                                f"  {chunk.chunk}")
                     if chunk.evidence is not None:
-                        out.append(f"          “{_one_line(chunk.evidence)}”")
+                        out.append(f"          “{one_line(chunk.evidence)}”")
     return "\n".join(out)
 
 
@@ -438,7 +451,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
     pad = " " * indent
     out.append(f"{pad}[{edge.index}] {_edge_text(edge)}")
     if edge.reasoning:
-        out.append(f"{pad}    why: {_one_line(edge.reasoning)}")
+        out.append(f"{pad}    why: {one_line(edge.reasoning)}")
     if not edge.sources:
         out.append(f"{pad}    no recorded source")
     for source in edge.sources:
@@ -450,12 +463,12 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
         if source.evidence is not None:
             out.append(f"{pad}        sentence"
                        + _span(" at", source.evidence_offset, source.evidence_length)
-                       + f": “{_one_line(source.evidence)}”")
+                       + f": “{one_line(source.evidence)}”")
         elif source.chunk_text is not None:
-            out.append(f"{pad}        chunk text: “{_one_line(source.chunk_text)}”")
+            out.append(f"{pad}        chunk text: “{one_line(source.chunk_text)}”")
 
 
-def _edge_text(edge: TracedEdge | UsedEdge) -> str:
+def _edge_text(edge: RecordedEdge) -> str:
     return visible(" — ".join(edge.labels) if edge.labels else rdf_text(edge.edge))
 
 
@@ -469,12 +482,6 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
     if offset is None or length is None:
         return ""
     return f"{prefix} {offset}–{offset + length}"
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    """`text` on one line, cut at `limit`, its control characters shown as escapes."""
-    flat = visible(" ".join(text.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _session_rows(
@@ -504,14 +511,14 @@ def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
         if selection is None or edge is None:
             continue
         edges.setdefault(selection.value,
-                         TracedEdge(selection.value, edge, _text(row.get("reasoning"))))
+                         TracedEdge(selection.value, edge, term_text(row.get("reasoning"))))
         found = sources.setdefault(selection.value, set())
         source = _chunk_source(row)
         if source is not None:
             found.add(source)
     for iri, edge in edges.items():
         edge.sources = _sorted_sources(sources[iri])
-    return sorted(edges.values(), key=lambda e: _selection_index(e.edge_selection))
+    return sorted(edges.values(), key=lambda e: e.index)
 
 
 def _edge(row: Solution) -> ox.Triple | None:
@@ -526,7 +533,7 @@ def _edge(row: Solution) -> ox.Triple | None:
     return None
 
 
-def _label_edges(rows: Sequence[Solution], edges: Iterable[TracedEdge | UsedEdge]) -> None:
+def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> None:
     """Name each edge's terms by the labels its rows brought, chosen as for the selector's
     prompt (`best_labels`), so a trace names a term as the prompt did."""
     labels = best_labels(
@@ -550,16 +557,16 @@ def _chunk_source(row: Solution) -> ChunkSource | None:
         subgraph=row["subgraph"].value,
         chunk=row["chunk"].value,
         document=row["document"].value,
-        title=_text(row.get("title")),
-        page=_text(row.get("page")),
-        page_number=_integer(row.get("pageNumber")),
-        chunk_index=_integer(row.get("chunkIndex")),
-        char_offset=_integer(row.get("charOffset")),
-        char_length=_integer(row.get("charLength")),
-        chunk_text=_text(row.get("chunkText")),
-        evidence=_text(row.get(text)),
-        evidence_offset=_integer(row.get(offset)),
-        evidence_length=_integer(row.get(length)),
+        title=term_text(row.get("title")),
+        page=term_text(row.get("page")),
+        page_number=term_integer(row.get("pageNumber")),
+        chunk_index=term_integer(row.get("chunkIndex")),
+        char_offset=term_integer(row.get("charOffset")),
+        char_length=term_integer(row.get("charLength")),
+        chunk_text=term_text(row.get("chunkText")),
+        evidence=term_text(row.get(text)),
+        evidence_offset=term_integer(row.get(offset)),
+        evidence_length=term_integer(row.get(length)),
     )
 
 
@@ -571,30 +578,12 @@ def _sorted_sources(sources: Iterable[ChunkSource]) -> list[ChunkSource]:
     )
 
 
-def _selection_index(iri: str) -> int:
-    tail = iri.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-
 def _page_key(number: int | None) -> int:
     return number if number is not None else -1
 
 
 def _index_key(index: int | None) -> int:
     return index if index is not None else -1
-
-
-def _text(term: Term | None) -> str | None:
-    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else None
-
-
-def _integer(term: Term | None) -> int | None:
-    if isinstance(term, ox.Literal):
-        try:
-            return int(term.value)
-        except ValueError:
-            return None
-    return None
 
 
 def saved_form(name: str) -> str:

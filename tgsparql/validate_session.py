@@ -15,7 +15,7 @@ from typing import Literal
 import pyoxigraph as ox
 
 from tgsparql.explain import SessionNotFound
-from tgsparql.provenance import SessionIds
+from tgsparql.iris import SessionIds
 from tgsparql.store import DataGraph, Store
 from tgsparql.templates import Dialect, Templates
 from tgsparql.validation import Shapes, ValidationReport, Validator

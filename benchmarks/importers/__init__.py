@@ -28,9 +28,9 @@ from typing import Any
 import pyoxigraph as ox
 
 from tgsparql import vocab
+from tgsparql.iris import ExtractionIds
 from tgsparql.librarian import sha256_hex
 from tgsparql.loader import load_files
-from tgsparql.provenance import ExtractionIds
 from tgsparql.store import Store
 
 _PROV = vocab.PROV

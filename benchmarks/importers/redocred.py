@@ -27,7 +27,8 @@ import pyoxigraph as ox
 
 from benchmarks.data import data_path
 from benchmarks.importers import DatasetError, QuadWriter, Sentence, read_json
-from tgsparql.provenance import entity_iri, now
+from tgsparql.iris import entity_iri
+from tgsparql.provenance import now
 
 DOCS: Final = ("datasets", "redocred", "dev_revised.json")
 REL_INFO: Final = ("datasets", "redocred", "rel_info.json")

@@ -10,10 +10,10 @@ import pyoxigraph as ox
 import pytest
 
 from tgsparql import vocab
+from tgsparql.iris import SessionIds
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
 from tgsparql.templates import Templates
 
 pytestmark = pytest.mark.llama

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tgsparql import vocab
-from tgsparql.grounding import words
+from tgsparql.iris import SessionIds
 from tgsparql.labels import LabeledEdge, build_labelgraph
 from tgsparql.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend, stems
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
+from tgsparql.text import words
 
 ENT = "https://example.org/demo/entity/"
 REL = "https://example.org/demo/rel/"

@@ -12,14 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tgsparql import vocab
-from tgsparql.labels import LabeledEdge, build_labelgraph
 from tgsparql.explain import explain_session
+from tgsparql.iris import SessionIds
+from tgsparql.labels import LabeledEdge, build_labelgraph
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.base import ExtractionRequest, LLMError, SelectionOutput, SelectionRequest
 from tgsparql.llm.log import LLMLog
 from tgsparql.llm.openai_backend import OpenAIBackend
+from tgsparql.llm.usage import Usage
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds, Usage
 from tgsparql.templates import Templates
 from tgsparql.testing import assert_conforms
 

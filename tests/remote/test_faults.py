@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from tests.remote.conftest import Server, free_port
 from tests.remote.faulty_proxy import Fault, FaultyProxy
 from tgsparql import vocab
-from tgsparql.cli import DEMO_QUESTION, main
+from tgsparql.cli import main
+from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.explain import explain_session
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files

@@ -18,7 +18,7 @@ import pytest
 
 from tests.remote.conftest import Server
 from tgsparql import vocab
-from tgsparql.cli import DEMO_QUESTION
+from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.explain import explain_session, list_sessions
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files

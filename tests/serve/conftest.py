@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from tgsparql import vocab
+from tgsparql.iris import SessionIds
 from tgsparql.llm.base import Backend
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
 from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.store import open_store
 from tgsparql.templates import Templates

@@ -16,7 +16,7 @@ import pytest
 
 from tgsparql import vocab
 from tgsparql.cli import main
-from tgsparql.provenance import SessionIds
+from tgsparql.iris import SessionIds
 
 from .conftest import QUESTIONS, Served, running, serve_process
 from tgsparql.serve import ServerConfig

@@ -19,10 +19,10 @@ import pytest
 
 from tgsparql import vocab
 from tgsparql.explain import explain_session
+from tgsparql.iris import SessionIds
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.serve import ServerConfig, app, pages
 from tgsparql.store import open_store

@@ -22,16 +22,17 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import update_label_index
+from tgsparql import validate_session as sessions
+from tgsparql.explain import SessionNotFound
+from tgsparql.iris import SessionIds, statement_iri
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineAnswer, OfflineBackend
+from tgsparql.llm.usage import Usage
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import SessionIds, Usage
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Dialect, Templates, statement_iri
-from tgsparql.explain import SessionNotFound
-from tgsparql import validate_session as sessions
+from tgsparql.templates import Dialect, Templates
 from tgsparql.validate_session import session_nodes
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 

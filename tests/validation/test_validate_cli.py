@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from click.testing import CliRunner
 
-from tgsparql.cli import main
+from tests.conftest import LLM_ENV, CliRun, cli
 from tgsparql.store import open_store
 
 SH = "http://www.w3.org/ns/shacl#"
@@ -26,31 +24,7 @@ TAMPERED_CHUNK = f"""
     DELETE {{ GRAPH <urn:graph:library> {{ <urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2> tg:contentSha256 ?h }} }}
     INSERT {{ GRAPH <urn:graph:library> {{ <urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2> tg:contentSha256 "{ZERO_SHA}" }} }}
     WHERE {{ GRAPH <urn:graph:library> {{ <urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2> tg:contentSha256 ?h }} }}"""
-LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE")
-
-
-@dataclass(frozen=True)
-class Run:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def one_error_line(self) -> str:
-        """The single stderr line of a run that could not validate."""
-        lines = self.stderr.splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), self.stderr
-        return lines[0]
-
-
-def cli(*args: object) -> Run:
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
-    unexpected = result.exception is not None and not isinstance(result.exception, SystemExit)
-    assert not unexpected, f"the CLI raised {result.exception!r}"
-    return Run(result.exit_code, result.stdout, result.stderr)
-
-
-def validate(store: Path, *args: object) -> Run:
+def validate(store: Path, *args: object) -> CliRun:
     return cli("validate", "--store", store, *args)
 
 
@@ -95,7 +69,7 @@ def session(store: Path) -> str:
     return ask(store)
 
 
-def junit(run: Run) -> dict[str, ET.Element]:
+def junit(run: CliRun) -> dict[str, ET.Element]:
     suite = ET.fromstring(run.stdout)
     assert suite.tag == "testsuite"
     return {case.get("name", ""): case for case in suite.iter("testcase")}

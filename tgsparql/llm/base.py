@@ -12,7 +12,7 @@ import jinja2
 import pyoxigraph as ox
 
 from tgsparql.labels import LabeledEdge
-from tgsparql.provenance import Usage
+from tgsparql.llm.usage import Usage
 
 
 DEFAULT_LLM_TIMEOUT = 25.0

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from tgsparql.provenance import Usage
+from tgsparql.llm.usage import Usage
 
 
 class LLMLogError(OSError):

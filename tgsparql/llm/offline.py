@@ -21,7 +21,7 @@ import json
 import pyoxigraph as ox
 
 from tgsparql.citations import NOTHING_SELECTED
-from tgsparql.grounding import stems, words
+from tgsparql.grounding import stems
 from tgsparql.labels import LabeledEdge
 from tgsparql.llm.base import (
     ExtractionOutput,
@@ -30,7 +30,8 @@ from tgsparql.llm.base import (
     SelectionOutput,
     SelectionRequest,
 )
-from tgsparql.provenance import Usage
+from tgsparql.llm.usage import Usage
+from tgsparql.text import words
 
 MAX_SELECTED = 6
 CHAIN_DISCOUNT = 0.9

@@ -23,7 +23,7 @@ from tgsparql.llm.base import (
     render_prompt,
 )
 from tgsparql.llm.log import LLMLog
-from tgsparql.provenance import Usage
+from tgsparql.llm.usage import Usage
 
 MAX_SELECTED_LINES: Final = 20
 MAX_FACT_LINES: Final = 30

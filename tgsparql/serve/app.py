@@ -64,16 +64,16 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import SessionNotFound, SessionSummary
+from tgsparql.iris import SessionIds
 from tgsparql.llm.base import Backend
-from tgsparql.pipeline import StageError
-from tgsparql.provenance import SessionIds
 from tgsparql.migrate import MIGRATE_HINT, needs_migration
+from tgsparql.pipeline import StageError
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import AskLimits, Asker, AskPage, EventStream, Framing, JsonLines, \
     negotiate, offer_in_nav, read_question, refused_page, render_page, same_origin
+from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
-from tgsparql.remote import RemoteStore, display_url
 from tgsparql.serve.sparql import READ_ONLY, Answer, ProtocolError, QueryRequest, Result, \
     execute, read_request, refuse_service, serialize
 from tgsparql.store import EmbeddedStore, Store, StoreError
@@ -425,14 +425,7 @@ def _sessions_page(
         "serve/find_sessions", graph=vocab.explainability_graph(config.collection),
         question=text, limit=limit,
     ))
-    found = [
-        SessionSummary(
-            session=row["session"].value, question=row["question"].value,
-            started=row["started"].value, ended=_value(row.get("ended")),
-            status=_value(row.get("status")), error=_value(row.get("error")),
-        )
-        for row in rows
-    ]
+    found = [SessionSummary.from_row(row) for row in rows]
     return Answer(200, HTML, pages.render_sessions(found, text, limit).encode("utf-8"))
 
 
@@ -499,10 +492,6 @@ def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
         raise ProtocolError(400, "shape is for NAME.json only, once: shape=objects (records) or "
                                  "shape=sparql (SPARQL JSON results, the default)")
     return "objects" if shapes == ["objects"] else "json"
-
-
-def _value(term: Any) -> str | None:
-    return term.value if term is not None else None
 
 
 def _on_page(request: QueryRequest) -> bool:

@@ -42,12 +42,12 @@ import pyoxigraph as ox
 from markupsafe import Markup, escape
 
 from tgsparql import vocab
-from tgsparql.llm.base import Backend
+from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import fetch_labels, label_of, label_terms
+from tgsparql.llm.base import Backend
 from tgsparql.locking import exclusive_store
 from tgsparql.messages import GraphRagResponse, Source
 from tgsparql.pipeline import MAX_QUESTION_CHARS, GraphRag, QuestionError, check_question
-from tgsparql.provenance import SessionIds
 from tgsparql.serve.pages import _environment
 from tgsparql.serve.records import _json as json_line
 from tgsparql.serve.sparql import ProtocolError, _accept_ranges, _text
@@ -406,9 +406,9 @@ def _edges(triples: Sequence[ox.Triple], labels: Labels) -> list[EdgeShown]:
             continue
         reasoning = fields.get("reasoning")
         truncated = fields.get("truncated")
-        index = iri.rsplit(":", 1)[-1]
+        index = trailing_index(iri)
         shown.append(EdgeShown(
-            int(index) if index.isdigit() else len(shown), iri,
+            index if index >= 0 else len(shown), iri,
             _labelled(edge, labels),
             f"<<( {edge} )>>", reasoning.value if reasoning is not None else "",
             truncated is not None and truncated.value == "true"))

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlencode
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.provenance import SESSION_PREFIX
+from tgsparql.iris import SESSION_PREFIX, SessionIds
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import Answer, QueryForm, QueryRequest, Queryable, Result, \
@@ -30,10 +30,10 @@ from tgsparql.templates import Templates
 
 HTML = "text/html; charset=utf-8"
 PAGE_ROWS = 1000
+_PLACEHOLDER_IDS = SessionIds("00000000-0000-4000-8000-000000000000")
 PLACEHOLDERS = {
-    "session": ox.NamedNode(SESSION_PREFIX + "00000000-0000-4000-8000-000000000000"),
-    "edge_selection": ox.NamedNode("urn:trustgraph:prov:edge:"
-                                   "00000000-0000-4000-8000-000000000000:0"),
+    "session": _PLACEHOLDER_IDS.session,
+    "edge_selection": _PLACEHOLDER_IDS.edge_selection(0),
     "document": ox.NamedNode("urn:example:document"),
     "facts": [ox.Triple(ox.NamedNode("urn:example:subject"), ox.NamedNode("urn:example:predicate"),
                         ox.NamedNode("urn:example:object"))],

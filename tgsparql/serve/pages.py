@@ -30,11 +30,11 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.explain import AnswerCitation, Explanation, SessionSummary, explain_session
+from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels, label_of, label_terms
-from tgsparql.provenance import SessionIds
 from tgsparql.store import Store
 from tgsparql.templates import Templates
-from tgsparql.trace import ChunkSource, session_trace
+from tgsparql.trace import ChunkSource
 from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
 COLUMNS = ("question", "edge", "chunk", "document")
@@ -47,7 +47,6 @@ UNSELECTED_SHOWN = 200
 """How many retrieved-but-not-selected edges the page lists; the saved query lists them all."""
 FINDINGS_SHOWN = 50
 """How many validation results the page lists; `tgsparql validate --session` lists them all."""
-"""How many retrieved-but-not-selected edges the page lists; the saved query lists them all."""
 
 
 @dataclass(frozen=True)
@@ -185,7 +184,7 @@ class SessionView:
 
     @property
     def uuid(self) -> str:
-        return self.explanation.session.rsplit(":", 1)[1]
+        return SessionIds.from_session_iri(self.explanation.session).uuid
 
     @property
     def answer(self) -> list[Passage]:
@@ -205,20 +204,19 @@ class SessionView:
 
 def session_view(store: Store, templates: Templates, collection: str, session: str,
                  conformance: Conformance | None = None) -> SessionView:
-    """Everything the session page shows; raises SessionNotFound for an unknown session."""
+    """Everything the session page shows, read as `explain_session` reads it; raises
+    SessionNotFound for an unknown session."""
     explanation = explain_session(store, templates, collection, session, UNSELECTED_SHOWN)
     cited: dict[int, list[AnswerCitation]] = {}
     for citation in explanation.citations:
         cited.setdefault(citation.edge_index, []).append(citation)
-    traced = session_trace(store, templates, collection, SessionIds.from_session_iri(session))
-    chunk_sources = {edge.edge_selection: edge.sources for edge in traced.edges} if traced else {}
     edges = [
         EdgeView(
             index=edge.index,
             iri=edge.iri,
             labels=edge.labels,
             reasoning=edge.reasoning,
-            sources=[SourceView(s, highlight(s)) for s in chunk_sources.get(edge.iri, [])],
+            sources=[SourceView(s, highlight(s)) for s in edge.chunk_sources],
             citations=cited.get(edge.index, []),
         )
         for edge in explanation.selected

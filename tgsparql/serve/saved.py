@@ -21,7 +21,6 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.serve.sparql import ProtocolError
 
-XSD_DATE = ox.NamedNode(vocab.XSD + "date")
 TYPES = ("integer", "string", "date", "collection")
 
 
@@ -51,7 +50,7 @@ class Parameter:
                 day = dt.date.fromisoformat(text)
             except ValueError:
                 raise self._bad(text, "a date YYYY-MM-DD") from None
-            return ox.Literal(day.isoformat(), datatype=XSD_DATE)
+            return ox.Literal(day.isoformat(), datatype=vocab.XSD_DATE)
         if self.type == "collection":
             try:
                 return vocab.explainability_graph(text)

@@ -21,7 +21,7 @@ from tgsparql.llm.base import (
     SelectionOutput,
     SelectionRequest,
 )
-from tgsparql.provenance import Usage
+from tgsparql.llm.usage import Usage
 
 EdgeRef = ox.Triple | LabelTriple | str
 """A scripted edge: its original triple, its three labels, or an edge id."""

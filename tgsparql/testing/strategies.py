@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal as TypingLiteral
@@ -26,17 +26,17 @@ except ImportError as missing:
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, update_label_index
+from tgsparql.iris import SessionIds
 from tgsparql.labels import LabeledEdge
 from tgsparql.librarian import StoreLibrarian, sha256_hex
-from tgsparql.provenance import Recorder, SessionIds, Usage
+from tgsparql.llm.usage import Usage
+from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import Templates, to_literal
 
 EX = "http://example.org/"
 XSD = vocab.XSD
-_TG = vocab.TG
-_PROV = vocab.PROV
 WORDS = (
     "marie pierre curie radium polonium warsaw paris prize physics chemistry institute "
     "element daughter born married discovered won worked located named founded city river "
@@ -233,83 +233,98 @@ def provenanced_graphs(
     doc_count = draw(st.integers(1, min(max_documents, len(kg.facts))))
     owner = [draw(st.integers(0, doc_count - 1)) for _ in kg.facts]
     owner[: doc_count] = range(doc_count)  # every document states at least one fact
-    source: list[ox.Quad] = []
-    library: list[ox.Quad] = []
-    graph, lib = vocab.GRAPH_SOURCE, vocab.GRAPH_LIBRARY
-    a = vocab.RDF_TYPE
-
-    def add(s: ox.NamedNode, p: str, o: ox.NamedNode | ox.Literal | ox.Triple) -> None:
-        source.append(ox.Quad(s, ox.NamedNode(p), o, graph))
-
-    def put_text(iri: ox.NamedNode, text: str, title: str) -> None:
-        for p, o in ((_TG + "content", ox.Literal(text)),
-                     (_TG + "mimeType", ox.Literal("text/plain")),
-                     (_TG + "contentSha256", ox.Literal(sha256_hex(text))),
-                     (vocab.DC + "title", ox.Literal(title))):
-            library.append(ox.Quad(iri, ox.NamedNode(p), o, lib))
-
+    record = _Provenance()
     agent = ox.NamedNode(f"{EX}agent/extractor")
-    source += [ox.Quad(agent, a, ox.NamedNode(_PROV + "Agent"), graph),
-               ox.Quad(agent, vocab.RDFS_LABEL, ox.Literal("test extractor"), graph)]
+    record.source += [
+        ox.Quad(agent, vocab.RDF_TYPE, vocab.PROV_AGENT, vocab.GRAPH_SOURCE),
+        ox.Quad(agent, vocab.RDFS_LABEL, ox.Literal("test extractor"), vocab.GRAPH_SOURCE),
+    ]
     documents = []
     for d in range(doc_count):
         facts = [f for f, o in zip(kg.facts, owner) if o == d]
-        sentences = [_sentence(kg, f) for f in facts]
+        documents.append(record.document(draw, d, facts, [_sentence(kg, f) for f in facts],
+                                          agent, paged))
+    return ProvenancedGraph(kg, tuple(record.source), tuple(record.library), tuple(documents))
+
+
+@dataclass
+class _Provenance:
+    """The quads of `provenanced_graphs`, one document at a time."""
+
+    source: list[ox.Quad] = field(default_factory=list)
+    library: list[ox.Quad] = field(default_factory=list)
+
+    def add(self, s: ox.NamedNode, p: ox.NamedNode, o: ox.NamedNode | ox.Literal | ox.Triple,
+            ) -> None:
+        self.source.append(ox.Quad(s, p, o, vocab.GRAPH_SOURCE))
+
+    def typed(self, iri: ox.NamedNode, kind: str) -> None:
+        """A prov:Entity that is also tg:{kind}."""
+        for cls in (vocab.PROV_ENTITY, ox.NamedNode(vocab.TG + kind)):
+            self.add(iri, vocab.RDF_TYPE, cls)
+
+    def put_text(self, iri: ox.NamedNode, text: str, title: str) -> None:
+        for p, o in ((vocab.TG_CONTENT, ox.Literal(text)),
+                     (vocab.TG_MIME_TYPE, ox.Literal("text/plain")),
+                     (vocab.TG_CONTENT_SHA256, ox.Literal(sha256_hex(text))),
+                     (vocab.DC_TITLE, ox.Literal(title))):
+            self.library.append(ox.Quad(iri, p, o, vocab.GRAPH_LIBRARY))
+
+    def document(self, draw: st.DrawFn, d: int, facts: list[ox.Triple], sentences: list[str],
+                 agent: ox.NamedNode, paged: bool | None) -> ox.NamedNode:
+        """Document `d` stating `facts`, one sentence each, extracted by `agent`."""
         text = " ".join(sentences)
         doc = ox.NamedNode(f"{EX}doc/d{d}")
         activity = ox.NamedNode(f"urn:activity:{d:08x}-0000-4000-8000-000000000000")
-        documents.append(doc)
-        for cls in ("Entity", "Document"):
-            add(doc, vocab.RDF + "type", ox.NamedNode((_PROV if cls == "Entity" else _TG) + cls))
-        add(doc, vocab.DC + "title", ox.Literal(f"Document {d}"))
-        add(doc, _TG + "mimeType", ox.Literal("text/plain"))
-        put_text(doc, text, f"Document {d}")
-        add(activity, vocab.RDF + "type", ox.NamedNode(_PROV + "Activity"))
-        add(activity, _PROV + "used", doc)
-        add(activity, _PROV + "wasAssociatedWith", agent)
-        add(activity, _PROV + "startedAtTime",
-            ox.Literal("2024-01-01T00:00:00Z", datatype=vocab.XSD_DATETIME))
-        add(activity, _TG + "llmModel", ox.Literal("test-model"))
+        self.typed(doc, "Document")
+        self.add(doc, vocab.DC_TITLE, ox.Literal(f"Document {d}"))
+        self.add(doc, vocab.TG_MIME_TYPE, ox.Literal("text/plain"))
+        self.put_text(doc, text, f"Document {d}")
+        self.add(activity, vocab.RDF_TYPE, vocab.PROV_ACTIVITY)
+        self.add(activity, vocab.PROV_USED, doc)
+        self.add(activity, vocab.PROV_WAS_ASSOCIATED_WITH, agent)
+        self.add(activity, vocab.PROV_STARTED_AT_TIME,
+                 ox.Literal("2024-01-01T00:00:00Z", datatype=vocab.XSD_DATETIME))
+        self.add(activity, vocab.TG_LLM_MODEL, ox.Literal("test-model"))
         parent = doc
         if paged if paged is not None else draw(st.booleans()):
             parent = ox.NamedNode(f"urn:page:{d:08x}-0000-4000-8000-000000000001")
-            for cls in ("Entity", "Page"):
-                add(parent, vocab.RDF + "type",
-                    ox.NamedNode((_PROV if cls == "Entity" else _TG) + cls))
-            add(parent, _PROV + "wasDerivedFrom", doc)
-            add(parent, _TG + "pageNumber", _integer(1))
-            add(parent, _PROV + "wasGeneratedBy", activity)
+            self.typed(parent, "Page")
+            self.add(parent, vocab.PROV_WAS_DERIVED_FROM, doc)
+            self.add(parent, vocab.TG_PAGE_NUMBER, _integer(1))
+            self.add(parent, vocab.PROV_WAS_GENERATED_BY, activity)
         cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(facts) - 1)),
                                         max_size=len(facts) - 1))) - {len(facts)})
-        bounds = list(zip([0, *cuts], [*cuts, len(facts)]))
         offset = 0
-        for index, (start, end) in enumerate(bounds):
+        for index, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(facts)])):
             chunk_text = " ".join(sentences[start:end])
             begin = text.index(chunk_text, offset)
             offset = begin + len(chunk_text)
-            chunk = ox.NamedNode(f"urn:chunk:{d:08x}-0000-4000-8000-{index:012x}")
-            for cls in ("Entity", "Chunk"):
-                add(chunk, vocab.RDF + "type",
-                    ox.NamedNode((_PROV if cls == "Entity" else _TG) + cls))
-            add(chunk, _PROV + "wasDerivedFrom", parent)
-            add(chunk, _TG + "chunkIndex", _integer(index))
-            add(chunk, _TG + "charOffset", _integer(begin))
-            add(chunk, _TG + "charLength", _integer(len(chunk_text)))
-            put_text(chunk, chunk_text, f"Document {d}, chunk {index}")
-            subgraph = ox.NamedNode(
-                f"https://trustgraph.ai/subgraph/{d:08x}-0000-4000-8000-{index:012x}"
-            )
-            for cls in ("Entity", "Subgraph"):
-                add(subgraph, vocab.RDF + "type",
-                    ox.NamedNode((_PROV if cls == "Entity" else _TG) + cls))
-            add(subgraph, _PROV + "wasDerivedFrom", chunk)
-            add(subgraph, _PROV + "wasGeneratedBy", activity)
-            for fact in facts[start:end]:
-                add(subgraph, _TG + "contains", fact)
-            add(subgraph, _TG + "sourceText", ox.Literal(sentences[start]))
-            add(subgraph, _TG + "sourceCharOffset", _integer(0))
-            add(subgraph, _TG + "sourceCharLength", _integer(len(sentences[start])))
-    return ProvenancedGraph(kg, tuple(source), tuple(library), tuple(documents))
+            self.chunk(d, index, parent, activity, begin, chunk_text, facts[start:end],
+                       sentences[start])
+        return doc
+
+    def chunk(self, d: int, index: int, parent: ox.NamedNode, activity: ox.NamedNode,
+              begin: int, text: str, facts: list[ox.Triple], evidence: str) -> None:
+        """Chunk `index` of document `d` and its one subgraph, whose evidence is `evidence`."""
+        chunk = ox.NamedNode(f"urn:chunk:{d:08x}-0000-4000-8000-{index:012x}")
+        self.typed(chunk, "Chunk")
+        self.add(chunk, vocab.PROV_WAS_DERIVED_FROM, parent)
+        self.add(chunk, vocab.TG_CHUNK_INDEX, _integer(index))
+        self.add(chunk, vocab.TG_CHAR_OFFSET, _integer(begin))
+        self.add(chunk, vocab.TG_CHAR_LENGTH, _integer(len(text)))
+        self.put_text(chunk, text, f"Document {d}, chunk {index}")
+        subgraph = ox.NamedNode(
+            f"https://trustgraph.ai/subgraph/{d:08x}-0000-4000-8000-{index:012x}"
+        )
+        self.typed(subgraph, "Subgraph")
+        self.add(subgraph, vocab.PROV_WAS_DERIVED_FROM, chunk)
+        self.add(subgraph, vocab.PROV_WAS_GENERATED_BY, activity)
+        for fact in facts:
+            self.add(subgraph, vocab.TG_CONTAINS, fact)
+        self.add(subgraph, vocab.TG_SOURCE_TEXT, ox.Literal(evidence))
+        self.add(subgraph, vocab.TG_SOURCE_CHAR_OFFSET, _integer(0))
+        self.add(subgraph, vocab.TG_SOURCE_CHAR_LENGTH, _integer(len(evidence)))
 
 
 def _integer(value: int) -> ox.Literal:
@@ -378,6 +393,15 @@ def selection_texts(
         cut_from = _line(draw(st.sampled_from(offered)) if offered else "00000000", "because")
         lines.append(cut_from[: draw(st.integers(1, len(cut_from) - 1))])
         return SelectionText(kind, "\n".join(lines), tuple(kept), tuple(invalid))
+    _hostile_lines(draw, chosen, known, reasons, lines, select)
+    return SelectionText(kind, "\r\n".join(lines) if draw(st.booleans()) else "\n".join(lines),
+                         tuple(kept), tuple(invalid))
+
+
+def _hostile_lines(draw: st.DrawFn, chosen: list[str], known: set[str],
+                   reasons: st.SearchStrategy[str], lines: list[str],
+                   select: Callable[[str], None]) -> None:
+    """Each chosen id in one of the forms a parser must still read, with noise between."""
     unknown = st.text("0123456789abcdef", min_size=8, max_size=8).filter(lambda i: i not in known)
     for edge_id in chosen:
         form = draw(st.sampled_from(["plain", "prose", "array", "comma", "padded", "twice"]))
@@ -409,8 +433,6 @@ def selection_texts(
                 other = draw(unknown)
                 lines.append(_line(other, "made up"))
                 select(other)
-    return SelectionText(kind, "\r\n".join(lines) if draw(st.booleans()) else "\n".join(lines),
-                         tuple(kept), tuple(invalid))
 
 
 # ---- whole sessions (docs/spec.md §2) ---------------------------------------------------------------

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import REPO
 from tests.servers import oxigraph_server
-from tgsparql.provenance import Recorder, SessionIds, now
+from tgsparql.iris import SessionIds
+from tgsparql.provenance import Recorder, now
 from tgsparql.store import EmbeddedStore, Store
 from tgsparql.templates import Templates
 from tgsparql.testing import NonConformance, assert_conforms

@@ -1,0 +1,3 @@
+from tgsparql.cli import main
+
+main()

@@ -1,0 +1,171 @@
+"""Asking: `demo` (the bundled sample and one question) and `query`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import click
+
+from tgsparql import vocab
+from tgsparql.cli.checks import session_conforms
+from tgsparql.cli.options import (
+    Failure,
+    StoreTarget,
+    backend_from,
+    collection_option,
+    constrain_option,
+    llm_log,
+    llm_options,
+    opened,
+    reply_options,
+    store_option,
+)
+from tgsparql.cli.records import explained
+from tgsparql.explain import render_text
+from tgsparql.llm.base import Backend
+from tgsparql.loader import load_files
+from tgsparql.messages import GraphRagResponse
+from tgsparql.pipeline import GraphRag, OutputLimits
+from tgsparql.retrieval import RetrievalLimits
+from tgsparql.store import Store, StoreError
+from tgsparql.terminal import visible
+
+
+DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
+
+
+@click.command()
+@store_option
+@click.option("--question", default=DEMO_QUESTION, show_default=True, help="What to ask.")
+@llm_options
+@constrain_option
+def demo(target: StoreTarget, question: str, llm: str | None, model: str | None,
+         base_url: str | None, api_key: str | None, constrain: str) -> None:
+    """Load the bundled sample (the Curies) and answer a question with its explanation."""
+    backend = backend_from(llm, model, base_url, api_key, constrain)
+    with opened(target, waits_for_llm=True) as store:
+        with as_file(files("tgsparql.demo").joinpath("curie.trig")) as sample:
+            report = load_files(store, [sample])
+        if report.failed:
+            raise Failure(next(iter(report.failed.values())))
+        click.secho(f"Loaded the demo sample: {sum(report.loaded.values())} quads "
+                    "(facts, labels, sources and texts).", fg="cyan")
+        click.secho(f"Question: {question}\n", bold=True)
+        rag = _rag(store, backend, vocab.DEFAULT_COLLECTION)
+        session = _stream_text(rag.query(question, stream=True))
+        click.echo()
+        explanation = explained(store, vocab.DEFAULT_COLLECTION, session)
+        click.echo(render_text(explanation))
+
+
+@click.command()
+@store_option
+@click.argument("question")
+@collection_option
+@llm_options
+@constrain_option
+@reply_options
+@click.option("--no-stream", is_flag=True, help="Wait for the whole answer, then print it.")
+@click.option("--format", "format_", type=click.Choice(["text", "jsonl"]), default="text",
+              show_default=True, help="jsonl: every GraphRagResponse as one JSON object a line.")
+@click.option("--max-path-length", type=click.IntRange(1), default=2, show_default=True)
+@click.option("--triple-limit", type=click.IntRange(1), default=30, show_default=True,
+              help="Edges per entity and hop.")
+@click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
+              help="Seed entities at most.")
+@click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
+@click.option("--max-reason-chars", type=click.IntRange(1),
+              default=OutputLimits.reason_chars, show_default=True,
+              envvar="TGSPARQL_MAX_REASON_CHARS",
+              help="Characters kept of each reason the LLM gives; a longer one is cut and "
+              "flagged tg:truncated. Env: TGSPARQL_MAX_REASON_CHARS.")
+@click.option("--max-answer-chars", type=click.IntRange(1),
+              default=OutputLimits.answer_chars, show_default=True,
+              envvar="TGSPARQL_MAX_ANSWER_CHARS",
+              help="Characters kept (printed and stored) of the LLM's answer; the rest is not "
+              "read, and the answer is flagged tg:truncated. Env: TGSPARQL_MAX_ANSWER_CHARS.")
+@click.option("--validate", "validate_", is_flag=True,
+              help="Validate the new session against the bundled shapes; exit 1 if it does "
+              "not conform.")
+def query(target: StoreTarget, question: str, collection: str, llm: str | None,
+          model: str | None, base_url: str | None, api_key: str | None, constrain: str,
+          max_tokens: int | None, log_llm: Path | None, no_stream: bool, format_: str,
+          max_path_length: int, triple_limit: int, entity_limit: int, max_subgraph_size: int,
+          max_reason_chars: int, max_answer_chars: int, validate_: bool) -> None:
+    """Answer QUESTION from the KG and record the session's explanation."""
+    limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
+    output_limits = OutputLimits(max_reason_chars, max_answer_chars)
+    with llm_log(log_llm) as log, opened(target, waits_for_llm=True) as store:
+        backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
+                               log=log)
+        if target is None:
+            click.echo("warning: no --store given: querying an empty in-memory store", err=True)
+        rag = _rag(store, backend, collection, limits, output_limits)
+        messages = _warn_on_empty_selection(rag.query(question, stream=not no_stream))
+        if format_ == "jsonl":
+            failed = False
+            session = ""
+            for message in messages:
+                click.echo(json.dumps(message.to_json(), ensure_ascii=False))
+                failed = failed or message.error is not None
+                if message.message_type == "explain" and message.explain_id and not session:
+                    session = message.explain_id
+            if failed:
+                sys.exit(1)
+            if validate_ and not session_conforms(store, session, jsonl=True):
+                sys.exit(1)
+            return
+        session = _stream_text(messages)
+        if target is None:  # nothing to explain once this process ends
+            click.echo(f"session {session} was recorded in memory and is gone with this "
+                       "process: pass --store DIR to keep sessions", err=True)
+        else:
+            click.echo(f"explain: tgsparql explain {session}"
+                       + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
+                          else ""), err=True)
+        if validate_ and not session_conforms(store, session, jsonl=False):
+            sys.exit(1)
+
+
+def _warn_on_empty_selection(
+    messages: Iterator[GraphRagResponse],
+) -> Iterator[GraphRagResponse]:
+    """The messages, with a warning on stderr once the selection is announced empty: the
+    answer then only says that the KG holds nothing that answers."""
+    for message in messages:
+        if message.explain_id and ":prov:selection:" in message.explain_id and not any(
+            triple.predicate == vocab.TG_SELECTED_EDGE
+            for triple in message.explain_triples
+        ):
+            click.echo("warning: no edge of the KG was selected as answering the question; "
+                       "the answer says so (--log-llm FILE shows the selector's reply)", err=True)
+        yield message
+
+
+def _rag(store: Store, backend: Backend, collection: str,
+         limits: RetrievalLimits | None = None,
+         output_limits: OutputLimits | None = None) -> GraphRag:
+    try:
+        return GraphRag(store, backend, collection=collection, limits=limits,
+                        output_limits=output_limits)
+    except (StoreError, vocab.CollectionError) as error:
+        raise Failure(str(error)) from None
+
+
+def _stream_text(messages: Iterator[GraphRagResponse]) -> str:
+    """Print answer chunks as they come; the session IRI, or a Failure for an error message."""
+    session = ""
+    for message in messages:
+        if message.error is not None:
+            click.echo()
+            raise Failure(message.error.message)
+        if message.message_type == "explain" and message.explain_id and not session:
+            session = message.explain_id
+        if message.message_type == "chunk" and message.response:
+            click.echo(visible(message.response, keep="\n\t"), nl=False)
+    click.echo()
+    return session

@@ -1,0 +1,154 @@
+"""Checking: `validate` (a store against SHACL shapes) and `doctor` (an endpoint)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from tgsparql.cli.options import (
+    STORE_MARKER,
+    Failure,
+    Remote,
+    StoreTarget,
+    remote_options,
+    store_for,
+    store_option,
+)
+from tgsparql.explain import SessionNotFound
+from tgsparql.store import Store, StoreError
+from tgsparql.templates import Templates
+
+
+class CannotValidate(Failure):
+    """A one-line error and exit code 2: the data could not be validated at all."""
+
+    exit_code = 2
+
+
+@click.command()
+@store_option
+@click.option("--shapes", "shape_files", multiple=True, metavar="PATH",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="SHACL shapes file (Turtle, TriG, N-Triples, ...); repeatable. "
+              "Default: the bundled shapes of the explainability and extraction records, "
+              "in the store's dialect.")
+@click.option("--graph", "graphs", multiple=True, metavar="IRI",
+              help="Validate only this graph; repeatable; 'default' names the default graph "
+              "(the KG). Default: the union of all graphs.")
+@click.option("--session", help="Validate only this session's entities (its IRI or UUID).")
+@click.option("--format", "format_", type=click.Choice(["text", "turtle", "json", "junit"]),
+              default="text", show_default=True,
+              help="turtle: a standard sh:ValidationReport; junit: one test case per shape.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the report to FILE (a one-line verdict goes to stderr).")
+def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[str, ...],
+             session: str | None, format_: str, output: Path | None) -> None:
+    """Validate the provenance in a store against SHACL shapes, for CI.
+
+    Exit 0 when the data conforms (warnings allowed), 1 when it has violations, 2 when it
+    could not be validated (bad shapes, a store that cannot be opened, an unknown session).
+    """
+    from tgsparql.validate_session import (
+        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes,
+        verdict,
+    )
+    from tgsparql.validation import Shapes, ShapesError, Validator
+
+    if target is None:
+        raise CannotValidate("no store to validate: give --store PATH or --endpoint URL")
+    if isinstance(target, Path):
+        _refuse_non_store(target)
+    try:
+        graph = data_graph(graphs)
+        shapes = Shapes.from_files(shape_files) if shape_files else None
+    except (GraphNameError, ShapesError) as error:
+        raise CannotValidate(str(error)) from None
+    if shapes is not None and not len(shapes):
+        raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
+    try:
+        with store_for(target) as store:
+            validator = (
+                bundled_validator(store.dialect)
+                if shapes is None
+                else Validator(shapes, dialect=store.dialect)
+            )
+            for name in empty_graphs(store, graph):
+                raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")
+            focus = (
+                session_nodes(store, Templates(store.dialect), session, graph) if session else None
+            )
+            report = validator.validate(store, default_graph=graph, focus=focus)
+    except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
+        raise CannotValidate(str(error)) from None
+    text = render(report, format_)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise CannotValidate(f"cannot write {output}: {error.strerror or error}") from None
+        click.echo(f"{verdict(report)}; report written to {output}", err=True)
+    if report.violations:
+        sys.exit(1)
+
+
+def _refuse_non_store(path: Path) -> None:
+    """`validate` reads a store that exists: it never creates one where a path names none."""
+    if not path.exists():
+        raise CannotValidate(f"no store at {path}")
+    if not path.is_dir():
+        raise CannotValidate(f"{path} is a file, not a store directory")
+    if not (path / STORE_MARKER).is_file():
+        what = "an empty directory" if not any(path.iterdir()) else "a directory"
+        raise CannotValidate(f"{path} is {what}, not a store")
+
+
+def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
+    """`query --validate`: the new session against the bundled shapes, verdict printed."""
+    from tgsparql.validate_session import validate_session, verdict
+    from tgsparql.validation import ShapesError
+
+    try:
+        report = validate_session(store, session)
+    except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
+        raise CannotValidate(str(error)) from None
+    if jsonl:
+        line = {"validation": {"session": session, **report.to_json()}}
+        click.echo(json.dumps(line, ensure_ascii=False))
+    else:
+        click.echo(f"validate: {verdict(report)}", err=True)
+        for line in report.to_text().splitlines()[1:]:
+            click.echo(f"  {line}", err=True)
+    return not report.violations
+
+
+@click.command()
+@remote_options
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def doctor(remote: Remote | None, format_: str) -> None:
+    """Probe a SPARQL endpoint: reachable, readable, writable (a probe triple in a scratch
+    named graph, then removed), named graphs, triple terms, quoted triples; recommend a dialect.
+
+    Exit 0 when the endpoint can serve tgsparql (in --dialect, when given), else 1 with why.
+    """
+    from tgsparql.doctor import diagnose
+
+    if remote is None:
+        raise click.UsageError("give --endpoint URL (or set TGSPARQL_ENDPOINT)")
+    wanted = remote.options.get("dialect")
+    try:
+        with remote.open() as store:
+            diagnosis = diagnose(store, dialect=wanted)
+    except StoreError as error:
+        raise Failure(str(error)) from None
+    if format_ == "json":
+        click.echo(json.dumps(diagnosis.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(diagnosis.to_text())
+    if diagnosis.reason is not None:
+        raise Failure(diagnosis.reason)

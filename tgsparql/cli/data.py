@@ -1,0 +1,257 @@
+"""Putting data in and getting it out: `load`, `ingest`, `index`, `migrate`, `export`."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from tgsparql.cli.options import (
+    Failure,
+    Remote,
+    StoreTarget,
+    backend_from,
+    constrain_option,
+    llm_log,
+    llm_options,
+    opened,
+    progress_bars,
+    reply_options,
+    store_option,
+)
+from tgsparql.grounding import rebuild_label_index, update_label_index
+from tgsparql.loader import load_files
+from tgsparql.store import StoreError
+from tgsparql.templates import Templates
+
+if TYPE_CHECKING:
+    from tgsparql.ingest import DocumentReport, IngestReport
+
+
+@click.command()
+@store_option
+@click.argument("files_", metavar="FILE...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+def load(target: StoreTarget, files_: tuple[Path, ...]) -> None:
+    """Load RDF files: Turtle, TriG, N-Triples, N-Quads (RDF 1.2 included).
+
+    Each file is checked in full first: a file with a syntax error loads nothing and the error
+    names its line. Labels loaded are added to the grounding index.
+    """
+    with opened(target) as store, progress_bars() as bar:
+        report = load_files(
+            store,
+            list(files_),
+            progress=lambda path: bar(str(path), path.stat().st_size * 2 if path.is_file() else 0),
+        )
+        for path, count in report.loaded.items():
+            click.echo(f"loaded {path}: {count} quads")
+        _finish(report.labels_indexed, list(report.failed.values()))
+
+
+@click.command()
+@store_option
+@click.option("--graph", "graphs", multiple=True, metavar="IRI",
+              help="Export only this graph; repeatable; 'default' names the default graph. "
+              "Default: every graph.")
+@click.option("--format", "format_", type=click.Choice(["nquads", "trig"]), required=True,
+              help="N-Quads or TriG, RDF 1.2: triple terms and graph names kept.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write to FILE instead of standard output.")
+def export(target: StoreTarget, graphs: tuple[str, ...], format_: str,
+           output: Path | None) -> None:
+    """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically.
+
+    With --dialect reification (no --endpoint needed), edge references are written as
+    rdf:Statement IRIs with rdf:subject, rdf:predicate and rdf:object, for SPARQL 1.1 tools and
+    rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
+    """
+    from tgsparql.export import export as export_store
+    from tgsparql.validate_session import GraphNameError, data_graph
+
+    try:
+        chosen = data_graph(graphs) if graphs else None
+    except GraphNameError as error:
+        raise click.BadParameter(str(error), param_hint="--graph") from None
+    dialect = click.get_current_context().params.get("dialect") or "rdf12"
+    if dialect == "rdfstar" and not isinstance(target, Remote):
+        raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
+                                 "endpoint stores it)", param_hint="--dialect")
+    if isinstance(target, Remote):
+        dialect = "rdf12"  # written as the endpoint's reads return them
+    with opened(target) as store:
+        try:
+            if output is None:
+                export_store(store, sys.stdout.buffer, format_, chosen,  # type: ignore[arg-type]
+                             dialect)
+                sys.stdout.buffer.flush()
+            else:
+                with output.open("wb") as file:
+                    export_store(store, file, format_, chosen, dialect)  # type: ignore[arg-type]
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): nothing to say, and nothing more to write.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as error:
+            raise Failure(f"cannot write {output or 'standard output'}: "
+                          f"{error.strerror or error}") from None
+        except StoreError as error:
+            raise Failure(str(error)) from None
+
+
+@click.command()
+@store_option
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+@click.option("--chunk-size", type=click.IntRange(1), default=2000, show_default=True,
+              help="Characters per chunk at most.")
+@click.option("--chunk-overlap", type=click.IntRange(0), default=200, show_default=True,
+              help="Characters a chunk shares with the one before it.")
+@click.option("--force", "--reextract", "force", is_flag=True,
+              help="Extract files ingested before again, replacing the facts and provenance "
+              "each gave (facts another document or a recorded session stands on stay).")
+@llm_options
+@functools.partial(constrain_option, what="extraction")
+@reply_options
+def ingest(target: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
+           chunk_overlap: int, force: bool, llm: str | None, model: str | None,
+           base_url: str | None, api_key: str | None, constrain: str, max_tokens: int | None,
+           log_llm: Path | None) -> None:
+    """Extract facts from plain text and Markdown files, with where each came from.
+
+    One document per file, titled by its first heading or line, pages split on form feeds,
+    chunks read by the LLM. Facts go to the KG, their provenance to urn:graph:source, the
+    texts to urn:graph:library. A file whose text was ingested before is skipped (--force reads
+    it again). One line per file as it finishes, then a summary. Needs an LLM: the offline
+    backend does not invent facts.
+    """
+    from tgsparql.chunking import ChunkingError, check_settings
+    from tgsparql.ingest import IngestFailure, ingest_files
+    from tgsparql.llm.base import ExtractionUnsupported
+    from tgsparql.llm.offline import EXTRACTION_REFUSED, OfflineBackend
+
+    try:
+        check_settings(chunk_size, chunk_overlap)
+    except ChunkingError as error:
+        raise click.BadParameter(str(error), param_hint="--chunk-overlap") from None
+    with llm_log(log_llm) as log:
+        backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
+                               log=log)
+        if isinstance(backend, OfflineBackend):  # refused before a store directory is made
+            raise Failure(EXTRACTION_REFUSED)
+        with opened(target, waits_for_llm=True) as store:
+            if target is None:
+                click.echo("warning: no --store given: the facts go to an in-memory store and "
+                           "are lost on exit", err=True)
+            try:
+                with progress_bars() as bars:
+
+                    def finished(outcome: DocumentReport | IngestFailure) -> None:
+                        bars.close()
+                        if isinstance(outcome, IngestFailure):
+                            click.echo(f"error: {outcome.message}", err=True)
+                        else:
+                            click.echo(_ingested_line(outcome))
+
+                    report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
+                                          chunk_overlap=chunk_overlap, force=force,
+                                          progress=lambda path, chunks: bars(str(path), chunks),
+                                          finished=finished)
+            except (ExtractionUnsupported, StoreError) as error:
+                raise Failure(str(error)) from None
+            if report.labels_indexed:
+                click.echo(f"indexed {report.labels_indexed} labels for grounding")
+            click.echo(_ingest_summary(report))
+            if report.failed:
+                sys.exit(1)
+
+
+def _ingested_line(doc: DocumentReport) -> str:
+    """One file's outcome, as soon as it is known; a document that gave no fact says so."""
+    if doc.already_present:
+        line = f"skipped {doc.path}: already ingested as {doc.document.value}"
+        if not doc.facts:
+            line += " (it gave 0 facts; --force extracts it again)"
+        return line
+    verb = "re-extracted" if doc.replaced else "ingested"
+    dropped = doc.skipped_lines + doc.rejected
+    drops = f"{dropped} unusable reply lines or objects dropped" if dropped else ""
+    if not doc.facts:
+        return (f"{verb} {doc.path}: 0 facts: the LLM stated none it could record "
+                f"({doc.pages} pages, {doc.chunks} chunks" + (f", {drops}" if drops else "")
+                + f"; --log-llm FILE shows its replies) as {doc.document.value}")
+    return (f"{verb} {doc.path}: {doc.pages} pages, {doc.chunks} chunks, {doc.facts} facts "
+            f"({doc.evidence_found} with evidence located" + (f", {drops}" if drops else "")
+            + f") as {doc.document.value}")
+
+
+def _ingest_summary(report: IngestReport) -> str:
+    docs = report.documents
+    done = [doc for doc in docs if not doc.already_present]
+    parts = [f"{len(done)} ingested ({sum(doc.facts for doc in done)} facts)"]
+    empty = sum(1 for doc in docs if not doc.facts)
+    if empty:
+        parts.append(f"{empty} with 0 facts")
+    skipped = len(docs) - len(done)
+    if skipped:
+        parts.append(f"{skipped} skipped as ingested before")
+    if report.failed:
+        parts.append(f"{len(report.failed)} failed")
+    files_ = len(docs) + len(report.failed)
+    return f"ingest: {files_} file{'s' if files_ != 1 else ''}: " + ", ".join(parts)
+
+
+@click.command()
+@store_option
+@click.option("--rebuild", is_flag=True, help="Drop the index and build it anew.")
+def index(target: StoreTarget, rebuild: bool) -> None:
+    """Bring the label index used by grounding up to date (after loading by other means)."""
+    with opened(target) as store:
+        templates = Templates(store.dialect)
+        try:
+            count = (rebuild_label_index if rebuild else update_label_index)(store, templates)
+        except StoreError as error:
+            raise Failure(str(error)) from None
+        click.echo(f"indexed {count} labels")
+
+
+@click.command()
+@store_option
+@click.option("--dry-run", is_flag=True, help="Count what would be added; change nothing.")
+@click.option("--batch", type=click.IntRange(1), default=2000, show_default=True,
+              help="Records per update (each update is all or nothing).")
+def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
+    """Add to sessions recorded by older versions the fields BI reads (tg:day, tg:completeDay,
+    tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage). Safe to interrupt
+    and to run again."""
+    from tgsparql.migrate import migrate as run_migration
+    from tgsparql.migrate import pending
+
+    with opened(target) as store, progress_bars() as bar:
+        templates = Templates(store.dialect)
+        try:
+            todo = pending(store, templates)
+            summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections and "
+                       f"{len(todo.calls)} LLM calls")
+            if dry_run:
+                click.echo(f"dry run: {summary} would be migrated")
+                return
+            updates = run_migration(store, templates, todo, batch=batch,
+                                    progress=bar("migrating", len(todo)))
+        except StoreError as error:
+            raise Failure(str(error)) from None
+    click.echo(f"migrated {summary} in {updates} updates")
+
+
+def _finish(labels_indexed: int, errors: list[str]) -> None:
+    """The end of load: labels indexed, one line per failed file, exit 1."""
+    if labels_indexed:
+        click.echo(f"indexed {labels_indexed} labels for grounding")
+    for message in errors:
+        click.echo(f"error: {message}", err=True)
+    if errors:
+        sys.exit(1)

@@ -1,0 +1,350 @@
+"""What every command shares: the store and endpoint flags and the store they open, the LLM
+flags and the backend they make, progress bars, and how a failure is said."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from tgsparql import vocab
+from tgsparql.llm import LLMError, make_backend
+from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
+from tgsparql.locking import TurnTakingStore, exclusive_store
+from tgsparql.store import ENDPOINT_ENVIRONMENT, Store, StoreError, open_store
+from tgsparql.templates import DIALECTS
+
+if TYPE_CHECKING:
+    from tgsparql.llm.log import LLMLog
+    from tgsparql.remote import RemoteStore
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Failure(click.ClickException):
+    """A one-line error and exit code 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A SPARQL endpoint to open, as the flags and the environment gave it."""
+
+    endpoint: str
+    options: dict[str, Any]
+
+    def open(self) -> RemoteStore:
+        from tgsparql.remote import RemoteStore  # its HTTP stack only for an endpoint
+
+        return RemoteStore(self.endpoint, **self.options)
+
+
+StoreTarget = Path | Remote | None
+"""What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
+LOCK_TIMEOUT = "tgsparql.lock_timeout"
+"""Where --lock-timeout is kept in the click context, for `store_for`."""
+DEFAULT_LOCK_TIMEOUT = 30.0
+STORE_MARKER = "CURRENT"
+"""The file the embedded store's database keeps in every store directory it has created."""
+LLM_WAIT = "tgsparql.llm_wait"
+"""Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
+
+_ENV = ENDPOINT_ENVIRONMENT
+_REMOTE_OPTIONS = [
+    click.option("--endpoint", metavar="URL", envvar=_ENV["endpoint"],
+                 help="SPARQL 1.1 Protocol query endpoint of a remote store, instead of "
+                 f"--store. Env: {_ENV['endpoint']}."),
+    click.option("--update-endpoint", metavar="URL", envvar=_ENV["update_endpoint"],
+                 help="Its update endpoint; default: the query endpoint. "
+                 f"Env: {_ENV['update_endpoint']}."),
+    click.option("--graph-store", metavar="URL", envvar=_ENV["graph_store"],
+                 help="Graph Store Protocol endpoint taking N-Quads, for bulk loads; default: "
+                 f"batched INSERT DATA. Env: {_ENV['graph_store']}."),
+    click.option("--dialect", type=click.Choice(DIALECTS), envvar=_ENV["dialect"],
+                 help="How the endpoint writes edge references (default rdf12; "
+                 f"`tgsparql doctor` recommends one). Env: {_ENV['dialect']}."),
+    click.option("--kg-graph", metavar="IRI", envvar=_ENV["kg_graph"],
+                 help="Named graph that holds the KG on a server whose default graph is the "
+                 "union of all graphs (Virtuoso): writes to the default graph go there and reads "
+                 f"of it name it as default-graph-uri. Env: {_ENV['kg_graph']}."),
+    click.option("--user", envvar=_ENV["user"], help=f"Basic auth user. Env: {_ENV['user']}."),
+    click.option("--password", envvar=_ENV["password"],
+                 help=f"Basic auth password. Env: {_ENV['password']} (preferred: keeps it out "
+                 "of ps)."),
+    click.option("--token", envvar=_ENV["token"],
+                 help=f"Bearer token for the endpoint. Env: {_ENV['token']} (preferred)."),
+    click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
+                 show_default=True, envvar="TGSPARQL_CONNECT_TIMEOUT",
+                 help="Seconds to wait for a connection to the endpoint."),
+    click.option("--read-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+                 show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
+                 help="Seconds to wait for the endpoint to send more of a response."),
+]
+_DIALECT_OF_OUTPUT = {"export"}
+"""Commands whose --dialect, without --endpoint, says how they write edge references."""
+_REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "kg_graph", "user",
+                "password", "token", "connect_timeout", "read_timeout")
+
+
+def remote_options(function: F) -> F:
+    """The endpoint flags, handed to the command as one `remote` argument (None without one)."""
+
+    @functools.wraps(function)
+    def packed(*args: Any, **kwargs: Any) -> Any:
+        values = {key: kwargs.pop(key) for key in _REMOTE_KEYS}
+        kwargs["remote"] = _remote(values)
+        return function(*args, **kwargs)
+
+    for option in reversed(_REMOTE_OPTIONS):
+        packed = option(packed)
+    return packed  # type: ignore[return-value]
+
+
+def _remote(values: dict[str, Any]) -> Remote | None:
+    endpoint = values.pop("endpoint")
+    if endpoint is None:
+        context = click.get_current_context()
+        source = context.get_parameter_source
+        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE
+                 and not (key == "dialect" and context.command.name in _DIALECT_OF_OUTPUT)]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise click.UsageError(f"{flag} needs --endpoint URL (or {_ENV['endpoint']})")
+        return None
+    options = {key: value for key, value in values.items() if value is not None}
+    return Remote(endpoint, options)
+
+
+def store_option(function: F) -> F:
+    """--store PATH or --endpoint URL (with its flags), handed to the command as `target`.
+
+    The two exclude each other; when one comes from the command line and the other only from
+    the environment, the command line wins."""
+
+    @functools.wraps(function)
+    def chosen(*args: Any, store_path: Path | None, remote: Remote | None, **kwargs: Any) -> Any:
+        return function(*args, target=chosen_target(store_path, remote), **kwargs)
+
+    chosen = click.option(
+        "--lock-timeout",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_LOCK_TIMEOUT,
+        show_default=True,
+        envvar="TGSPARQL_LOCK_TIMEOUT",
+        expose_value=False,
+        callback=lambda context, _, value: context.meta.__setitem__(LOCK_TIMEOUT, value),
+        help="Seconds to wait while another process writes to the --store directory "
+        "(processes take turns on it); 0 fails at once. Env: TGSPARQL_LOCK_TIMEOUT.",
+    )(chosen)
+    chosen = click.option(
+        "--store",
+        "store_path",
+        type=click.Path(path_type=Path),
+        envvar="TGSPARQL_STORE",
+        help="On-disk store directory (created if missing); in memory when omitted. "
+        "Env: TGSPARQL_STORE.",
+    )(chosen)
+    return remote_options(chosen)
+
+
+def chosen_target(store_path: Path | None, remote: Remote | None) -> StoreTarget:
+    """The one of --store and --endpoint that was given; the command line wins over the
+    environment, and both on the same footing are a usage error."""
+    if remote is None or store_path is None:
+        return remote if remote is not None else store_path
+    source = click.get_current_context().get_parameter_source
+    from_env = ParameterSource.ENVIRONMENT
+    store_env, remote_env = source("store_path") == from_env, source("endpoint") == from_env
+    if store_env == remote_env:
+        raise click.UsageError("--store and --endpoint are mutually exclusive (so are "
+                               f"TGSPARQL_STORE and {_ENV['endpoint']})")
+    return remote if store_env else store_path
+
+
+def collection_option(function: F) -> F:
+    return click.option(
+        "--collection",
+        default=vocab.DEFAULT_COLLECTION,
+        show_default=True,
+        help="Explainability collection: sessions go to the graph urn:graph:COLLECTION.",
+    )(function)
+
+
+def _keep_llm_wait(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+    context.meta.setdefault(LLM_WAIT, {})[parameter.name] = value
+
+
+def llm_options(function: F) -> F:
+    """The LLM flags of every command that calls one; the waits reach `backend_from` through
+    the click context, so no command has to pass them along."""
+    options = [
+        click.option(
+            "--llm",
+            type=click.Choice(["offline", "openai"]),
+            help="Backend; default: openai when an LLM is configured, else offline.",
+        ),
+        click.option("--model", help="Model name. Env: TGSPARQL_MODEL."),
+        click.option("--base-url", help="OpenAI-compatible server URL. Env: OPENAI_BASE_URL."),
+        click.option(
+            "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
+        ),
+        click.option(
+            "--llm-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_LLM_TIMEOUT, show_default=True, envvar="TGSPARQL_LLM_TIMEOUT",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Seconds to wait for the LLM server to connect or to send more of a reply "
+            "before the try fails. Env: TGSPARQL_LLM_TIMEOUT.",
+        ),
+        click.option(
+            "--llm-retries", "max_retries", type=click.IntRange(min=0),
+            default=DEFAULT_LLM_RETRIES, show_default=True, envvar="TGSPARQL_LLM_RETRIES",
+            expose_value=False, callback=_keep_llm_wait,
+            help="Tries after the first on a timeout, a lost connection, 429 or 5xx; a dead "
+            "LLM fails after (retries + 1) x timeout plus a few seconds of backoff. "
+            "Env: TGSPARQL_LLM_RETRIES.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def constrain_option(function: F, what: str = "selection") -> F:
+    return click.option(
+        "--constrain",
+        type=click.Choice(["none", "grammar"]),
+        default="none",
+        show_default=True,
+        help=f"grammar: constrain the {what} output to lines that parse: a GBNF grammar on "
+        "llama.cpp-compatible servers, a JSON schema (response_format) on the OpenAI API.",
+    )(function)
+
+
+@contextmanager
+def opened(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
+    try:
+        with store_for(target, waits_for_llm=waits_for_llm) as store:
+            yield store
+    except StoreError as error:
+        raise Failure(str(error)) from None
+
+
+@contextmanager
+def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
+    """The store a command was pointed at: an endpoint, memory, or a directory, which it
+    takes its turn on (`--lock-timeout`) when another tgsparql process is writing to it.
+
+    `waits_for_llm`: a directory is held only while it is used, not while the LLM is awaited,
+    so other writer processes are not kept out by a slow or dead LLM."""
+    if isinstance(target, Path):
+        context = click.get_current_context(silent=True)
+        timeout = context.meta.get(LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT) if context else 0.0
+        if waits_for_llm:
+            shared = TurnTakingStore(target, timeout=timeout)
+            try:
+                yield shared
+            finally:
+                shared.close()
+            return
+        with exclusive_store(target, timeout=timeout) as store:
+            yield store
+        return
+    store = target.open() if isinstance(target, Remote) else open_store()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+class ProgressBars:
+    """A bar per item of long work, on a terminal only; each closes when the next starts."""
+
+    def __init__(self) -> None:
+        self.open_bars: list[Any] = []
+
+    def __call__(self, label: str, length: int) -> Callable[[int], None] | None:
+        if not sys.stderr.isatty():
+            return None  # a bar is for people; logs get the one-line results
+        self.close()
+        bar = click.progressbar(length=length, label=label, file=sys.stderr)
+        bar.__enter__()
+        self.open_bars.append(bar)
+        return bar.update
+
+    def close(self) -> None:
+        """Close the open bar, e.g. before a line is printed under it."""
+        while self.open_bars:
+            self.open_bars.pop().__exit__(None, None, None)
+
+
+@contextmanager
+def progress_bars() -> Iterator[ProgressBars]:
+    bars = ProgressBars()
+    try:
+        yield bars
+    finally:
+        bars.close()
+
+
+@contextmanager
+def llm_log(path: Path | None) -> Iterator[LLMLog | None]:
+    """The --log-llm file, open for the command's length; None without the flag."""
+    if path is None:
+        yield None
+        return
+    from tgsparql.llm.log import LLMLog, LLMLogError
+
+    try:
+        log = LLMLog(path)
+    except LLMLogError as error:
+        raise Failure(str(error)) from None
+    try:
+        yield log
+    finally:
+        log.close()
+
+
+def reply_options(function: F) -> F:
+    """--max-tokens and --log-llm: how long a reply may be, and where every call is logged."""
+    options = [
+        click.option("--max-tokens", type=click.IntRange(1), metavar="N",
+                     help="Tokens an LLM reply may hold at most (default 1024)."),
+        click.option("--log-llm", "log_llm", metavar="FILE",
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Append every prompt and raw LLM reply to FILE as JSON Lines (with "
+                     "the model, constraint, usage, seconds, and any error): to see why nothing "
+                     "was extracted or selected."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def backend_from(llm: str | None, model: str | None, base_url: str | None,
+                 api_key: str | None, constrain: str, *, max_tokens: int | None = None,
+                 log: LLMLog | None = None) -> Backend:
+    context = click.get_current_context(silent=True)
+    waits = context.meta.get(LLM_WAIT, {}) if context else {}
+    try:
+        return make_backend(
+            llm, model=model, base_url=base_url, api_key=api_key, constraint=constrain,  # type: ignore[arg-type]
+            max_tokens=max_tokens, log=log, **waits,
+        )
+    except LLMError as error:
+        raise Failure(str(error)) from None
+
+
+def usage_line(message: str) -> None:
+    """Bad usage as one line, exit 2 (click's usage errors take several)."""
+    click.echo(f"error: {message}", err=True)
+    click.get_current_context().exit(2)
