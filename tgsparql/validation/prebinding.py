@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tgsparql.validation.errors import ShapesError
 
@@ -165,15 +166,32 @@ def substitute(text: str, values: Mapping[str, str]) -> str:
     the appendix on pre-binding defines. In the outermost projection it stays a column,
     `(value AS ?v)`; a subquery's projection drops it (the outer query no longer has the
     variable to join on); in GROUP BY and ORDER BY it becomes the expression `(value)`."""
-    found = tokens(text)
     out: list[str] = []
     position = 0
+    for start, end, name, form in _places(text, frozenset(values)):
+        out.append(text[position:start])
+        out.append(form.replace(_VALUE, values[name]))
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+_VALUE = "\x00"
+"""Where the value goes in the text of a place of `_places` (no variable name holds it)."""
+
+
+@lru_cache(maxsize=256)
+def _places(text: str, names: frozenset[str]) -> tuple[tuple[int, int, str, str], ...]:
+    """Where `substitute` writes each of `names` into `text`: (start, end, name, the text there
+    with _VALUE for the value). Cached: a query run once per focus node is lexed once."""
+    found = tokens(text)
+    places: list[tuple[int, int, str, str]] = []
     clause = ""
     depth = 0
     selects = 0
     dropped_all: set[int] = set()
     for index, projection in enumerate(_projections(found)):
-        if index and projection and all(t.variable in values for t in projection):
+        if index and projection and all(t.variable in names for t in projection):
             dropped_all.add(index)
     for token in found:
         if token.word in ("SELECT", "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "OFFSET") or token.text == "{":
@@ -185,23 +203,19 @@ def substitute(text: str, values: Mapping[str, str]) -> str:
         elif token.text == ")":
             depth -= 1
         name = token.variable
-        if name is None or name not in values:
+        if name is None or name not in names:
             continue
-        value = values[name]
         if clause == "SELECT" and depth == 0 and selects == 1:
-            replacement = f"({value} AS ?{name})"
+            form = f"({_VALUE} AS ?{name})"
         elif clause == "SELECT" and depth == 0:
-            replacement = "(true AS ?prebound)" if selects - 1 in dropped_all else ""
+            form = "(true AS ?prebound)" if selects - 1 in dropped_all else ""
             dropped_all.discard(selects - 1)
         elif clause in ("GROUP", "ORDER") and depth == 0:
-            replacement = f"({value})"
+            form = f"({_VALUE})"
         else:
-            replacement = value
-        out.append(text[position:token.start])
-        out.append(replacement)
-        position = token.end
-    out.append(text[position:])
-    return "".join(out)
+            form = _VALUE
+        places.append((token.start, token.end, name, form))
+    return tuple(places)
 
 
 def _projections(found: list[Token]) -> Iterator[list[Token]]:
