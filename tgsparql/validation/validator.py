@@ -50,6 +50,16 @@ class Validator:
         }
         """The property shapes a few focus nodes need run only if one of them has a value, with
         the target pair (targetSubjectsOf or targetObjectsOf, predicate) of the nodes having one."""
+        self._target_pairs = {shape.key: shape.target_pairs for shape in shapes if not shape.deactivated}
+        """The target pairs of each active shape, by key (read for every run over a few nodes)."""
+        wanted: dict[str, set[Term]] = {}
+        for pairs in self._target_pairs.values():
+            for kind, target in pairs:
+                wanted.setdefault(kind, set()).add(target)
+        for _, (kind, predicate) in self._value_edges.values():
+            wanted.setdefault(kind, set()).add(predicate)
+        self._wanted = {kind: sorted(found, key=str) for kind, found in wanted.items()}
+        """Every target of each kind that a run over a few nodes asks the store about."""
 
     @property
     def scoped(self) -> list[CompiledQuery]:
@@ -131,13 +141,7 @@ class Validator:
         the keys of the idle ones among those: shapes of `_value_edges` none of whose focus nodes
         has an edge of their predicate). The other shapes have no result, so
         validating a few nodes runs only the queries of the reached shapes that are not idle."""
-        wanted: dict[str, set[Term]] = {}
-        for shape in self.shapes:
-            for kind, target in shape.target_pairs:
-                wanted.setdefault(kind, set()).add(target)
-        for _, (kind, predicate) in self._value_edges.values():
-            wanted.setdefault(kind, set()).add(predicate)
-        ordered = {kind: sorted(found, key=str) for kind, found in wanted.items()}
+        ordered = self._wanted
         rows = store.select(
             self.templates.render(
                 "validation/_targeted", focus_nodes=nodes, classes=ordered.get("targetClass"),
@@ -154,10 +158,9 @@ class Validator:
             met[("targetNode", node)] = frozenset((node,))
         shared: dict[frozenset[Term], frozenset[Term]] = {}  # shapes alike share one set
         targeted = {
-            shape.key: shared.setdefault(union, union)
-            for shape in self.shapes
-            if not shape.deactivated
-            for union in [frozenset().union(*(met.get(pair, ()) for pair in shape.target_pairs))]
+            key: shared.setdefault(union, union)
+            for key, pairs in self._target_pairs.items()
+            for union in [frozenset().union(*(met.get(pair, ()) for pair in pairs))]
         }
         reached: set[int] = set()
 
