@@ -327,6 +327,33 @@ def test_a_few_focus_nodes_without_a_value_skip_only_the_shapes_that_need_one() 
     assert validate(shapes, data, focus=[EX + "b"]).queries_run == 4  # b has no ex:t
 
 
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_a_few_focus_nodes_have_core_queries_sent_together_with_each_row_read_as_its_own(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Core queries for a few focus nodes go BATCH to a request (a SHACL-SPARQL one alone): the
+    results are those of each query sent alone, every shape's rows its own."""
+    shapes = """ex:S sh:targetClass ex:A ;
+        sh:property [ sh:path ex:p ; sh:maxCount 1 ] , [ sh:path ex:q ; sh:datatype xsd:integer ] ,
+                    [ sh:path ex:r ; sh:minCount 1 ] , [ sh:path ex:s ; sh:class ex:C ] ,
+                    [ sh:path ex:t ; sh:in ( 1 2 ) ] ;
+        sh:sparql [ sh:select "SELECT $this ?value WHERE { $this <http://example.org/u> ?value }" ] ."""
+    data = """ex:a a ex:A ; ex:p 1, 2 ; ex:q "x" ; ex:s ex:d ; ex:t 3 ; ex:u 4 .
+              ex:b a ex:A ; ex:r 1 ; ex:q 5 ; ex:t 1 ."""
+    whole = validate(shapes, data)
+    store = EmbeddedStore()
+    store.bulk_load(io.BytesIO((PREFIXES + data).encode()), ox.RdfFormat.TURTLE)
+    requests: list[str] = []
+    select = store.select
+    store.select = lambda text, **kwargs: requests.append(text) or select(text, **kwargs)  # type: ignore[method-assign]
+    monkeypatch.setattr("tgsparql.validation.validator.BATCH", batch)
+    few = Validator(Shapes.from_text(PREFIXES + shapes)).validate(store, focus=[EX + "a", EX + "b"])
+    assert sorted(map(str, rows(few))) == sorted(map(str, rows(whole)))
+    assert len({r[3] for r in rows(few)}) == 6 and few.queries_run == 6
+    core = few.queries_run - 1
+    assert len(requests) == 1 + -(-core // batch) + 1  # the targets, the Core queries, SHACL-SPARQL
+
+
 def test_focus_restricts_the_targeted_nodes() -> None:
     report = validate(
         "ex:S sh:targetClass ex:A ; sh:class ex:C .",

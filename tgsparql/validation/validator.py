@@ -12,9 +12,9 @@ import pyoxigraph as ox
 
 from tgsparql.lexical import BY_VALUE, stored_forms
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
-from tgsparql.templates import Dialect, Templates, Term, render_term, to_iri
+from tgsparql.templates import Dialect, Sparql, Templates, Term, render_term, to_iri
 from tgsparql.validation.compiler import (
-    FOCUS_STAND_IN, CompiledQuery, check_shapes, compile_shape, compile_shapes,
+    FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
 )
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
@@ -120,7 +120,8 @@ class Validator:
         checked = set() if focus is None else set(idle)  # an idle shape is checked: it has no value
         run = 0
         overlapped = focus is not None and isinstance(store, EmbeddedStore)
-        for query, rows in _answered(store, queries, default_graph, overlapped):
+        requests = self._batched(queries) if focus is not None else ((q.text, [q]) for q in queries)
+        for query, rows in _answered(store, requests, default_graph, overlapped):
             if query.per_focus_node is not None:
                 rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
             results.extend(self._result(query, row) for row in rows)
@@ -180,6 +181,37 @@ class Validator:
                         for parent in shape.parents)
         }
         return targeted, reached, idle
+
+    def _batched(self, queries: Iterable[CompiledQuery]) -> Iterator[tuple[str, list[CompiledQuery]]]:
+        """The queries for a few focus nodes as requests (text, the queries it answers): those
+        of Core constraints up to BATCH at a time in one text (validation/batch), the others
+        alone. A batch holds at most BATCH_CHARS of text, so many focus nodes (long texts) keep
+        memory to about one query's text at a time."""
+        pending: list[CompiledQuery] = []
+        held = 0
+
+        def flush() -> Iterator[tuple[str, list[CompiledQuery]]]:
+            if len(pending) == 1:
+                yield pending[0].text, list(pending)
+            elif pending:
+                texts = [Sparql(query.text) for query in pending]
+                yield self.templates.render("validation/batch", texts=texts), list(pending)
+            pending.clear()
+
+        for query in queries:
+            alone = query.constraints[0].component in SPARQL_BASED or len(query.text) > BATCH_CHARS
+            if alone or held + len(query.text) > BATCH_CHARS:
+                yield from flush()
+                held = 0
+            if alone:
+                yield query.text, [query]
+                continue
+            pending.append(query)
+            held += len(query.text)
+            if len(pending) == BATCH:
+                yield from flush()
+                held = 0
+        yield from flush()
 
     def _per_focus_node(
         self, store: Store, text: str, focus_rows: list[Solution], default_graph: DataGraph
@@ -289,6 +321,13 @@ class Validator:
         return out
 
 
+BATCH = 8
+"""Core constraint queries for a few focus nodes sent as one request: each costs little but its
+round trip (parsing, planning, a hand-over between threads)."""
+
+BATCH_CHARS = 16_000
+"""The most query text one batch holds (a session's Core queries are about 1,000 characters)."""
+
 QUERIES_AT_ONCE = 2
 """Queries for a few focus nodes in flight at once on the embedded store: each costs little
 but its parsing and planning, which pyoxigraph does without holding Python's lock, so a second
@@ -296,23 +335,39 @@ one overlaps it on a second CPU."""
 
 
 def _answered(
-    store: Store, queries: Iterable[CompiledQuery], default_graph: DataGraph, overlapped: bool
+    store: Store, requests: Iterable[tuple[str, list[CompiledQuery]]], default_graph: DataGraph,
+    overlapped: bool,
 ) -> Iterator[tuple[CompiledQuery, list[Solution]]]:
-    """Each query with its rows, in order; with `overlapped`, QUERIES_AT_ONCE run at a time
-    (never more texts held than that, as the queries come one at a time)."""
+    """Each query with its rows, in order; with `overlapped`, QUERIES_AT_ONCE requests run at a
+    time (never more texts held than that, as the requests come one at a time)."""
     if not overlapped:
-        yield from ((query, store.select(query.text, default_graph=default_graph)) for query in queries)
+        for text, answered in requests:
+            yield from _split(answered, store.select(text, default_graph=default_graph))
         return
     with ThreadPoolExecutor(QUERIES_AT_ONCE) as pool:
-        pending: deque[tuple[CompiledQuery, Future[list[Solution]]]] = deque()
-        for query in queries:
-            pending.append((query, pool.submit(store.select, query.text, default_graph=default_graph)))
+        pending: deque[tuple[list[CompiledQuery], Future[list[Solution]]]] = deque()
+        for text, answered in requests:
+            pending.append((answered, pool.submit(store.select, text, default_graph=default_graph)))
             if len(pending) >= QUERIES_AT_ONCE:
                 done, future = pending.popleft()
-                yield done, future.result()
+                yield from _split(done, future.result())
         while pending:
             done, future = pending.popleft()
-            yield done, future.result()
+            yield from _split(done, future.result())
+
+
+def _split(
+    answered: list[CompiledQuery], rows: list[Solution]
+) -> Iterator[tuple[CompiledQuery, list[Solution]]]:
+    """The rows of a request by query: all of them for a query sent alone, else by ?part."""
+    if len(answered) == 1:
+        yield answered[0], rows
+        return
+    parts: list[list[Solution]] = [[] for _ in answered]
+    for row in rows:
+        part = row.pop("part")
+        parts[int(part.value)].append(row)
+    yield from zip(answered, parts)
 
 
 ABSENT_VALUES_CONFORM = frozenset({
