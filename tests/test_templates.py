@@ -19,7 +19,7 @@ from tgsparql.iris import SessionIds
 from tgsparql.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import DIALECTS, TemplateError, Templates, _environment
+from tgsparql.templates import DIALECTS, Sparql, TemplateError, Templates, _environment
 
 XSD = vocab.XSD
 S = ox.NamedNode("http://example.org/s")
@@ -558,6 +558,8 @@ EVERY_PARAM: dict[str, Any] = {
     "invalid_ids": 1,
     "nodes": [S, O],
     "literals": [ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal"))],
+    "texts": [Sparql("SELECT DISTINCT ?this ?k WHERE { ?this ?p ?o BIND(0 AS ?k) }"),
+              Sparql("SELECT DISTINCT ?this ?value WHERE { ?this ?value ?o }")],
     "triple_limit": 30,
     "stems": ["radium", "birth"],
     "predicates": {P: ["birth"]},
