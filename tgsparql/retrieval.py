@@ -190,12 +190,7 @@ class RankedQuery:
         small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
         over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
         if small:
-            query = self.templates.render(
-                "retrieve_subgraph",
-                nodes=small,
-                excluded=self.excluded,
-                rank_whole_up_to=RANK_WHOLE_UP_TO,
-            )
+            query = self.templates.render("retrieve_subgraph", nodes=small, excluded=self.excluded)
             for node, found in _NodeEdges.gather(small, self.store.select(query)).items():
                 if len(found.edges) > RANK_WHOLE_UP_TO:
                     over.append(node)
