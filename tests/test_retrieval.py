@@ -175,7 +175,7 @@ def test_schema_predicates_given_by_grounding_spare_the_probe(
     # per hop: the degrees, then the edges of the nodes read whole (no node here has more)
     assert [query.split("\n", 1)[0] for query in asked] == [
         "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in",
-        "# Retrieval, one hop, for the nodes with at most rank_whole_up_to edges (retrieve_degrees.rq",
+        "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks.",
     ] * 2
     assert given == retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
 
@@ -623,8 +623,8 @@ def test_a_big_node_on_the_way_counts_one_match_per_neighbour_and_stem(
 def test_the_question_stems_holders_come_with_the_first_hops_counts(
     fan_of_a_big_star: EmbeddedStore, templates: Templates
 ) -> None:
-    """Two hops with a big node on the way: per hop the counts, the nodes read whole, and the
-    big node's matches; the stems' holders add no request."""
+    """Two hops with a big node on the way: per hop the counts, then the nodes read whole with
+    the big node's matches; the stems' holders add no request."""
     asked: list[str] = []
 
     class Watching:
@@ -639,9 +639,25 @@ def test_the_question_stems_holders_come_with_the_first_hops_counts(
     )
     assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
     counts = "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in"
-    assert asked == [
-        counts,
-        "# Retrieval, one hop, for the nodes with at most rank_whole_up_to edges (retrieve_degrees.rq",
-        counts,
-        "# Retrieval, one hop, for nodes with more than rank_whole_up_to edges that are not seeds: the",
-    ]
+    edges = "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks."
+    assert asked == [counts, edges, counts, edges]
+
+
+def test_a_node_that_grew_past_its_count_is_ranked_as_a_bigger_node(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count and the read are two requests: a node the count found small but that gives
+    more edges than RANK_WHOLE_UP_TO (the KG grew in between) is ranked as the bigger node it
+    is, a seed by the store and any other node by its matches."""
+    store = fan_of_a_big_star
+    asked = {"fan": (FAN_TWO_HOPS, [ex("fan")]), "star": (one_hop(3), [ex("star")])}
+    expected = {name: retrieve_subgraph(store, templates, seeds, lim, stems=["springfield"])
+                for name, (lim, seeds) in asked.items()}
+    counted = retrieval.RankedQuery._degrees
+    monkeypatch.setattr(retrieval.RankedQuery, "_degrees", lambda self, nodes: {
+        node: min(degree, 1) for node, degree in counted(self, nodes).items()
+    })
+    for name, (lim, seeds) in asked.items():
+        assert retrieve_subgraph(store, templates, seeds, lim, stems=["springfield"]) == (
+            expected[name]), name
+    assert t("star", "bornIn", "town") in expected["fan"] + expected["star"]

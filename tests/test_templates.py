@@ -374,7 +374,7 @@ def test_names_lists_the_shipped_templates_without_private_includes() -> None:
     assert names == sorted(names)
     assert {"record_session", "record_retrieval", "record_selection", "record_answer",
             "record_failure", "ground", "retrieve_subgraph", "retrieve_degrees",
-            "retrieve_ranked", "retrieve_matches", "fetch_labels",
+            "retrieve_ranked", "fetch_labels",
             "library_put", "library_get", "list_sessions", "explain_session",
             "_trace/session_sources"} <= set(names)
     assert not any(name.rsplit("/", 1)[-1].startswith("_") for name in names)
@@ -563,6 +563,7 @@ EVERY_PARAM: dict[str, Any] = {
     "predicates": {P: ["birth"]},
     "seeds": [S, O],
     "neighbours": [O],
+    "hubs": [O],
     "rank_whole_up_to": 100,
     "count_up_to": 2000,
     "rare_uses": 10,

@@ -34,7 +34,7 @@ and the edges of its rare ones compete with those that match the question or rea
 node with more (a hub) is never read whole: only the edges that match the question or reach a
 seed compete for its places. Also how far each seed's edges are counted for the record."""
 NEIGHBOURS_BY_VALUE = 2000
-"""Up to this many (node, neighbour named with the question's stems) pairs, retrieve_matches.rq
+"""Up to this many (node, neighbour named with the question's stems) pairs, _matches.rq
 looks each up (an index lookup each, cheaper than a join with the label index per node);
 with more, it joins with the label index."""
 RARE_USES = 10
@@ -189,33 +189,34 @@ class RankedQuery:
                 self.candidates.setdefault(seed, degrees[seed])
         small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
         over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
-        if small:
-            query = self.templates.render("retrieve_subgraph", nodes=small, excluded=self.excluded)
-            for node, found in _NodeEdges.gather(small, self.store.select(query)).items():
-                if len(found.edges) > RANK_WHOLE_UP_TO:
-                    over.append(node)
-                else:
-                    self.best[node] = found.best(
-                        node, set(self.seeds), self.holders, self.triple_limit
-                    )
-        hubs = [node for node in over if node not in self.seeds]
-        if hubs:
-            self._read_matches(hubs)
-        over = [node for node in over if node in self.seeds]
+        seeds = set(self.seeds)
+        hubs = [node for node in over if node not in seeds]
+        while small or hubs:
+            # A node that grew past RANK_WHOLE_UP_TO since the count is asked again as bigger.
+            small = self._read_edges(small, hubs)
+            over += small
+            hubs = [node for node in small if node not in seeds]
+            small = []
+        over = [node for node in over if node in seeds]
         for start in range(0, len(over), NODES_PER_QUERY):
             batch = over[start : start + NODES_PER_QUERY]
             self.best.update(self._rank(batch, self._select(batch)))
 
-    def _read_matches(self, nodes: Sequence[ox.NamedNode]) -> None:
-        """The best edges of nodes with many edges that are not seeds, from their edges to seeds
-        and those that match the question (retrieve_matches.rq), in one request."""
+    def _read_edges(
+        self, small: Sequence[ox.NamedNode], hubs: Sequence[ox.NamedNode]
+    ) -> list[ox.NamedNode]:
+        """In one request (retrieve_subgraph.rq), the edges of the nodes read whole, ranked
+        here, and the best edges of nodes with many edges that are not seeds, from their edges
+        to seeds and those that match the question. Returns the nodes read whole that gave
+        more than RANK_WHOLE_UP_TO edges."""
         holders = self.holders or {}
         neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
-        by_value = len(neighbours) * len(nodes) <= NEIGHBOURS_BY_VALUE
+        by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
         rows = self.store.select(
             self.templates.render(
-                "retrieve_matches",
-                nodes=nodes,
+                "retrieve_subgraph",
+                nodes=small,
+                hubs=hubs,
                 stems=self.stems,
                 predicates=self.predicates,
                 seeds=self.seeds,
@@ -224,27 +225,36 @@ class RankedQuery:
                 matches_up_to=MATCHES_UP_TO,
             )
         )
+        grown = []
         seeds = set(self.seeds)
-        found: dict[ox.NamedNode, list[tuple[str, ox.Triple, int]]] = {node: [] for node in nodes}
+        for node, found in _NodeEdges.gather(small, rows).items():
+            if len(found.edges) > RANK_WHOLE_UP_TO:
+                grown.append(node)
+            else:
+                self.best[node] = found.best(node, seeds, holders, self.triple_limit)
+        matches: dict[ox.NamedNode, list[tuple[str, ox.Triple, int]]] = {node: [] for node in hubs}
         for row in rows:
             i, p = row.get("i"), row.get("p")
             if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode) or _is_schema(p):
                 continue
-            node = nodes[int(i.value)]
+            place = int(i.value) - len(small)
+            if place < 0:
+                continue
+            node = hubs[place]
             edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
             direction = row.get("dir")
             if isinstance(direction, ox.Literal):
                 way = direction.value
-                found[node].append((way, edge, 2 if way.endswith("predicate") else 1))
+                matches[node].append((way, edge, 2 if way.endswith("predicate") else 1))
                 continue
             # An edge to a seed or to a neighbour named with the question's stems (one match
             # a stem), told apart here.
             way, neighbour = ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
             if neighbour in seeds:
-                found[node].append(("seed", edge, 4))
+                matches[node].append(("seed", edge, 4))
             if by_value:
-                found[node].extend((way, edge, 1) for _ in holders.get(neighbour, ()))
-        for node, rows_of_node in found.items():
+                matches[node].extend((way, edge, 1) for _ in holders.get(neighbour, ()))
+        for node, rows_of_node in matches.items():
             too_many = {
                 way for way, count in Counter(way for way, _, _ in rows_of_node).items()
                 if way != "seed" and count > MATCHES_UP_TO
@@ -258,6 +268,7 @@ class RankedQuery:
                 key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
                                   _text(edge.object)),
             )[: self.triple_limit]
+        return grown
 
     def _stem_holders(self, rows: list[Solution]) -> dict[object, set[str]]:
         """Which terms' labels hold which of the question's stems, and which of those terms
@@ -359,13 +370,16 @@ class _NodeEdges:
         nodes: Sequence[ox.NamedNode], rows: list[Solution]
     ) -> dict[ox.NamedNode, _NodeEdges]:
         """Each node's edges from rows that name the node by its place in `nodes` and leave
-        its own end of the edge unbound."""
+        its own end of the edge unbound (rows with a place past `nodes` are others')."""
         read = {node: _NodeEdges() for node in nodes}
         for row in rows:
             i, p = row.get("i"), row.get("p")
             if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
                 continue
-            node = nodes[int(i.value)]
+            place = int(i.value)
+            if place >= len(nodes):
+                continue
+            node = nodes[place]
             read[node].edges.append((row.get("s", node), p, row.get("o", node)))  # type: ignore[arg-type]
         return read
 
