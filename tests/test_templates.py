@@ -42,6 +42,29 @@ def sha256(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# union
+
+
+@pytest.mark.parametrize(("count", "expected"), [
+    (1, "{ ?s0 ?p ?o }"),
+    (2, "{ { ?s0 ?p ?o } UNION { ?s1 ?p ?o } }"),
+    (3, "{ { ?s0 ?p ?o } UNION { { ?s1 ?p ?o } UNION { ?s2 ?p ?o } } }"),
+])
+def test_union_filter_nests_the_blocks_a_template_built_as_a_balanced_tree(
+    count: int, expected: str
+) -> None:
+    source = ('{% set blocks = namespace(items=[]) %}{% for i in range(n) %}{% set block %}'
+              '{ {{ ("s" ~ i)|var }} ?p ?o }{% endset %}'
+              '{% set blocks.items = blocks.items + [block] %}{% endfor %}{{ blocks.items|union }}')
+    assert snippet(source, n=count) == expected
+
+
+def test_union_filter_rejects_text_no_filter_made() -> None:
+    with pytest.raises(TemplateError, match="unescaped value"):
+        snippet("{{ blocks|union }}", blocks=["{ ?s ?p ?o } } DROP ALL {"])
+
+
+# ---------------------------------------------------------------------------------------------
 # iri
 
 
