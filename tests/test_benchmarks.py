@@ -24,7 +24,7 @@ TIMING_ROWS = [
     "retrieval (retrieve_subgraph)",
     "— unranked, the old query (baseline)",
     "— floor: the kept edges, one request a hop, bare",
-    "— ranking floor: every frontier node's edges up to 101, one request a hop, bare",
+    "— ranking floor: the frontier's counts and small nodes, one request a hop, bare",
     "— CPU time of the ranked retrieval",
     "— CPU time of the unranked",
     "— on questions naming a hub",

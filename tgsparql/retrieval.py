@@ -97,8 +97,8 @@ def retrieve(
 ) -> Retrieved:
     """The subgraph, and what its cut chose from.
 
-    Each hop is one SELECT over the whole frontier, and one more per NODES_PER_QUERY of its
-    nodes with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
+    Each hop is two SELECTs over the whole frontier, and one more per NODES_PER_QUERY of its
+    seeds with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
     When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
     crowd out the others. `stems` are the question's word stems the ranking matches labels
     with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
@@ -154,11 +154,13 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
 class RankedQuery:
     """Each node's best `triple_limit` edges, found once per node.
 
-    The first request of a hop (retrieve_subgraph.rq, the whole frontier) reads each node's
-    edges up to RANK_WHOLE_UP_TO + 1: a node that has no more is ranked here, from those rows;
-    only the nodes with more are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a
-    request. Ranking a small node here keeps exactly the edges the store's ranking would, at
-    the cost of reading them, which the unranked query did too.
+    The first request of a hop (retrieve_degrees.rq, the whole frontier; on the first hop with
+    the stems' holders) counts each node's edges up to RANK_WHOLE_UP_TO + 1. The second
+    (retrieve_subgraph.rq) reads the edges of the nodes that have no more, ranked here, and
+    the edges of the bigger nodes that are not seeds that can rank first, ranked here too;
+    the bigger seeds are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
+    Ranking a small node here keeps exactly the edges the store's ranking would, at the cost
+    of reading them, which the unranked query did too.
     """
 
     store: Store
