@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -50,7 +51,9 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_file
 from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import Recorder, now
-from tgsparql.retrieval import RankedQuery, RetrievalLimits, retrieve_subgraph, walk
+from tgsparql.retrieval import (
+    RANK_WHOLE_UP_TO, RankedQuery, RetrievalLimits, retrieve_subgraph, walk,
+)
 from tgsparql.selection import parse_selection
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
@@ -492,6 +495,18 @@ FLOOR_NODE = """  {{ SELECT ?s ?p ?o WHERE {{ {{ {node} ?p ?o }} UNION {{ ?s ?p 
 """The retrieval floor: per hop one request that reads, for each node, as many of its edges as
 the ranked walk kept there, in the store's order, each row giving only what it must (the
 neighbour and the predicate). No walk that returns those edges reads less."""
+COUNT_NODE = """  {{ SELECT (COUNT(*) AS ?n) WHERE {{ SELECT ?p WHERE {{ {{ {node} ?p ?o }} UNION {{ ?s ?p {node} }} }} LIMIT {limit} }} }}"""
+WHOLE_NODE = """  {{ SELECT ?s ?p ?o WHERE {{ {{ {node} ?p ?o }} UNION {{ ?s ?p {node} }} }} }}"""
+"""The ranking floor: per hop one request that counts every frontier node's edges up to
+RANK_WHOLE_UP_TO + 1 and reads all the edges of those with at most RANK_WHOLE_UP_TO (which are
+known beforehand, untimed), rows iterated and nothing else: what ranking must read before it
+can choose (a node is ranked from all of its edges; a bigger one needs that count to be known
+as bigger). A bigger node's matches, which ranking reads besides, are left out, so the true
+least is higher."""
+REFERENCE = "pipeline-subgraphs.json"
+"""Beside the results table: per question, a digest of the ranked subgraph as retrieval
+returned it when the file was written (`--write-reference`), for this KG. A faster retrieval
+must return the same edges in the same order."""
 
 
 @dataclass
@@ -520,9 +535,10 @@ class _Hops:
 def floor_queries(
     store: EmbeddedStore, templates: Templates, seeds: Sequence[ox.NamedNode],
     limits: RetrievalLimits, excluded: Sequence[ox.NamedNode], stems: Sequence[str],
-) -> list[str]:
-    """The floor's requests for the walk ranked retrieval makes: each kept edge counted at the
-    first node of the first hop it touches."""
+) -> tuple[list[str], list[str]]:
+    """The floor's requests for the walk ranked retrieval makes (each kept edge counted at the
+    first node of the first hop it touches), and the ranking floor's (every node of each hop's
+    frontier)."""
     hops = _Hops(RankedQuery(store, templates, sorted(excluded, key=str), sorted(set(stems)),
                              list(dict.fromkeys(seeds)), limits.triple_limit))
     edges = walk(hops, limits).edges
@@ -539,7 +555,35 @@ def floor_queries(
             for node, count in counts.items() if count
         ))
         for counts in kept if any(counts.values())
+    ], [
+        "SELECT ?n ?s ?p ?o WHERE {\n" + "\n  UNION\n".join(
+            [COUNT_NODE.format(node=str(node), limit=RANK_WHOLE_UP_TO + 1) for node in frontier]
+            + [WHOLE_NODE.format(node=str(node)) for node in frontier if _small(store, node)]
+        ) + "\n}"
+        for frontier in hops.frontiers
     ]
+
+
+def _small(store: EmbeddedStore, node: ox.NamedNode) -> bool:
+    """Whether the node has at most RANK_WHOLE_UP_TO edges, so ranking reads it whole."""
+    query = "SELECT ?n WHERE {" + COUNT_NODE.format(node=str(node), limit=RANK_WHOLE_UP_TO + 1) + "}"
+    (row,) = store.oxigraph.query(query)  # type: ignore[misc]
+    return int(row["n"].value) <= RANK_WHOLE_UP_TO
+
+
+def digest(edges: Sequence[ox.Triple]) -> str:
+    """A subgraph's fingerprint: its edges in order."""
+    return hashlib.sha256("\n".join(map(str, edges)).encode("utf-8")).hexdigest()
+
+
+def reference_digests(path: Path, facts: int, seed: int, questions: int) -> list[str] | None:
+    """The reference subgraphs' digests for this KG and these questions, if recorded."""
+    if not path.is_file():
+        return None
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    if (recorded["facts"], recorded["seed"]) != (facts, seed) or len(recorded["digests"]) < questions:
+        return None
+    return recorded["digests"][:questions]
 
 
 def bare(store: EmbeddedStore, queries: Sequence[str]) -> int:
@@ -559,6 +603,7 @@ class Samples:
     retrieval: list[int] = field(default_factory=list)
     retrieval_unranked: list[int] = field(default_factory=list)
     retrieval_floor: list[int] = field(default_factory=list)
+    retrieval_ranking_floor: list[int] = field(default_factory=list)
     retrieval_cpu: list[int] = field(default_factory=list)
     retrieval_unranked_cpu: list[int] = field(default_factory=list)
     retrieval_hub: list[int] = field(default_factory=list)
@@ -580,6 +625,7 @@ class Samples:
     seeds: list[int] = field(default_factory=list)
     selected: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
 
 
 def _consume(messages: Iterator[Any]) -> list[Any]:
@@ -678,10 +724,13 @@ class Bench:
         subgraph = _timed(samples.retrieval, ranked, samples.retrieval_cpu)
         if not index % 2:
             _timed(samples.retrieval_unranked, unranked, samples.retrieval_unranked_cpu)
-        samples.retrieval_floor.append(bare(store, floor_queries(
+        floor, ranking_floor = floor_queries(
             store, templates, grounding.seeds, self.limits,
             grounding.schema_predicates or (), grounding.stems,
-        )) if grounding.seeds else 0)
+        ) if grounding.seeds else ([], [])
+        samples.retrieval_floor.append(bare(store, floor))
+        samples.retrieval_ranking_floor.append(bare(store, ranking_floor))
+        samples.digests.append(digest(subgraph))
         samples.requests.append(counting.requests)
         samples.requests_unranked.append(counting_unranked.requests)
         if hub:
@@ -825,6 +874,7 @@ ROW_NAMES = [
     "retrieval (retrieve_subgraph)",
     "— unranked, the old query (baseline)",
     "— floor: the kept edges, one request a hop, bare",
+    "— ranking floor: the frontier's counts and small nodes, one request a hop, bare",
     "— CPU time of the ranked retrieval",
     "— CPU time of the unranked",
     "— on questions naming a hub",
@@ -843,6 +893,7 @@ ROW_NAMES = [
     "ranking cost (ranked / unranked retrieval)",
     "ranking cost in CPU time (ranked / unranked)",
     "ranked retrieval / floor",
+    "ranked retrieval / ranking floor",
     "unranked retrieval / floor",
     "explainability overhead (on / off)",
     "overhead without tg:retrievedEdge (on / off)",
@@ -860,6 +911,8 @@ class RunInfo:
     cpu_s: float
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
+    reference: list[str] | None = None
+    """The reference subgraphs' digests (REFERENCE), when recorded for this KG."""
 
 
 def _load() -> tuple[float, float, float]:
@@ -909,6 +962,10 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         ),
         timing("— unranked, the old query (baseline)", samples.retrieval_unranked),
         timing("— floor: the kept edges, one request a hop, bare", samples.retrieval_floor),
+        timing(
+            "— ranking floor: the frontier's counts and small nodes, one request a hop, bare",
+            samples.retrieval_ranking_floor,
+        ),
         timing("— CPU time of the ranked retrieval", samples.retrieval_cpu),
         timing("— CPU time of the unranked", samples.retrieval_unranked_cpu),
         timing("— on questions naming a hub", samples.retrieval_hub),
@@ -935,6 +992,8 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         ratio_row("ranking cost in CPU time (ranked / unranked)",
                   samples.retrieval_cpu, samples.retrieval_unranked_cpu),
         ratio_row("ranked retrieval / floor", samples.retrieval, samples.retrieval_floor),
+        ratio_row("ranked retrieval / ranking floor", samples.retrieval,
+                  samples.retrieval_ranking_floor),
         ratio_row("unranked retrieval / floor", samples.retrieval_unranked,
                   samples.retrieval_floor),
         f"| explainability overhead (on / off) | {ratio:.3f} | {p95(ratios):.3f} "
@@ -976,6 +1035,11 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         f"- run: {run.wall_s:.1f} s wall, {run.cpu_s:.1f} s CPU of this process; load average "
         f"{run.load_before[0]:.2f} before, {run.load_after[0]:.2f} after",
         f"- retrieval limits: {RetrievalLimits()}",
+        "- ranked subgraphs: " + (
+            f"{sum(a == b for a, b in zip(samples.digests, run.reference))} / {questions} "
+            f"the same edges in the same order as the reference (`{REFERENCE}`)"
+            if run.reference is not None else "no reference recorded for this KG"
+        ),
         "",
         "| measure | median (ms) | p95 (ms) | target | result |",
         "|---|---:|---:|---|---|",
@@ -998,7 +1062,12 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         f"{_ms(median(samples.retrieval_unranked)):.2f} ms p50, "
         + ("below" if _ms(median(samples.retrieval_unranked)) < TARGET_RETRIEVAL_MS
            else "above")
-        + f" the {TARGET_RETRIEVAL_MS:g} ms target."
+        + f" the {TARGET_RETRIEVAL_MS:g} ms target. The ranking floor is what ranking must read "
+        "at the least on the same walk: per hop one request that counts every frontier node's "
+        f"edges up to {RANK_WHOLE_UP_TO + 1} and reads all the edges of those with at most "
+        f"{RANK_WHOLE_UP_TO} (a node is ranked from all of its edges; a bigger one must be "
+        "known as bigger), bare, right after the ranked retrieval: "
+        f"{_ms(median(samples.retrieval_ranking_floor)):.2f} ms p50."
         + " The overhead rows' p95 "
         "column is the 95th percentile of the per-question ratio; the target applies to the "
         "ratio of the medians. Rows without a target are for reading the others: "
@@ -1026,6 +1095,7 @@ def run(
     *,
     seed: int = DEFAULT_SEED,
     profile: Path | None = None,
+    write_reference: bool = False,
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
 ) -> str:
     info = build(facts, work, seed, log)
@@ -1062,7 +1132,13 @@ def run(
             cpu_s=_s(time.process_time_ns() - cpu_start),
             load_before=load_before,
             load_after=_load(),
+            reference=reference_digests(out.parent / REFERENCE, facts, seed, questions),
         )
+        if write_reference:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            (out.parent / REFERENCE).write_text(json.dumps(
+                {"facts": facts, "seed": seed, "digests": samples.digests}, indent=0
+            ) + "\n", encoding="utf-8")
     finally:
         store.close()
     table = report(info, samples, questions, run)
@@ -1090,11 +1166,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", type=Path, default=None, help="write cProfile stats of the measured loop"
     )
+    parser.add_argument(
+        "--write-reference", action="store_true",
+        help=f"record this run's ranked subgraphs as the reference ({REFERENCE}, beside --out)",
+    )
     args = parser.parse_args(argv)
     if args.facts < 1 or args.questions < 1:
         parser.error("--facts and --questions must be positive")
     print(
-        run(args.facts, args.questions, args.work, args.out, seed=args.seed, profile=args.profile)
+        run(args.facts, args.questions, args.work, args.out, seed=args.seed, profile=args.profile,
+            write_reference=args.write_reference)
     )
     return 0
 

@@ -24,6 +24,7 @@ TIMING_ROWS = [
     "retrieval (retrieve_subgraph)",
     "— unranked, the old query (baseline)",
     "— floor: the kept edges, one request a hop, bare",
+    "— ranking floor: the frontier's counts and small nodes, one request a hop, bare",
     "— CPU time of the ranked retrieval",
     "— CPU time of the unranked",
     "— on questions naming a hub",
@@ -44,6 +45,7 @@ RATIO_ROWS = [
     "ranking cost (ranked / unranked retrieval)",
     "ranking cost in CPU time (ranked / unranked)",
     "ranked retrieval / floor",
+    "ranked retrieval / ranking floor",
     "unranked retrieval / floor",
     "explainability overhead (on / off)",
     "overhead without tg:retrievedEdge (on / off)",
@@ -57,7 +59,7 @@ COUNT_ROWS = [
 ]
 
 
-def run_bench(work: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def run_bench(work: Path, out: Path, *more: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -71,6 +73,7 @@ def run_bench(work: Path, out: Path) -> subprocess.CompletedProcess[str]:
             str(work),
             "--out",
             str(out),
+            *more,
         ],
         cwd=REPO,
         capture_output=True,
@@ -139,13 +142,23 @@ def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: P
     assert sum(1 for quad in default if quad.predicate == RDFS_LABEL) == LABELS
     del store
 
+    assert "- ranked subgraphs: no reference recorded for this KG" in text
+    assert "The ranking floor is what ranking must read" in text
+
+    # The second run records its ranked subgraphs as the reference, and finds them the same.
     build_line = next(line for line in text.splitlines() if line.startswith("- build:"))
-    second = run_bench(work, out)
+    second = run_bench(work, out, "--write-reference")
     assert second.returncode == 0, second.stderr
     again = out.read_text(encoding="utf-8")
     assert "using the cached store" in second.stderr
     assert f"{build_line}, reused from the cache for this run" in again
     assert list(table_rows(again)) == TIMING_ROWS + RATIO_ROWS + COUNT_ROWS
+    reference = json.loads((out.parent / "pipeline-subgraphs.json").read_text(encoding="utf-8"))
+    assert (reference["facts"], len(reference["digests"])) == (FACTS, QUESTIONS)
+    third = run_bench(work, out)
+    assert third.returncode == 0, third.stderr
+    assert (f"- ranked subgraphs: {QUESTIONS} / {QUESTIONS} the same edges in the same order "
+            "as the reference") in out.read_text(encoding="utf-8")
 
 
 def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def test_schema_predicates_given_by_grounding_spare_the_probe(
     # per hop: the degrees, then the edges of the nodes read whole (no node here has more)
     assert [query.split("\n", 1)[0] for query in asked] == [
         "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in",
-        "# Retrieval, one hop, for the nodes with at most rank_whole_up_to edges (retrieve_degrees.rq",
+        "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks.",
     ] * 2
     assert given == retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
 
@@ -528,12 +528,16 @@ def test_a_node_read_whole_keeps_the_edges_the_stores_ranking_keeps(
     assert whole == by_store == [t("star", "mother", "mum"), t("star", "bornIn", "town")]
 
 
-@pytest.fixture
+@pytest.fixture(params=["neighbours-by-value", "neighbours-from-the-index"])
 def fan_of_a_big_star(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> EmbeddedStore:
-    """ex:fan likes ex:star, which has more edges than a node read whole."""
+    """ex:fan likes ex:star, which has more edges than a node read whole; the star's matches
+    by neighbour either looked up one by one or joined from the label index (same edges)."""
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    if request.param == "neighbours-from-the-index":
+        monkeypatch.setattr(retrieval, "NEIGHBOURS_BY_VALUE", 0)
     labelled_hub(store, templates, 50)
     load(store, "ex:fan ex:likes ex:star .")
     return store
@@ -595,3 +599,65 @@ def test_a_big_node_on_the_way_drops_only_the_kind_of_match_too_many_edges_make(
         fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["know", "springfield"]
     )
     assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
+
+
+@pytest.mark.parametrize(("stems", "kept"), [
+    # 12 birds hold "blue": 12 matches, few enough to tell them apart.
+    (["blue"], [t("fan", "likes", "star"), t("star", "sees", "b00"), t("star", "sees", "b01")]),
+    # They hold "bird" too: 24 matches, one a stem, more than 20 — the way is dropped.
+    (["blue", "bird"], [t("fan", "likes", "star")]),
+])
+def test_a_big_node_on_the_way_counts_one_match_per_neighbour_and_stem(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch,
+    stems: list[str], kept: list[ox.Triple],
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    load(fan_of_a_big_star, "\n".join(
+        f'ex:star ex:sees ex:b{i:02d} . ex:b{i:02d} rdfs:label "Blue Bird {i}" .' for i in range(12)
+    ))
+    update_label_index(fan_of_a_big_star, templates)
+    edges = retrieve_subgraph(fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=stems)
+    assert edges == kept
+
+
+def test_the_question_stems_holders_come_with_the_first_hops_counts(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates
+) -> None:
+    """Two hops with a big node on the way: per hop the counts, then the nodes read whole with
+    the big node's matches; the stems' holders add no request."""
+    asked: list[str] = []
+
+    class Watching:
+        dialect = fan_of_a_big_star.dialect
+
+        def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
+            asked.append(query.split("\n", 1)[0])
+            return fan_of_a_big_star.select(query, **kwargs)
+
+    edges = retrieve_subgraph(
+        Watching(), templates, [ex("fan")], FAN_TWO_HOPS, [], stems=["springfield"]  # type: ignore[arg-type]
+    )
+    assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
+    counts = "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in"
+    edges = "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks."
+    assert asked == [counts, edges, counts, edges]
+
+
+def test_a_node_that_grew_past_its_count_is_ranked_as_a_bigger_node(
+    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count and the read are two requests: a node the count found small but that gives
+    more edges than RANK_WHOLE_UP_TO (the KG grew in between) is ranked as the bigger node it
+    is, a seed by the store and any other node by its matches."""
+    store = fan_of_a_big_star
+    asked = {"fan": (FAN_TWO_HOPS, [ex("fan")]), "star": (one_hop(3), [ex("star")])}
+    expected = {name: retrieve_subgraph(store, templates, seeds, lim, stems=["springfield"])
+                for name, (lim, seeds) in asked.items()}
+    counted = retrieval.RankedQuery._degrees
+    monkeypatch.setattr(retrieval.RankedQuery, "_degrees", lambda self, nodes: {
+        node: min(degree, 1) for node, degree in counted(self, nodes).items()
+    })
+    for name, (lim, seeds) in asked.items():
+        assert retrieve_subgraph(store, templates, seeds, lim, stems=["springfield"]) == (
+            expected[name]), name
+    assert t("star", "bornIn", "town") in expected["fan"] + expected["star"]

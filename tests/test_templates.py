@@ -42,6 +42,29 @@ def sha256(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# union
+
+
+@pytest.mark.parametrize(("count", "expected"), [
+    (1, "{ ?s0 ?p ?o }"),
+    (2, "{ { ?s0 ?p ?o } UNION { ?s1 ?p ?o } }"),
+    (3, "{ { ?s0 ?p ?o } UNION { { ?s1 ?p ?o } UNION { ?s2 ?p ?o } } }"),
+])
+def test_union_filter_nests_the_blocks_a_template_built_as_a_balanced_tree(
+    count: int, expected: str
+) -> None:
+    source = ('{% set blocks = namespace(items=[]) %}{% for i in range(n) %}{% set block %}'
+              '{ {{ ("s" ~ i)|var }} ?p ?o }{% endset %}'
+              '{% set blocks.items = blocks.items + [block] %}{% endfor %}{{ blocks.items|union }}')
+    assert snippet(source, n=count) == expected
+
+
+def test_union_filter_rejects_text_no_filter_made() -> None:
+    with pytest.raises(TemplateError, match="unescaped value"):
+        snippet("{{ blocks|union }}", blocks=["{ ?s ?p ?o } } DROP ALL {"])
+
+
+# ---------------------------------------------------------------------------------------------
 # iri
 
 
@@ -374,7 +397,7 @@ def test_names_lists_the_shipped_templates_without_private_includes() -> None:
     assert names == sorted(names)
     assert {"record_session", "record_retrieval", "record_selection", "record_answer",
             "record_failure", "ground", "retrieve_subgraph", "retrieve_degrees",
-            "retrieve_ranked", "retrieve_matches", "retrieve_stem_holders", "fetch_labels",
+            "retrieve_ranked", "fetch_labels",
             "library_put", "library_get", "list_sessions", "explain_session",
             "_trace/session_sources"} <= set(names)
     assert not any(name.rsplit("/", 1)[-1].startswith("_") for name in names)
@@ -564,6 +587,8 @@ EVERY_PARAM: dict[str, Any] = {
     "stems": ["radium", "birth"],
     "predicates": {P: ["birth"]},
     "seeds": [S, O],
+    "neighbours": [O],
+    "hubs": [O],
     "rank_whole_up_to": 100,
     "count_up_to": 2000,
     "rare_uses": 10,

@@ -33,6 +33,10 @@ COUNT_UP_TO = 2000
 and the edges of its rare ones compete with those that match the question or reach a seed; a
 node with more (a hub) is never read whole: only the edges that match the question or reach a
 seed compete for its places. Also how far each seed's edges are counted for the record."""
+NEIGHBOURS_BY_VALUE = 2000
+"""Up to this many (node, neighbour named with the question's stems) pairs, _matches.rq
+looks each up (an index lookup each, cheaper than a join with the label index per node);
+with more, it joins with the label index."""
 RARE_USES = 10
 """A predicate a node uses at most this many times is rare at that node."""
 NODES_PER_QUERY = 8
@@ -93,8 +97,8 @@ def retrieve(
 ) -> Retrieved:
     """The subgraph, and what its cut chose from.
 
-    Each hop is one SELECT over the whole frontier, and one more per NODES_PER_QUERY of its
-    nodes with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
+    Each hop is two SELECTs over the whole frontier, and one more per NODES_PER_QUERY of its
+    seeds with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
     When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
     crowd out the others. `stems` are the question's word stems the ranking matches labels
     with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
@@ -150,11 +154,13 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
 class RankedQuery:
     """Each node's best `triple_limit` edges, found once per node.
 
-    The first request of a hop (retrieve_subgraph.rq, the whole frontier) reads each node's
-    edges up to RANK_WHOLE_UP_TO + 1: a node that has no more is ranked here, from those rows;
-    only the nodes with more are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a
-    request. Ranking a small node here keeps exactly the edges the store's ranking would, at
-    the cost of reading them, which the unranked query did too.
+    The first request of a hop (retrieve_degrees.rq, the whole frontier; on the first hop with
+    the stems' holders) counts each node's edges up to RANK_WHOLE_UP_TO + 1. The second
+    (retrieve_subgraph.rq) reads the edges of the nodes that have no more, ranked here, and
+    the edges of the bigger nodes that are not seeds that can rank first, ranked here too;
+    the bigger seeds are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
+    Ranking a small node here keeps exactly the edges the store's ranking would, at the cost
+    of reading them, which the unranked query did too.
     """
 
     store: Store
@@ -166,7 +172,8 @@ class RankedQuery:
     candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
     best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
     holders: dict[object, set[str]] | None = None
-    """The terms whose labels hold the question's stems, and which (`_stem_holders`)."""
+    """The terms whose labels hold the question's stems, and which (`_stem_holders`); read
+    with the first hop's degrees."""
     predicates: dict[object, list[str]] = field(default_factory=dict)
     """Those of them used as predicates, with their stems."""
 
@@ -178,85 +185,98 @@ class RankedQuery:
         return {node: self.best[node][:per_node] for node in nodes}
 
     def _read(self, nodes: Sequence[ox.NamedNode]) -> None:
-        if self.holders is None:
-            self.holders = self._stem_holders()
         degrees = self._degrees(nodes)
         for seed in self.seeds:
             if seed in degrees:
                 self.candidates.setdefault(seed, degrees[seed])
         small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
         over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
-        if small:
-            query = self.templates.render(
-                "retrieve_subgraph",
-                nodes=small,
-                excluded=self.excluded,
-                rank_whole_up_to=RANK_WHOLE_UP_TO,
-            )
-            for node, found in _NodeEdges.gather(small, self.store.select(query)).items():
-                if len(found.edges) > RANK_WHOLE_UP_TO:
-                    over.append(node)
-                else:
-                    self.best[node] = found.best(
-                        node, set(self.seeds), self.holders, self.triple_limit
-                    )
-        hubs = [node for node in over if node not in self.seeds]
-        if hubs:
-            self._read_matches(hubs)
-        over = [node for node in over if node in self.seeds]
+        seeds = set(self.seeds)
+        hubs = [node for node in over if node not in seeds]
+        while small or hubs:
+            # A node that grew past RANK_WHOLE_UP_TO since the count is asked again as bigger.
+            small = self._read_edges(small, hubs)
+            over += small
+            hubs = [node for node in small if node not in seeds]
+            small = []
+        over = [node for node in over if node in seeds]
         for start in range(0, len(over), NODES_PER_QUERY):
             batch = over[start : start + NODES_PER_QUERY]
             self.best.update(self._rank(batch, self._select(batch)))
 
-    def _read_matches(self, nodes: Sequence[ox.NamedNode]) -> None:
-        """The best edges of nodes with many edges that are not seeds, from their edges to seeds
-        and those that match the question (retrieve_matches.rq), in one request."""
+    def _read_edges(
+        self, small: Sequence[ox.NamedNode], hubs: Sequence[ox.NamedNode]
+    ) -> list[ox.NamedNode]:
+        """In one request (retrieve_subgraph.rq), the edges of the nodes read whole, ranked
+        here, and the best edges of nodes with many edges that are not seeds, from their edges
+        to seeds and those that match the question. Returns the nodes read whole that gave
+        more than RANK_WHOLE_UP_TO edges."""
+        holders = self.holders or {}
+        neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
+        by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
         rows = self.store.select(
             self.templates.render(
-                "retrieve_matches",
-                nodes=nodes,
+                "retrieve_subgraph",
+                nodes=small,
+                hubs=hubs,
                 stems=self.stems,
                 predicates=self.predicates,
                 seeds=self.seeds,
+                neighbours=neighbours if by_value else None,
                 excluded=self.excluded,
                 matches_up_to=MATCHES_UP_TO,
             )
         )
-        found: dict[ox.NamedNode, list[tuple[str, ox.Triple, float]]] = {node: [] for node in nodes}
+        grown = []
+        seeds = set(self.seeds)
+        for node, found in _NodeEdges.gather(small, rows).items():
+            if len(found.edges) > RANK_WHOLE_UP_TO:
+                grown.append(node)
+            else:
+                self.best[node] = found.best(node, seeds, holders, self.triple_limit)
+        matches: dict[ox.NamedNode, list[tuple[str, ox.Triple, int]]] = {node: [] for node in hubs}
         for row in rows:
-            i, direction, p = row.get("i"), row.get("dir"), row.get("p")
-            if not isinstance(i, ox.Literal) or not isinstance(direction, ox.Literal):
+            i, p = row.get("i"), row.get("p")
+            if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode) or _is_schema(p):
                 continue
-            if not isinstance(p, ox.NamedNode) or _is_schema(p):
+            place = int(i.value) - len(small)
+            if place < 0:
                 continue
-            node = nodes[int(i.value)]
+            node = hubs[place]
             edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
-            found[node].append((direction.value, edge, _number(row.get("weight"))))  # type: ignore[index]
-        for node, rows_of_node in found.items():
+            direction = row.get("dir")
+            if isinstance(direction, ox.Literal):
+                way = direction.value
+                matches[node].append((way, edge, 2 if way.endswith("predicate") else 1))
+                continue
+            # An edge to a seed or to a neighbour named with the question's stems (one match
+            # a stem), told apart here.
+            way, neighbour = ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
+            if neighbour in seeds:
+                matches[node].append(("seed", edge, 4))
+            if by_value:
+                matches[node].extend((way, edge, 1) for _ in holders.get(neighbour, ()))
+        for node, rows_of_node in matches.items():
             too_many = {
                 way for way, count in Counter(way for way, _, _ in rows_of_node).items()
                 if way != "seed" and count > MATCHES_UP_TO
             }
-            scores: dict[ox.Triple, float] = {}
+            scores: dict[ox.Triple, int] = {}
             for way, edge, weight in rows_of_node:
                 if way not in too_many:
-                    scores[edge] = scores.get(edge, 0.0) + weight
+                    scores[edge] = scores.get(edge, 0) + weight
             self.best[node] = sorted(
                 scores,
                 key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
                                   _text(edge.object)),
             )[: self.triple_limit]
+        return grown
 
-    def _stem_holders(self) -> dict[object, set[str]]:
+    def _stem_holders(self, rows: list[Solution]) -> dict[object, set[str]]:
         """Which terms' labels hold which of the question's stems, and which of those terms
-        are predicates (`predicates`). A stem more than COMMON_STEM terms hold tells nothing
-        apart: it is dropped from `stems`, so the store's ranking of the larger nodes does not
-        use it either."""
-        if not self.stems:
-            return {}
-        rows = self.store.select(
-            self.templates.render("retrieve_stem_holders", stems=self.stems, common_stem=COMMON_STEM)
-        )
+        are predicates (`predicates`), from the rows of _stem_holders.rq. A stem more than
+        COMMON_STEM terms hold tells nothing apart: it is dropped from `stems`, so the store's
+        ranking of the larger nodes does not use it either."""
         by_stem: dict[str, list[object]] = {}
         predicates: set[object] = set()
         for row in rows:
@@ -278,17 +298,23 @@ class RankedQuery:
 
     def _degrees(self, nodes: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, int]:
         """Edges touching each node, counted up to RANK_WHOLE_UP_TO + 1 (a seed's up to
-        COUNT_UP_TO + 1, for the record)."""
-        query = self.templates.render(
+        COUNT_UP_TO + 1, for the record); on the first hop also the stems' holders
+        (`_stem_holders`)."""
+        first = self.holders is None
+        rows = self.store.select(self.templates.render(
             "retrieve_degrees",
             nodes=nodes,
             seeds=self.seeds,
+            stems=self.stems if first else [],
             rank_whole_up_to=RANK_WHOLE_UP_TO,
             count_up_to=COUNT_UP_TO,
-        )
+            common_stem=COMMON_STEM,
+        ))
+        if first:
+            self.holders = self._stem_holders(rows)
         return {
             row["node"]: int(row["degree"].value)  # type: ignore[arg-type, union-attr]
-            for row in self.store.select(query)
+            for row in rows
             if isinstance(row.get("node"), ox.NamedNode) and isinstance(row.get("degree"), ox.Literal)
         }
 
@@ -334,23 +360,29 @@ class RankedQuery:
 
 @dataclass
 class _NodeEdges:
-    """A node's edges as retrieve_subgraph.rq gives them: a loop twice, once each way."""
+    """A node's edges as retrieve_subgraph.rq gives them, each as (subject, predicate, object):
+    a loop twice, once each way."""
 
-    edges: list[ox.Triple] = field(default_factory=list)
+    edges: list[tuple[ox.NamedNode | ox.Literal, ox.NamedNode, ox.NamedNode | ox.Literal]] = (
+        field(default_factory=list)
+    )
 
     @staticmethod
     def gather(
         nodes: Sequence[ox.NamedNode], rows: list[Solution]
     ) -> dict[ox.NamedNode, _NodeEdges]:
         """Each node's edges from rows that name the node by its place in `nodes` and leave
-        its own end of the edge unbound."""
+        its own end of the edge unbound (rows with a place past `nodes` are others')."""
         read = {node: _NodeEdges() for node in nodes}
         for row in rows:
             i, p = row.get("i"), row.get("p")
             if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
                 continue
-            node = nodes[int(i.value)]
-            read[node].edges.append(ox.Triple(row.get("s", node), p, row.get("o", node)))  # type: ignore[arg-type]
+            place = int(i.value)
+            if place >= len(nodes):
+                continue
+            node = nodes[place]
+            read[node].edges.append((row.get("s", node), p, row.get("o", node)))  # type: ignore[arg-type]
         return read
 
     def best(
@@ -362,22 +394,20 @@ class _NodeEdges:
     ) -> list[ox.Triple]:
         """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to
         another seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then
-        the predicate's rarity at the node, then the terms' strings."""
-        uses = Counter(edge.predicate for edge in self.edges)
-        scored: dict[ox.Triple, tuple[object, ...]] = {}
+        the predicate's rarity at the node, then the terms' strings. Only the edges kept
+        become Triples: most of a node's edges are read to be ranked, not kept."""
+        uses = Counter(p for _, p, _ in self.edges)
+        facts = {p for p in uses if not _is_schema(p)}
+        scored: dict[tuple[object, ...], tuple[object, ...]] = {}
         for edge in self.edges:
-            if _is_schema(edge.predicate):
+            s, p, o = edge
+            if p not in facts:
                 continue
-            neighbour = edge.subject if edge.object == node else edge.object
+            neighbour = s if o == node else o
             to_seed = neighbour != node and neighbour in seeds
-            score = (
-                4 * to_seed
-                + 2 * len(holders.get(edge.predicate, ()))
-                + len(holders.get(neighbour, ()))
-            )
-            scored[edge] = (-score, uses[edge.predicate], _text(edge.subject),
-                            edge.predicate.value, _text(edge.object))
-        return sorted(scored, key=scored.__getitem__)[:limit]
+            score = 4 * to_seed + 2 * len(holders.get(p, ())) + len(holders.get(neighbour, ()))
+            scored[edge] = (-score, uses[p], _text(s), p.value, _text(o))
+        return [ox.Triple(*edge) for edge in sorted(scored, key=scored.__getitem__)[:limit]]  # type: ignore[arg-type]
 
 
 def _number(term: object) -> float:

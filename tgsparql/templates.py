@@ -219,8 +219,18 @@ def _environment() -> jinja2.Environment:
             " ,\n            ".join(render_triple(v, context["dialect"]) for v in _required(values))
         )
     )
+    # Group patterns the template built, nested as a balanced tree of UNIONs in one call (a
+    # macro recursing over the blocks cost a jinja call per node of the tree).
+    env.filters["union"] = lambda blocks: Sparql(_union([_finalize(block) for block in blocks]))
     env.tests["triple"] = lambda value: isinstance(value, ox.Triple)
     return env
+
+
+def _union(blocks: list[str]) -> str:
+    if len(blocks) <= 1:
+        return "".join(blocks)
+    half = len(blocks) // 2
+    return f"{{ {_union(blocks[:half])} UNION {_union(blocks[half:])} }}"
 
 
 def _required(value: Any) -> Any:

@@ -11,6 +11,7 @@ import pyoxigraph as ox
 import pytest
 
 from tests.remote.conftest import Server
+from tgsparql import retrieval
 from tgsparql.grounding import ground
 from tgsparql.loader import load_files
 from tgsparql.retrieval import RetrievalLimits, retrieve
@@ -89,3 +90,14 @@ def test_the_edge_the_question_asks_for_survives_on_every_engine(
         edges = retrieved(store, QUESTIONS[0])
         assert ox.Triple(ox.NamedNode(EX + "star1"), ox.NamedNode(EX + "mother"),
                          ox.NamedNode(EX + "ada")) in edges
+
+
+def test_a_big_node_on_the_way_gives_the_same_edges_when_its_matches_come_from_the_index(
+        stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Star One, reached from Star Two, has more edges than a node read whole: its matches by
+    neighbour are looked up one by one, or (past NEIGHBOURS_BY_VALUE) joined from the label
+    index, with the same edges on every engine."""
+    embedded, remote = stores
+    by_value = retrieved(embedded, QUESTIONS[3])
+    monkeypatch.setattr(retrieval, "NEIGHBOURS_BY_VALUE", 0)
+    assert retrieved(embedded, QUESTIONS[3]) == retrieved(remote, QUESTIONS[3]) == by_value
