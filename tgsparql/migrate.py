@@ -66,8 +66,9 @@ def pending(store: Store, templates: Templates) -> Pending:
         for row in store.select(templates.render("migrate/pending_usage"))
         if isinstance(row["model"], ox.Literal)
     ]
-    return Pending(sessions, selections, calls,
-                   _sourced(store.select(templates.render("migrate/pending_documents"))))
+    return Pending(sessions, selections, calls, _sourced(
+        store.select(templates.render("migrate/pending_documents")),
+        lambda: store.select(templates.render("migrate/fact_documents"))))
 
 
 def migrate(store: Store, templates: Templates, todo: Pending, *, batch: int = BATCH,
@@ -89,16 +90,22 @@ def needs_migration(store: Store, templates: Templates, graph: ox.NamedNode) -> 
     return store.ask(templates.render("migrate/collection_pending", graph=graph))
 
 
-def _sourced(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per pending Selection, its edge selections with the documents that state their facts,
-    and those documents once (docs/spec.md §2), as record_selection.rq writes them."""
+def _sourced(
+    rows: Sequence[dict[str, Any]], fact_documents: Callable[[], Sequence[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Per pending Selection (`rows`: its edge selections and their facts), its edge selections
+    with the documents that state their facts (`fact_documents`, read only when some Selection
+    is pending), and those documents once (docs/spec.md §2), as record_selection.rq writes
+    them."""
+    stating: dict[Any, set[str]] = {}
+    for row in fact_documents() if rows else ():
+        stating.setdefault(row["edge"], set()).add(row["document"].value)
     selections: dict[tuple[Any, Any], dict[Any, set[str]]] = {}
     for row in rows:
         edges = selections.setdefault((row["graph"], row["selection"]), {})
         if row.get("edgeSelection") is not None:
-            found = edges.setdefault(row["edgeSelection"], set())
-            if row.get("document") is not None:
-                found.add(row["document"].value)
+            edges.setdefault(row["edgeSelection"], set()).update(
+                stating.get(row["edge"], ()))
     return [
         {"graph": graph, "selection": selection,
          "edges": [{"iri": edge, "documents": document_iris(found)} for edge, found in edges.items()],
