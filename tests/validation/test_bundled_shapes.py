@@ -584,7 +584,7 @@ SESSION_CASES = {
             INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge <<( {UNRETRIEVED_FACT} )>> }} }}
             WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
         (violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", UNRETRIEVED_FACT),
-         EDGE0_DOCUMENTS_STALE[1]),  # Marie Curie's document states this fact too
+         EDGE0_DOCUMENTS_STALE[0]),  # Pierre Curie's document states this fact too
     ),
     "a selected edge is an IRI, not a triple": Case(
         f"""DELETE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}
