@@ -108,13 +108,14 @@ def _sourced(
                 stating.get(row["edge"], ()))
     return [
         {"graph": graph, "selection": selection,
-         "edges": [{"iri": edge, "documents": document_iris(found)} for edge, found in edges.items()],
+         "edges": [{"iri": edge, "documents": document_iris(found)}
+                   for edge, found in edges.items()],
          "documents": document_iris(set().union(*edges.values()))}
         for (graph, selection), edges in selections.items()
     ]
 
 
-KINDS = ("session", "selection", "call", "sourced")
+_KINDS = ("session", "selection", "call", "sourced")
 
 
 def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
@@ -123,7 +124,7 @@ def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
     items += [("call", c) for c in todo.calls]
     items += [("sourced", s) for s in todo.sourced]
     chunks = [items[start : start + size] for start in range(0, len(items), size)]
-    return [tuple([i for kind, i in chunk if kind == wanted] for wanted in KINDS)
+    return [tuple([i for kind, i in chunk if kind == wanted] for wanted in _KINDS)
             for chunk in chunks]
 
 
