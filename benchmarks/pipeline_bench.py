@@ -58,6 +58,7 @@ from tgsparql.selection import parse_selection
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Templates
 from tgsparql.text import normalize_label
+from tgsparql.trace import facts_sources
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = HERE / "cache"
@@ -748,6 +749,7 @@ class Bench:
 
         output, parsed, answer, answer_text = _timed(samples.offline_llm, offline_llm)
         usage = output.usage if output else None
+        found = facts_sources(store, templates, [edge.triple for edge in parsed.edges])
 
         def writes(recorder: Recorder, librarian: StoreLibrarian) -> list[Callable[[], Any]]:
             """Every write of one session for this question's data, in the pipeline's order."""
@@ -760,7 +762,7 @@ class Bench:
                     recorder.retrieval(ids, grounding, subgraph),
                 ),
                 lambda: recorder.write(
-                    recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
+                    recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage, found)
                 ),
                 lambda: recorder.write(
                     librarian.record(ids.answer_document, answer_text, title=title),

@@ -8,8 +8,10 @@ twenty failed after retrieval), over a small KG with extraction provenance (docu
 than one INSERT DATA per stage. A copy of it is then migrated by `tgsparql migrate` (timed):
 that is the store as the current templates write it.
 
-Then, for each saved query, C client threads on loopback send the same GET for a fixed time
-each, and the run reports requests per second and the p50 and p95 latency: the query as it
+Then, with every server running at once, for each saved query and each server in turn (back
+to back, so that one query's rows meet the same load on a shared machine), C client threads on
+loopback send the same GET for a fixed time each, and the run reports requests per second, the
+p50 and p95 latency and the servers' CPU time per request: the query as it
 stood at BASELINE (read from git) on the old store, beside the current query on the migrated
 store; each on `oxigraph serve-read-only` (the rendered SPARQL to `/query`, Accept: text/csv)
 and through `tgsparql serve` (the current query as `/queries/NAME.csv`, the old one's rendered
@@ -51,7 +53,7 @@ QUERIES = [("sessions_per_day", {}), ("tokens_by_model", {}),
 BASELINE = "4c5b6b2625a66c2b2875641275861c85769e2da1"
 """The revision whose saved queries the current ones are measured against (before tg:day)."""
 FORMAT = 2
-MIGRATION = 2
+MIGRATION = 3
 """The record fields `tgsparql migrate` adds; a cached copy migrated for another is migrated
 again from the cached old store."""
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "qwen2.5-7b"]
@@ -271,51 +273,84 @@ Rows = dict[tuple[str, str, str], dict[str, float] | None]
 
 
 def run(args: argparse.Namespace) -> str:
+    """Every server runs at once (tgsparql serve on the migrated store; Oxigraph on the old
+    store and on the migrated one), and each query is measured on each of them back to back, so
+    that the rows of one query meet the same load on a shared machine."""
     old_store, new_store, info = build(args.work, args.sessions, args.seed)
+    info["load"] = os.getloadavg()
     queries = selected(args.queries)
     rows: Rows = {}
+    cpu: dict[tuple[str, str, str], float] = {}
+    servers: list[tuple[str, str, int, subprocess.Popen[bytes]]] = []
     port = free_port()
-    server = subprocess.Popen(
+    servers.append(("tgsparql serve", "both", port, subprocess.Popen(
         [sys.executable, "-m", "tgsparql.cli", "serve", "--store", str(new_store), "--port",
          str(port), "--timeout", str(args.give_up), "--max-results", "1000000", "--workers",
          str(args.workers)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(port)
-        for name, params in queries:
-            saved = f"/queries/{name}.csv" + (f"?{urlencode(params)}" if params else "")
-            old = "/sparql?query=" + quote(baseline_text(name, params))
-            for version, path in (("today", old), ("new", saved)):
-                warm = load(port, path, "text/csv", 1, 1.0, args.give_up)
-                rows[(name, "tgsparql serve", version)] = warm if "gave_up_s" in warm else load(
-                    port, path, "text/csv", args.clients, args.seconds, args.give_up)
-    finally:
-        server.terminate()
-        server.wait()
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
     oxigraph = shutil.which("oxigraph") or shutil.which(
         "oxigraph", path=str(Path(sys.executable).parent))
-    for version, store, text in (("today", old_store, baseline_text),
-                                 ("new", new_store, current_text)):
-        if oxigraph is None:
-            rows.update({(name, "oxigraph serve-read-only", version): None for name, _ in queries})
-            continue
-        port = free_port()
-        process = subprocess.Popen(
-            [oxigraph, "serve-read-only", "--location", str(store), "--bind",
-             f"127.0.0.1:{port}", "--timeout-s", str(int(args.give_up))],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
+    if oxigraph is None:
+        rows.update({(name, "oxigraph serve-read-only", version): None
+                     for name, _ in queries for version in ("today", "new")})
+    for version, store in (("today", old_store), ("new", new_store)):
+        if oxigraph is not None:
+            port = free_port()
+            servers.append(("oxigraph serve-read-only", version, port, subprocess.Popen(
+                [oxigraph, "serve-read-only", "--location", str(store), "--bind",
+                 f"127.0.0.1:{port}", "--timeout-s", str(int(args.give_up))],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    try:
+        for *_, port, _ in servers:
             wait_for(port)
-            for name, params in queries:
-                path = "/query?query=" + quote(text(name, params))
-                warm = load(port, path, "text/csv", 1, 1.0, args.give_up)
-                rows[(name, "oxigraph serve-read-only", version)] = (
-                    warm if "gave_up_s" in warm else
-                    load(port, path, "text/csv", args.clients, args.seconds, args.give_up))
-        finally:
+        for name, params in queries:
+            for server, serves, port, process in servers:
+                for version in ("today", "new") if serves == "both" else (serves,):
+                    path = _path(server, version, name, params)
+                    warm = load(port, path, "text/csv", 1, 1.0, args.give_up)
+                    if "gave_up_s" in warm:
+                        rows[(name, server, version)] = warm
+                        continue
+                    began = cpu_seconds(process.pid)
+                    rows[(name, server, version)] = measured = load(
+                        port, path, "text/csv", args.clients, args.seconds, args.give_up)
+                    if "requests" in measured:
+                        cpu[(name, server, version)] = (
+                            (cpu_seconds(process.pid) - began) / measured["requests"] * 1000)
+    finally:
+        for *_, process in servers:
             process.terminate()
             process.wait()
-    return report(info, [name for name, _ in queries], rows, args)
+    return report(info, [name for name, _ in queries], rows, args, cpu)
+
+
+def _path(server: str, version: str, name: str, params: dict[str, str]) -> str:
+    """The request for a query: tgsparql serves the current one as `/queries/NAME.csv` and the
+    old one's text on `/sparql` (the migrated store answers both alike); Oxigraph each text on
+    `/query`."""
+    if server == "tgsparql serve":
+        if version == "new":
+            return f"/queries/{name}.csv" + (f"?{urlencode(params)}" if params else "")
+        return "/sparql?query=" + quote(baseline_text(name, params))
+    text = baseline_text if version == "today" else current_text
+    return "/query?query=" + quote(text(name, params))
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) a server process and its children have used so far: the
+    query workers of tgsparql serve are its children. 0 where /proc cannot tell."""
+    total = 0.0
+    pids = [pid]
+    while pids:
+        current = pids.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            pids += [int(child) for child in
+                     Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def selected(names: list[str] | None) -> list[tuple[str, dict[str, str]]]:
@@ -328,38 +363,52 @@ def selected(names: list[str] | None) -> list[tuple[str, dict[str, str]]]:
     return [(name, defaults.get(name, {})) for name in names]
 
 
-def report(info: dict[str, Any], names: list[str], rows: Rows, args: argparse.Namespace) -> str:
+def report(info: dict[str, Any], names: list[str], rows: Rows, args: argparse.Namespace,
+           cpu: dict[tuple[str, str, str], float] | None = None) -> str:
+    load = info.get("load", (0.0,))
     out = ["# Serve benchmark", "",
            f"Saved BI queries over HTTP, {args.clients} concurrent clients on loopback, "
            f"{args.seconds:g} s per query, version and server (after a 1 s warm-up); "
            "`python -m benchmarks.serve_bench`. *today*: the query as it stood at "
            f"`{BASELINE[:7]}` on the store as that version wrote it (through `tgsparql serve`: "
            "on the migrated store, which it answers alike); *new*: the current query on the "
-           "migrated store.", "",
+           "migrated store. Every server runs throughout, and each query is measured on "
+           "each server and version back to back. CPU: what the server's processes used per "
+           "request (tgsparql serve: with its query workers), whatever else the machine ran.",
+           "",
            "| query | server | today p50 ms | new p50 ms | today / new | today p95 ms "
-           "| new p95 ms | requests (today, new) |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| new p95 ms | requests (today, new) | CPU ms per request (today, new) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    cpu = cpu or {}
+
+    def used(name: str, server: str) -> str:
+        return ", ".join(f"{cpu[key]:.0f}" if key in cpu else "–"
+                         for key in ((name, server, "today"), (name, server, "new")))
+
     for name in names:
         for server in ("oxigraph serve-read-only", "tgsparql serve"):
             today, new = rows.get((name, server, "today")), rows.get((name, server, "new"))
             if today is None or new is None:
                 out.append(f"| {name} | {server} | not run (no `oxigraph` on PATH) "
-                           "| | | | | |")
+                           "| | | | | | |")
                 continue
             if "gave_up_s" in today or "gave_up_s" in new:
                 cells = [_p(today, "p50_ms"), _p(new, "p50_ms"), "", _p(today, "p95_ms"),
-                         _p(new, "p95_ms"), ""]
+                         _p(new, "p95_ms"), "", used(name, server)]
                 out.append(f"| {name} | {server} | " + " | ".join(cells) + " |")
                 continue
             out.append(f"| {name} | {server} | {today['p50_ms']:.1f} | {new['p50_ms']:.1f} "
                        f"| {today['p50_ms'] / new['p50_ms']:.1f} | {today['p95_ms']:.1f} "
-                       f"| {new['p95_ms']:.1f} | {today['requests']:.0f}, {new['requests']:.0f} |")
+                       f"| {new['p95_ms']:.1f} | {today['requests']:.0f}, {new['requests']:.0f} "
+                       f"| {used(name, server)} |")
     out += ["",
             f"- store: {info['sessions']:,} sessions, {info['facts']:,} facts, "
             f"{info['documents']} documents, {info['quads']:,} quads; generated as TriG in "
             f"{info['generate_s']} s, bulk loaded in {info['load_s']} s; "
             f"`tgsparql migrate` of a copy in {info['migrate_s']} s ({info['migrated']})",
             f"- tgsparql serve: {args.workers} worker processes, read-only handles",
+            f"- load average (1 min) at the start and at the end: {load[0]:.2f}, "
+            f"{os.getloadavg()[0]:.2f}",
             f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, Python "
             f"{platform.python_version()}, pyoxigraph {ox.__version__}"]
     return "\n".join(out) + "\n"

@@ -269,7 +269,8 @@ def write_sessions(
         writes = [
             recorder.session(ids, question, started),
             recorder.retrieval(ids, grounding, subgraph),
-            recorder.selection(ids, edges, 0, None),
+            # no documents named: the trace walks read the extraction provenance, not them
+            recorder.selection(ids, edges, 0, None, {}),
             recorder.answer(ids, None, started + dt.timedelta(milliseconds=80), started=started),
         ]
         for write in writes:

@@ -179,7 +179,8 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
         assert float(row[2]) > 0 and float(row[3]) > 0, row
     assert numbers(text, "store")[:3] == [200, 5000, 100]  # sessions, facts, documents
     assert "`tgsparql migrate` of a copy in" in text
-    assert "(migrated 200 sessions, 190 selections and 380 LLM calls in 1 updates)" in text
+    assert ("(migrated 200 sessions, 190 selections, 380 LLM calls and the documents of 190 "
+            "selections in 1 updates)") in text
 
 
 def test_tiny_serve_benchmark_measures_the_saved_queries_it_is_asked_for(tmp_path: Path) -> None:

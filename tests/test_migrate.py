@@ -21,6 +21,7 @@ from tgsparql.serve.app import ServerConfig, TgsparqlServer
 from tgsparql.serve.saved import saved_queries
 from tgsparql.store import EmbeddedStore, StoreError
 from tgsparql.templates import Templates
+from tgsparql.trace import facts_sources
 
 TG = vocab.TG
 GRAPH = vocab.explainability_graph()
@@ -115,7 +116,8 @@ def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     store = old_store()
     templates = Templates()
     todo = pending(store, templates)
-    assert (len(todo.sessions), len(todo.selections), len(todo.calls)) == (3, 1, 2)
+    assert (len(todo.sessions), len(todo.selections), len(todo.calls), len(todo.sourced)) == (
+        3, 1, 2, 1)
     migrate(store, templates, todo)
     first, second, third = (f"urn:trustgraph:session:aaaaaaaa-0000-4000-8000-00000000000{i}"
                             for i in (1, 2, 3))
@@ -127,6 +129,9 @@ def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     assert objects(store, third, "failedDay") == [day("2024-03-02")]
     assert objects(store, "urn:trustgraph:prov:selection:aaaaaaaa-0000-4000-8000-000000000001",
                    "selectedEdgeCount") == [ox.Literal("0", datatype=vocab.XSD_INTEGER)]
+    # it selected nothing, so no document states its facts: it says so
+    assert objects(store, "urn:trustgraph:prov:selection:aaaaaaaa-0000-4000-8000-000000000001",
+                   "sourceDocumentCount") == [integer(0)]
     model = ox.NamedNode("urn:trustgraph:llm:m")
     assert set(objects(store, first, "selectionUsage")) == {
         ox.Triple(model, ox.NamedNode(TG + "inToken"), integer(10)),
@@ -148,22 +153,56 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     runner = CliRunner()
     dry = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert "dry run: 3 sessions, 1 selections and 2 LLM calls would be migrated" in dry.output
+    assert ("dry run: 3 sessions, 1 selections, 2 LLM calls and the documents of 1 selections "
+            "would be migrated") in dry.output
     again = EmbeddedStore(str(tmp_path / "store"))
     assert set(again.oxigraph) == before
     again.close()
     first = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
-    assert first.exit_code == 0 and "migrated 3 sessions, 1 selections and 2 LLM calls in 1 updates" in first.output
+    assert first.exit_code == 0 and ("migrated 3 sessions, 1 selections, 2 LLM calls and the "
+                                     "documents of 1 selections in 1 updates") in first.output
     migrated = EmbeddedStore(str(tmp_path / "store"))
     after = set(migrated.oxigraph)
     migrated.close()
-    # 6 days and counts; the model's label, the selection's two numbers, the answer's name
-    assert len(after) == len(before) + 10
+    # 6 days and counts; the model's label, the selection's two numbers, the answer's name; the
+    # selection's count of documents
+    assert len(after) == len(before) + 11
     second = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
-    assert second.exit_code == 0 and "migrated 0 sessions, 0 selections and 0 LLM calls in 0 updates" in second.output
+    assert second.exit_code == 0 and ("migrated 0 sessions, 0 selections, 0 LLM calls and the "
+                                      "documents of 0 selections in 0 updates") in second.output
     final = EmbeddedStore(str(tmp_path / "store"))
     assert set(final.oxigraph) == after
     final.close()
+
+
+def test_migrated_selections_name_the_documents_that_state_their_facts() -> None:
+    """What `migrate` adds is what the current recorder writes (tgsparql.provenance): each edge
+    selection's documents as the extraction provenance walks its fact to them, each of them
+    once on its Selection, and their number; batches cut between Selections, never inside one."""
+    store = old_store(sessions=30)
+    templates = Templates()
+    todo = pending(store, templates)
+    assert len(todo.sourced) == 30  # 29 generated (one in twenty failed first) and the fixture's
+    migrate(store, templates, todo, batch=7)
+    edge_selections = 0
+    for item in todo.sourced:
+        selection = item["selection"].value
+        named: set[ox.Term] = set()
+        for edge_selection in objects(store, selection, "selectedEdge"):
+            fact = objects(store, edge_selection.value, "edge")[0]
+            assert isinstance(fact, ox.Triple)
+            stating = {ox.NamedNode(source.document)
+                       for source in facts_sources(store, templates, [fact])[fact]}
+            assert set(objects(store, edge_selection.value, "factDocument")) == stating
+            named |= stating
+            edge_selections += 1
+        assert set(objects(store, selection, "sourceDocument")) == named
+        assert objects(store, selection, "sourceDocumentCount") == [integer(len(named))]
+    assert edge_selections == 29 * 3
+    after = set(store.oxigraph)
+    assert len(pending(store, templates)) == 0
+    assert migrate(store, templates, pending(store, templates)) == 0
+    assert set(store.oxigraph) == after
 
 
 class FailingAfter(EmbeddedStore):
@@ -185,9 +224,9 @@ def test_an_interrupted_migration_keeps_whole_batches_and_a_rerun_finishes_it() 
     with pytest.raises(StoreError, match="the disk is full"):
         migrate(store, templates, pending(store, templates), batch=2)
     left = pending(store, templates)
-    assert len(left) == 4  # the first batch of two landed whole, the second not at all
+    assert len(left) == 5  # the first batch of two landed whole, the second not at all
     store.left = 10
-    assert migrate(store, templates, left, batch=2) == 2
+    assert migrate(store, templates, left, batch=2) == 3
     assert len(pending(store, templates)) == 0
 
 

@@ -23,6 +23,7 @@ from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import EmbeddedStore
 from tgsparql.templates import Templates
+from tgsparql.trace import facts_sources
 from tgsparql.vocab import CollectionError
 
 QUESTION = "Where was the scientist who discovered polonium born?"
@@ -57,6 +58,7 @@ DATATYPE_OF = {
     TG + "candidateEdgesOver": XSD + "integer",
     TG + "invalidIdCount": XSD + "integer",
     TG + "selectedEdgeCount": XSD + "integer",
+    TG + "sourceDocumentCount": XSD + "integer",
     TG + "day": XSD + "date",
     TG + "completeDay": XSD + "date",
     TG + "failedDay": XSD + "date",
@@ -248,14 +250,16 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
         assert int(only(objects(triples, cut.value, TG + "candidateEdges")).value) >= 1
     assert predicates(selection) == {
         RDF + "type", RDFS + "label", PROV + "wasDerivedFrom", TG + "selectedEdge",
-        TG + "selectedEdgeCount", TG + "invalidIdCount",
+        TG + "selectedEdgeCount", TG + "invalidIdCount", TG + "sourceDocument",
+        TG + "sourceDocumentCount",
     }
     assert predicates(answer) == {RDF + "type", RDFS + "label", PROV + "wasDerivedFrom",
                                   TG + "document", TG + "cites", TG + "citation",
                                   TG + "invalidCitationCount"}
     for edge in objects(triples, selection, TG + "selectedEdge"):
         assert objects(triples, edge.value, RDF + "type") == [ox.NamedNode(TG + "EdgeSelection")]
-        assert predicates(edge.value) == {RDF + "type", TG + "edge", TG + "reasoning"}
+        assert predicates(edge.value) == {RDF + "type", TG + "edge", TG + "reasoning",
+                                          TG + "factDocument"}
     for citation in objects(triples, answer, TG + "citation"):
         assert objects(triples, citation.value, RDF + "type") == [ox.NamedNode(TG + "Citation")]
         assert predicates(citation.value) == {RDF + "type", TG + "citedEdge", TG + "sentence",
@@ -270,6 +274,40 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
     assert objects(triples, selection, TG + "selectedEdgeCount") == [
         ox.Literal(str(len(objects(triples, selection, TG + "selectedEdge"))),
                    datatype=ox.NamedNode(XSD + "integer"))]
+
+
+def test_the_selection_names_the_documents_that_state_each_selected_fact(recorded, rag) -> None:
+    """Each edge selection names the documents found by walking its fact to its chunks
+    (tgsparql.trace.facts_sources), the Selection each of them once, with their number."""
+    _, uuid, triples = recorded
+    selection = f"urn:trustgraph:prov:selection:{uuid}"
+    named: set[ox.Term] = set()
+    for edge_selection in objects(triples, selection, TG + "selectedEdge"):
+        fact = only(objects(triples, edge_selection.value, TG + "edge"))
+        assert isinstance(fact, ox.Triple)
+        stating = {ox.NamedNode(source.document) for source in
+                   facts_sources(rag.store, rag.templates, [fact]).get(fact, [])}
+        assert stating  # the demo's facts all come from its documents
+        assert set(objects(triples, edge_selection.value, TG + "factDocument")) == stating
+        named |= stating
+    documents = objects(triples, selection, TG + "sourceDocument")
+    assert len(documents) == len(named) >= 1 and set(documents) == named
+    assert objects(triples, selection, TG + "sourceDocumentCount") == [
+        ox.Literal(str(len(named)), datatype=ox.NamedNode(XSD + "integer"))]
+
+
+def test_a_selection_whose_facts_no_document_states_names_none() -> None:
+    store = EmbeddedStore(None)
+    recorder = Recorder(store, Templates())
+    ids = SessionIds.new()
+    fact = ox.Triple(ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "bornIn"),
+                     ox.NamedNode(ENT + "Warsaw"))
+    recorder.write(recorder.selection(ids, [SelectedEdge("id", fact, "because")], 0, None, {}))
+    triples = graph_triples(store, EXPLAINABILITY)
+    assert objects(triples, ids.selection.value, TG + "sourceDocumentCount") == [
+        ox.Literal("0", datatype=ox.NamedNode(XSD + "integer"))]
+    assert objects(triples, ids.selection.value, TG + "sourceDocument") == []
+    assert objects(triples, ids.edge_selection(0).value, TG + "factDocument") == []
 
 
 def test_every_literal_is_typed_with_the_datatype_of_its_predicate(rag: GraphRag) -> None:
@@ -527,7 +565,7 @@ def test_reification_dialect_records_content_addressed_statements(store) -> None
         recorder.write(
             recorder.session(ids, "q", dt.datetime.now(dt.timezone.utc)),
             recorder.retrieval(ids, Grounding(["curie"], [born.subject]), [born, year]),
-            recorder.selection(ids, [SelectedEdge("id", born, "because")], 0, None),
+            recorder.selection(ids, [SelectedEdge("id", born, "because")], 0, None, {}),
         )
     triples = graph_triples(store, EXPLAINABILITY)
     for ids in sessions:

@@ -31,6 +31,7 @@ NESTED = ox.Triple(ox.NamedNode("http://example.org/a"), ox.NamedNode("http://ex
                    IRI_TRIPLE)
 IDS = SessionIds("00000000-0000-4000-8000-000000000001")
 GRAPH = ox.NamedNode("urn:graph:explainability")
+DOCUMENT = ox.NamedNode("urn:trustgraph:doc:test")
 
 
 def snippet(source: str, dialect: str = "rdf12", **params: Any) -> str:
@@ -419,11 +420,12 @@ def retrieval_params(edges: list[ox.Triple]) -> dict[str, Any]:
 
 
 def selection_params(edges: list[ox.Triple], **usage: Any) -> dict[str, Any]:
-    items = [EdgeSelectionRecord(IDS.edge_selection(i), edge, f"reason {i}")
+    items = [EdgeSelectionRecord(IDS.edge_selection(i), edge, f"reason {i}", documents=(DOCUMENT,))
              for i, edge in enumerate(edges)]
     return {
         "graph": GRAPH, "session": IDS.session, "retrieval": IDS.retrieval,
         "selection": IDS.selection, "items": items, "invalid_ids": 0,
+        "documents": [DOCUMENT] if items else [],
         "model": usage.get("model"), "in_tokens": usage.get("in_tokens"),
         "out_tokens": usage.get("out_tokens"),
         "call": call_usage(usage.get("model"), usage.get("in_tokens"), usage.get("out_tokens")),
@@ -578,6 +580,7 @@ EVERY_PARAM: dict[str, Any] = {
     "entities": [S],
     "retrieved_edges": [LIT_TRIPLE, IRI_TRIPLE],
     "items": selection_params([LIT_TRIPLE])["items"],
+    "documents": [DOCUMENT],
     "invalid_ids": 1,
     "nodes": [S, O],
     "literals": [ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal"))],
@@ -630,6 +633,9 @@ EVERY_PARAM: dict[str, Any] = {
     "counted_selections": [{"graph": GRAPH, "selection": IDS.selection, "selected": 2}],
     "used_models": [{"graph": GRAPH, "session": IDS.session, "stage": "answer",
                      "call": call_usage("test-model", None, 95)}],
+    "sourced_selections": [{"graph": GRAPH, "selection": IDS.selection,
+                            "edges": [{"iri": IDS.edge_selection(0), "documents": [DOCUMENT]}],
+                            "documents": [DOCUMENT]}],
 }
 
 _QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)

@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -28,7 +28,7 @@ from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates, TemplateError, check_text
-from tgsparql.trace import facts_sources
+from tgsparql.trace import ChunkSource, facts_sources
 
 MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")
@@ -187,8 +187,8 @@ class _Session:
         )
         # Each write overlaps the next steps that do not need it (the store releases the GIL
         # while it writes): the labels are read and the LLM selects while the retrieval is
-        # recorded, the answer starts while the selection is, and the sources are read while
-        # the answer is. Every explain message still follows its write, and a write that
+        # recorded, and the answer starts while the selection's sources are read and it is
+        # written. Every explain message still follows its write, and a write that
         # fails still ends the session. The session is written with its retrieval, so no
         # session sits in the store that never got past its start; on a store where each
         # write is a round trip, both wait for the selection and go with it, one request fewer.
@@ -214,12 +214,6 @@ class _Session:
                                     max_reason_chars=rag.output_limits.reason_chars),
         )
         usage = output.usage if output else None
-        selection = _stage(
-            "selection",
-            lambda: self._build(
-                lambda: recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
-            ),
-        )
         by_id = labelgraph.by_id()
         facts = [by_id[edge.id] for edge in parsed.edges]
         # Nothing selected, nothing to write from: the answer says so, with no LLM call.
@@ -228,6 +222,17 @@ class _Session:
                 rag.backend.answer(question, facts, stream=self.stream)
                 if facts else _Fixed(NOTHING_SELECTED)
             )
+        )
+        # Where the selected facts came from: the selection's record names their documents, and
+        # the last message lists these sources.
+        found = _stage("trace", lambda: facts_sources(
+            rag.store, rag.templates, [edge.triple for edge in parsed.edges]))
+        selection = _stage(
+            "selection",
+            lambda: self._build(
+                lambda: recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage,
+                                           found)
+            ),
         )
         self._hold(selection)
         _stage("selection", self._write_held)
@@ -242,11 +247,10 @@ class _Session:
                 yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
         citations = find_citations(full, [edge.id for edge in parsed.edges])
-        sourcing = _background(lambda: self._sources(parsed.edges, citations))
         recorded = _stage("answer",
                           lambda: self._record_answer(full, answer.usage, citations, kept.cut))
         yield self._explain(ids.answer, recorded)
-        sources = _stage("trace", sourcing.result)
+        sources = self._sources(parsed.edges, found, citations)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
     def _retrieve(self) -> tuple[Grounding, Retrieved]:
@@ -319,14 +323,15 @@ class _Session:
         self.finished = True
         return record
 
-    def _sources(self, edges: Sequence[SelectedEdge], citations: Citations) -> list[Source]:
-        """Where each selected edge came from, from one query over the provenance graph, with
-        the sentences of the answer that cite it.
+    def _sources(self, edges: Sequence[SelectedEdge],
+                 found: Mapping[ox.Triple, Sequence[ChunkSource]],
+                 citations: Citations) -> list[Source]:
+        """Where each selected edge came from (`found`, read by one query over the provenance
+        graph), with the sentences of the answer that cite it.
 
         Sources belong to the answer, not to its record, so they come from the edges
         themselves and are there with recording off too (then without edge-selection IRIs).
         """
-        found = facts_sources(self.rag.store, self.rag.templates, [e.triple for e in edges])
         recorded = self.rag.record
         cited_in: dict[int, list[str]] = {}
         for citation in citations.citations:

@@ -9,7 +9,7 @@ write, so what a client is told is exactly what the store was given, with no ext
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates, to_literal
+from tgsparql.trace import ChunkSource
 
 @dataclass(frozen=True)
 class SeedCut:
@@ -69,6 +70,8 @@ class EdgeSelectionRecord:
     triple: ox.Triple
     reasoning: str
     truncated: bool = False
+    documents: tuple[ox.NamedNode, ...] = ()
+    """The documents that state the fact, through a chunk's subgraph (docs/spec.md §2)."""
 
 
 @dataclass(frozen=True)
@@ -187,10 +190,15 @@ class Recorder:
         edges: Sequence[SelectedEdge],
         invalid_ids: int,
         usage: Usage | None,
+        sources: Mapping[ox.Triple, Sequence[ChunkSource]],
     ) -> Record:
+        """`sources`: the chunks that state each selected fact (`tgsparql.trace.facts_sources`),
+        whose documents the record names, so that BI counts documents without walking the
+        extraction provenance of every edge selection."""
         items = [
             EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning,
-                                edge.reasoning_truncated)
+                                edge.reasoning_truncated,
+                                document_iris(s.document for s in sources.get(edge.triple, ())))
             for i, edge in enumerate(edges)
         ]
         return self._render(
@@ -199,6 +207,7 @@ class Recorder:
             retrieval=ids.retrieval,
             selection=ids.selection,
             items=items,
+            documents=document_iris(d.value for item in items for d in item.documents),
             invalid_ids=invalid_ids,
             **_usage(usage),
         )
@@ -258,6 +267,11 @@ class Recorder:
         if self.templates.dialect != "rdf12":
             quads = self.templates.render_block(template, "quads", **params, dialect="rdf12")
         return Record(insert, RecordedTriples(insert.prologue + quads))
+
+
+def document_iris(iris: Iterable[str]) -> tuple[ox.NamedNode, ...]:
+    """Each document once, in the order of their IRIs."""
+    return tuple(ox.NamedNode(iri) for iri in sorted(set(iris)))
 
 
 def _usage(usage: Usage | None) -> dict[str, Any]:

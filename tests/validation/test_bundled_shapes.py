@@ -65,6 +65,7 @@ AGENT = "https://example.org/demo/agent/curator"
 MARIE = "https://example.org/demo/entity/Marie_Curie"
 RADIUM_DOC = "https://example.org/demo/doc/radium-institute"
 PIERRE_DOC = "https://example.org/demo/doc/pierre-curie"
+MARIE_DOC = "https://example.org/demo/doc/marie-curie"
 FAKE_EDGE = "<https://example.org/x/a> <https://example.org/x/b> <https://example.org/x/c>"
 UNRETRIEVED_FACT = ("<https://example.org/demo/entity/Paris> "
                     "<https://example.org/demo/rel/capitalOf> <https://example.org/demo/entity/France>")
@@ -374,11 +375,20 @@ SELECTION = "urn:trustgraph:prov:selection:UUID"
 ANSWER = "urn:trustgraph:prov:answer:UUID"
 DOCUMENT = "urn:trustgraph:answer:UUID"
 EDGE0 = "urn:trustgraph:prov:edge:UUID:0"
+EDGE2 = "urn:trustgraph:prov:edge:UUID:2"
+"""Marie Curie's birthplace: a fact only her document states."""
 SELECTED = 5
 """Edges the offline selector picks for QUESTION: the marriage, both births' places and years."""
 SEED_CUT = "urn:trustgraph:prov:seed:UUID:0"
 CITATION0 = "urn:trustgraph:prov:citation:UUID:0"
 OTHER_RETRIEVAL = "urn:trustgraph:prov:retrieval:00000000-0000-4000-8000-000000000000"
+
+
+EDGE0_DOCUMENTS_STALE = tuple(
+    Found("Warning", EDGE0, "EdgeSelectionDocuments", "FactDocumentStatesTheFact", document)
+    for document in (MARIE_DOC, PIERRE_DOC))
+"""What an edge selection whose fact is replaced also gets: the documents it names (those of
+the marriage) no longer state its fact."""
 
 
 @dataclass(frozen=True)
@@ -466,6 +476,39 @@ SESSION_CASES = {
         f"DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?c }} }}",
         (violation(SELECTION, "Selection-selectedEdgeCount", "MinCount"),),
     ),
+    "the source documents are missing (a record of an older version)": Case(
+        f"""DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:sourceDocumentCount ?c }} }} ;
+            DELETE WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:sourceDocument ?d }} }} ;
+            DELETE WHERE {{ GRAPH ?g {{ ?edgeSelection tg:factDocument ?d }} }}""",
+        (violation(SELECTION, "Selection-sourceDocumentCount", "MinCount"),),
+        ("run tgsparql migrate",),
+    ),
+    "the source document count is off by one": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{SELECTION}> tg:sourceDocumentCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{SELECTION}> tg:sourceDocumentCount ?wrong }} }}
+            WHERE {{ GRAPH ?g {{ <{SELECTION}> tg:sourceDocumentCount ?c }} BIND(?c + 1 AS ?wrong) }}""",
+        (violation(SELECTION, "Selection", "SourceDocumentCountMatchesSourceDocuments", ANY),),
+    ),
+    "an edge selection's document is missing": Case(
+        f"DELETE WHERE {{ GRAPH ?g {{ <{EDGE2}> tg:factDocument ?d }} }}",
+        (Found("Warning", EDGE2, "EdgeSelectionDocuments", "FactStatingDocumentIsNamed",
+               MARIE_DOC),),
+        ("ingested since the session",),
+    ),
+    "an edge selection names a document that does not state its fact": Case(
+        f"""INSERT DATA {{ GRAPH <urn:graph:explainability> {{
+            <{EDGE2}> tg:factDocument <{PIERRE_DOC}> }} }}""",
+        (Found("Warning", EDGE2, "EdgeSelectionDocuments", "FactDocumentStatesTheFact",
+               PIERRE_DOC),),
+        ("re-extracted since the session",),
+    ),
+    "the selection names a document none of its edge selections does": Case(
+        f"""INSERT DATA {{ GRAPH <urn:graph:explainability> {{
+            <{SELECTION}> tg:sourceDocument <{RADIUM_DOC}> }} }}""",
+        (violation(SELECTION, "Selection", "SourceDocumentsAreThoseOfItsEdges", RADIUM_DOC),
+         violation(SELECTION, "Selection", "SourceDocumentCountMatchesSourceDocuments", ANY)),
+        ("but by none of its edge selections",),
+    ),
     "the status is missing": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:status ?s }} }}",
         (violation(SESSION, "Session-status", "MinCount"),
@@ -532,20 +575,23 @@ SESSION_CASES = {
             INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge <<( {FAKE_EDGE} )>> }} }}
             WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
         (violation(EDGE0, "EdgeSelection", "SelectedEdgeIsAFact", FAKE_EDGE),
-         violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", FAKE_EDGE)),
+         violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", FAKE_EDGE),
+         *EDGE0_DOCUMENTS_STALE),
         ("is not a fact of the knowledge graph", f"not among the edges retrieved by {RETRIEVAL}"),
     ),
     "a selected edge is a fact that was not retrieved": Case(
         f"""DELETE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}
             INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge <<( {UNRETRIEVED_FACT} )>> }} }}
             WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
-        (violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", UNRETRIEVED_FACT),),
+        (violation(EDGE0, "EdgeSelection", "SelectedEdgeWasRetrieved", UNRETRIEVED_FACT),
+         EDGE0_DOCUMENTS_STALE[0]),  # Pierre Curie's document states this fact too
     ),
     "a selected edge is an IRI, not a triple": Case(
         f"""DELETE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}
             INSERT {{ GRAPH ?g {{ <{EDGE0}> tg:edge ent:Paris }} }}
             WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:edge ?t }} }}""",
-        (violation(EDGE0, "EdgeSelection", "SelectedEdgeIsATriple", "https://example.org/demo/entity/Paris"),),
+        (violation(EDGE0, "EdgeSelection", "SelectedEdgeIsATriple", "https://example.org/demo/entity/Paris"),
+         *EDGE0_DOCUMENTS_STALE),
     ),
     "an edge selection gives no reason": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{EDGE0}> tg:reasoning ?r }} }}",
@@ -722,7 +768,11 @@ def test_a_session_that_selected_no_edge_only_warns(recorded, validator) -> None
         WHERE { GRAPH ?g { ?selection tg:selectedEdge ?edge . ?edge ?p ?o } } ;
         DELETE { GRAPH ?g { ?selection tg:selectedEdgeCount ?n } }
         INSERT { GRAPH ?g { ?selection tg:selectedEdgeCount 0 } }
-        WHERE { GRAPH ?g { ?selection tg:selectedEdgeCount ?n } }""")
+        WHERE { GRAPH ?g { ?selection tg:selectedEdgeCount ?n } } ;
+        DELETE WHERE { GRAPH ?g { ?selection tg:sourceDocument ?document } } ;
+        DELETE { GRAPH ?g { ?selection tg:sourceDocumentCount ?n } }
+        INSERT { GRAPH ?g { ?selection tg:sourceDocumentCount 0 } }
+        WHERE { GRAPH ?g { ?selection tg:sourceDocumentCount ?n } }""")
     report = validator.validate(recorded.store)
     assert_results(report, {Found("Warning", recorded.iri(SELECTION), "Selection-someEdge",
                                   "MinCount", None)}, "chose no edge")
@@ -746,7 +796,9 @@ def test_an_unknown_edge_is_the_only_result_when_retrieved_edges_are_not_recorde
     assert_results(
         validator.validate(demo_store),
         {violation(session.iri(EDGE0), "EdgeSelection", "SelectedEdgeIsAFact",
-                   value_in(FAKE_EDGE, dialect))},
+                   value_in(FAKE_EDGE, dialect)),
+         *(Found(e.severity, session.iri(e.focus), e.shape, e.what, e.value)
+           for e in EDGE0_DOCUMENTS_STALE)},
     )
 
 

@@ -226,8 +226,9 @@ def index(target: StoreTarget, rebuild: bool) -> None:
               help="Records per update (each update is all or nothing).")
 def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
     """Add to sessions recorded by older versions the fields BI reads (tg:day, tg:completeDay,
-    tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage). Safe to interrupt
-    and to run again."""
+    tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage, and the documents of
+    the selected facts: tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount). Safe to
+    interrupt and to run again."""
     from tgsparql.migrate import migrate as run_migration
     from tgsparql.migrate import pending
 
@@ -235,8 +236,9 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
         templates = Templates(store.dialect)
         try:
             todo = pending(store, templates)
-            summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections and "
-                       f"{len(todo.calls)} LLM calls")
+            summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections, "
+                       f"{len(todo.calls)} LLM calls and the documents of "
+                       f"{len(todo.sourced)} selections")
             if dry_run:
                 click.echo(f"dry run: {summary} would be migrated")
                 return

@@ -34,6 +34,7 @@ from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import Templates, to_literal
+from tgsparql.trace import facts_sources
 
 EX = "http://example.org/"
 XSD = vocab.XSD
@@ -472,7 +473,8 @@ class SessionRecord:
             recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
         edges = [SelectedEdge(f"e{i}", t, why) for i, (t, why) in enumerate(self.selected)]
-        recorder.write(recorder.selection(ids, edges, 0, self.usage))
+        found = facts_sources(store, templates, [edge.triple for edge in edges])
+        recorder.write(recorder.selection(ids, edges, 0, self.usage, found))
         if self.outcome == "failed-answer":
             recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
