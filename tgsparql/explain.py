@@ -38,7 +38,7 @@ class SessionSummary:
 
     @classmethod
     def from_row(cls, row: Solution) -> SessionSummary:
-        """A row of `list_sessions.rq` or `serve/find_sessions.rq`."""
+        """A row of `list_sessions.rq`."""
         return cls(
             session=row["session"].value,
             question=row["question"].value,
@@ -170,11 +170,13 @@ class Explanation:
 
 
 def list_sessions(
-    store: Store, templates: Templates, collection: str, limit: int
+    store: Store, templates: Templates, collection: str, limit: int, question: str = ""
 ) -> list[SessionSummary]:
+    """The newest `limit` sessions; with `question`, those whose question contains it."""
     rows = store.select(
         templates.render(
-            "list_sessions", graph=vocab.explainability_graph(collection), limit=limit
+            "list_sessions", graph=vocab.explainability_graph(collection), limit=limit,
+            question=question,
         )
     )
     return [SessionSummary.from_row(row) for row in rows]
