@@ -407,7 +407,7 @@ def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]
     process) by an untimed first session. (A baseline source tree runs its own version of
     this function, which takes the sessions at the step's start; this one takes those halfway.)"""
     from tgsparql.store import EmbeddedStore
-    from tgsparql.validate_session import validate_session
+    from tgsparql.validation.session import validate_session
 
     store = EmbeddedStore(store_dir)
     store.dialect = dialect  # type: ignore[misc]

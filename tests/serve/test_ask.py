@@ -32,7 +32,7 @@ from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.serve.readonly import ReadOnlyStore
 from tgsparql.serve.ask import AskLimits, RateLimiter, negotiate
 from tgsparql.serve.sparql import ProtocolError
-from tgsparql.validate_session import validate_session
+from tgsparql.validation.session import validate_session
 
 from .browser import browser
 from .conftest import Served, build_store, running, serve_process

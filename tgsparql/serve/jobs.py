@@ -20,7 +20,7 @@ from tgsparql.serve.sparql import Answer, ProtocolError, QueryRequest, execute, 
     serialize
 from tgsparql.store import StoreError
 from tgsparql.templates import Templates
-from tgsparql.validate_session import validate_session
+from tgsparql.validation.session import validate_session
 
 HTML = editor.HTML
 TEXT = "text/plain; charset=utf-8"

@@ -11,7 +11,8 @@ from tgsparql.store import query_form
 from tgsparql.templates import Templates, TemplateError
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.prebinding import substitute
-from tgsparql.validation.shapes import Constraint, Shape, Shapes
+from tgsparql.validation.model import Constraint, Shape
+from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
 
