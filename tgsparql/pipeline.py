@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,21 +17,23 @@ from tgsparql import vocab
 from tgsparql.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.grounding import Grounding, ground, update_label_index
 from tgsparql.iris import SessionIds
-from tgsparql.labels import get_labelgraph
+from tgsparql.labels import LabelGraph, get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
-from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
+from tgsparql.llm.base import AnswerStream, Backend, SelectionOutput, SelectionRequest
 from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
-from tgsparql.selection import SelectedEdge, parse_selection
+from tgsparql.selection import ParsedSelection, SelectedEdge, parse_selection
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates, TemplateError, check_text
 from tgsparql.trace import facts_sources
 
 MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")
+_Explains = list[tuple[ox.NamedNode, Record | None]]
+"""Records written but not yet announced, each with the IRI its explain message names."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,17 @@ class _Session:
             yield self._fail(f"unexpected {type(error).__name__}: {error}")
 
     def _stages(self) -> Iterator[GraphRagResponse]:
+        explains, labelgraph, selecting = self._retrieval()
+        if self.rag.write_retrieval_early:
+            _stage("retrieval", self._written)
+            yield from self._explains(explains)
+            explains = []
+        parsed, answering = yield from self._selection(explains, labelgraph, selecting)
+        yield from self._answer(parsed, answering)
+
+    def _retrieval(self) -> tuple[_Explains, LabelGraph, Future[SelectionOutput | None]]:
+        """The session and its retrieval recorded (and held for writing), the retrieved edges'
+        labels read, and the LLM's selection started; the explain messages still to send."""
         rag, ids, question = self.rag, self.ids, self.question
         recorder = rag.recorder
         self.session = self._hold(
@@ -192,7 +205,6 @@ class _Session:
         # fails still ends the session. The session is written with its retrieval, so no
         # session sits in the store that never got past its start; on a store where each
         # write is a round trip, both wait for the selection and go with it, one request fewer.
-        explains = [(ids.session, self.session), (ids.retrieval, retrieval)]
         if rag.write_retrieval_early:
             self._write_held_in_background()
         labelgraph = _stage(
@@ -200,11 +212,15 @@ class _Session:
         )
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
-        if rag.write_retrieval_early:
-            _stage("retrieval", self._written)
-            yield from self._explains(explains)
-            explains = []
+        return [(ids.session, self.session), (ids.retrieval, retrieval)], labelgraph, selecting
 
+    def _selection(
+        self, explains: _Explains, labelgraph: LabelGraph,
+        selecting: Future[SelectionOutput | None],
+    ) -> Generator[GraphRagResponse, None, tuple[ParsedSelection, Future[tuple[AnswerStream, Iterator[str]]]]]:
+        """The LLM's selection read and recorded, the answer started; the explain messages of
+        every record written so far."""
+        rag, ids = self.rag, self.ids
         # While the LLM thinks, other writer processes may have the store (TurnTakingStore).
         with stepping_aside(rag.store):
             output = _stage("selection", selecting.result)
@@ -217,7 +233,7 @@ class _Session:
         selection = _stage(
             "selection",
             lambda: self._build(
-                lambda: recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
+                lambda: rag.recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
             ),
         )
         by_id = labelgraph.by_id()
@@ -225,14 +241,20 @@ class _Session:
         # Nothing selected, nothing to write from: the answer says so, with no LLM call.
         answering = _background(
             lambda: _started(
-                rag.backend.answer(question, facts, stream=self.stream)
+                rag.backend.answer(self.question, facts, stream=self.stream)
                 if facts else _Fixed(NOTHING_SELECTED)
             )
         )
         self._hold(selection)
         _stage("selection", self._write_held)
         yield from self._explains([*explains, (ids.selection, selection)])
+        return parsed, answering
 
+    def _answer(
+        self, parsed: ParsedSelection, answering: Future[tuple[AnswerStream, Iterator[str]]]
+    ) -> Iterator[GraphRagResponse]:
+        """The answer streamed as it comes, recorded with its citations, then its sources."""
+        rag = self.rag
         with stepping_aside(rag.store):
             answer, chunks = _stage("answer", answering.result)
             kept = _Capped(_guarded("answer", chunks), rag.output_limits.answer_chars)
@@ -245,7 +267,7 @@ class _Session:
         sourcing = _background(lambda: self._sources(parsed.edges, citations))
         recorded = _stage("answer",
                           lambda: self._record_answer(full, answer.usage, citations, kept.cut))
-        yield self._explain(ids.answer, recorded)
+        yield self._explain(self.ids.answer, recorded)
         sources = _stage("trace", sourcing.result)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
