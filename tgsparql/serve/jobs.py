@@ -48,6 +48,13 @@ class Job:
 
 
 @dataclass(frozen=True)
+class PageJob(Job):
+    """A request for a page: its errors are pages too."""
+
+    html = True
+
+
+@dataclass(frozen=True)
 class SparqlJob(Job):
     """A query sent to /sparql; one from the SPARQL page is answered as the page."""
 
@@ -89,12 +96,11 @@ class SavedJob(Job):
 
 
 @dataclass(frozen=True)
-class SessionsJob(Job):
+class SessionsJob(PageJob):
     """The /sessions page: the newest sessions whose question contains `text`."""
 
     text: str
     limit: int
-    html = True
 
     def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
         found = list_sessions(store, templates, config.collection, self.limit, self.text)
@@ -103,12 +109,11 @@ class SessionsJob(Job):
 
 
 @dataclass(frozen=True)
-class SessionJob(Job):
+class SessionJob(PageJob):
     """A session's page, with its validation as found by a ValidateJob (or why it is not)."""
 
     uuid: str
     conformance: dict[str, Any] | None = None
-    html = True
 
     def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
         conformance = pages.Conformance.from_json(self.conformance) if self.conformance \
@@ -140,12 +145,11 @@ class ValidateJob(Job):
 
 
 @dataclass(frozen=True)
-class EntityJob(Job):
+class EntityJob(PageJob):
     """An entity's page: the edges that name it, `page` by page."""
 
     iri: str
     page: int
-    html = True
 
     def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
         try:
