@@ -34,6 +34,8 @@ MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")
 _Explains = list[tuple[ox.NamedNode, Record | None]]
 """Records written but not yet announced, each with the IRI its explain message names."""
+_Answering = Future[tuple[AnswerStream, Iterator[str]]]
+"""The answer under way: its stream, and its chunks with the first already asked for."""
 
 
 @dataclass(frozen=True)
@@ -190,14 +192,8 @@ class _Session:
         )
         grounding, retrieved = _stage("retrieval", self._retrieve)
         subgraph = retrieved.edges
-        retrieval = self._hold(
-            _stage(
-                "retrieval",
-                lambda: self._build(
-                    lambda: recorder.retrieval(ids, grounding, subgraph, retrieved)
-                ),
-            )
-        )
+        retrieval = self._hold(_stage("retrieval", lambda: self._build(
+            lambda: recorder.retrieval(ids, grounding, subgraph, retrieved))))
         # Each write overlaps the next steps that do not need it (the store releases the GIL
         # while it writes): the labels are read and the LLM selects while the retrieval is
         # recorded, the answer starts while the selection is, and the sources are read while
@@ -207,9 +203,8 @@ class _Session:
         # write is a round trip, both wait for the selection and go with it, one request fewer.
         if rag.write_retrieval_early:
             self._write_held_in_background()
-        labelgraph = _stage(
-            "retrieval", lambda: get_labelgraph(rag.store, rag.templates, subgraph)
-        )
+        labelgraph = _stage("retrieval",
+                            lambda: get_labelgraph(rag.store, rag.templates, subgraph))
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
         return [(ids.session, self.session), (ids.retrieval, retrieval)], labelgraph, selecting
@@ -217,7 +212,7 @@ class _Session:
     def _selection(
         self, explains: _Explains, labelgraph: LabelGraph,
         selecting: Future[SelectionOutput | None],
-    ) -> Generator[GraphRagResponse, None, tuple[ParsedSelection, Future[tuple[AnswerStream, Iterator[str]]]]]:
+    ) -> Generator[GraphRagResponse, None, tuple[ParsedSelection, _Answering]]:
         """The LLM's selection read and recorded, the answer started; the explain messages of
         every record written so far."""
         rag, ids = self.rag, self.ids
@@ -230,12 +225,8 @@ class _Session:
                                     max_reason_chars=rag.output_limits.reason_chars),
         )
         usage = output.usage if output else None
-        selection = _stage(
-            "selection",
-            lambda: self._build(
-                lambda: rag.recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)
-            ),
-        )
+        selection = _stage("selection", lambda: self._build(
+            lambda: rag.recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage)))
         by_id = labelgraph.by_id()
         facts = [by_id[edge.id] for edge in parsed.edges]
         # Nothing selected, nothing to write from: the answer says so, with no LLM call.
@@ -250,9 +241,7 @@ class _Session:
         yield from self._explains([*explains, (ids.selection, selection)])
         return parsed, answering
 
-    def _answer(
-        self, parsed: ParsedSelection, answering: Future[tuple[AnswerStream, Iterator[str]]]
-    ) -> Iterator[GraphRagResponse]:
+    def _answer(self, parsed: ParsedSelection, answering: _Answering) -> Iterator[GraphRagResponse]:
         """The answer streamed as it comes, recorded with its citations, then its sources."""
         rag = self.rag
         with stepping_aside(rag.store):

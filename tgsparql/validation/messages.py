@@ -153,7 +153,8 @@ _MESSAGES = {
     "Or": "{w.subject} conforms to none of {w.shape_names}",
     "Xone": "{w.subject} does not conform to exactly one of {w.shape_names}",
     "Node": "{w.subject} does not conform to {w.shape_name}",
-    "Closed": "{w.focus} has {w.closed_property} {w.value}, a property the closed shape does not allow",
+    "Closed": "{w.focus} has {w.closed_property} {w.value}, a property the closed shape does "
+              "not allow",
     "HasValue": "{w.focus} lacks the required {w.path} {w.term}",
     "In": "{w.subject} is not one of {w.terms}",
 }
