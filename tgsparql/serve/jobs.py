@@ -1,7 +1,7 @@
 """What a query worker does: one typed job per kind of request, each run on the worker's store.
 
 A job crosses the pipe to a worker process, so it holds only plain data; it knows how to answer
-itself there (`run`) and how its failure reads on its route (`failure`)."""
+itself there (`answer`) and how its failure reads on its route (`failure`)."""
 
 from __future__ import annotations
 
@@ -159,8 +159,7 @@ class EntityJob(PageJob):
         return Answer(200, HTML, pages.render_entity(view).encode("utf-8"))
 
 
-def run(store: Served, templates: Templates, config: ServerConfig,
-        job: Job) -> Answer:
+def run(store: Served, templates: Templates, config: ServerConfig, job: Job) -> Answer:
     """The job's answer; a read that fails on a compacted-away file is retried once on a fresh
     handle, and a failing endpoint is answered 502 (the remote store has retried already)."""
     for attempt in (1, 2):
