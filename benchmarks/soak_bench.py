@@ -48,7 +48,7 @@ from tgsparql.locking import exclusive_store
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, Store, open_store
 from tgsparql.templates import Templates
-from tgsparql.validate_session import session_nodes
+from tgsparql.validation.session import session_nodes
 from tgsparql.validation import Shapes, Validator
 
 QUESTIONS = [

@@ -407,7 +407,7 @@ def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]
     process) by an untimed first session. (A baseline source tree runs its own version of
     this function, which takes the sessions at the step's start; this one takes those halfway.)"""
     from tgsparql.store import EmbeddedStore
-    from tgsparql.validate_session import validate_session
+    from tgsparql.validation.session import validate_session
 
     store = EmbeddedStore(store_dir)
     store.dialect = dialect  # type: ignore[misc]
@@ -673,9 +673,9 @@ def report(build: Build, measured: list[Measured], runs: int) -> str:
         f"- record: {build.sessions:,} sessions, {build.per_kind} seeded violations of each of "
         f"{len(SEEDED)} kinds ({build.per_kind * len(SEEDED)} expected results); "
         + ", ".join(f"{d} {n:,} quads" for d, n in build.quads.items())
-        + f", on-disk stores",
+        + ", on-disk stores",
         f"- build: {build.build_s:.1f} s" + (", reused from the cache for this run" if build.reused else ""),
-        f"- shapes: benchmarks/validation_shapes.ttl + validation_shapes_{{dialect}}.ttl",
+        "- shapes: benchmarks/validation_shapes.ttl + validation_shapes_{dialect}.ttl",
         f"- runs: median of {runs} per engine (1 for pyshacl and for any run over {SLOW_S:.0f} s), "
         "each in its own process; "
         f"peak memory = that process's ru_maxrss",

@@ -22,7 +22,7 @@ from tgsparql.loader import load_files
 from tgsparql.store import open_store
 from tgsparql.templates import Templates
 from tgsparql.testing import assert_conforms
-from tgsparql.validate_session import session_nodes
+from tgsparql.validation.session import session_nodes
 
 WORKER = REPO / "tests" / "writer_process.py"
 KILLS = 6  # at least this many, and on until one lands inside a session

@@ -295,6 +295,19 @@ def test_list_sessions_honours_the_limit(demo_store, templates) -> None:
     ]
 
 
+def test_list_sessions_with_a_question_keeps_those_that_contain_it_in_any_case(
+    demo_store, templates
+) -> None:
+    demo_store.update(HAND_SESSIONS)
+    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 10,
+                                              "QUESTION c")] == ["question C"]
+    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 10,
+                                              "question")] == [
+        "question B", "question C", "question A"
+    ]
+    assert list_sessions(demo_store, templates, "explainability", 10, "nowhere") == []
+
+
 def test_list_sessions_includes_failed_sessions_with_their_error(demo_store, templates) -> None:
     demo_store.update(HAND_SESSIONS)
     by_question = {s.question: s for s in list_sessions(demo_store, templates, "explainability", 10)}

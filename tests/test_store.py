@@ -9,7 +9,7 @@ import pyoxigraph as ox
 import pytest
 
 from tgsparql import vocab
-from tgsparql.store import EmbeddedStore, Store, StoreError, open_store
+from tgsparql.store import EmbeddedStore, Store, StoreError, open_store, query_form
 
 EX = "http://example.org/"
 MARIE = ox.NamedNode(EX + "Marie_Curie")
@@ -265,3 +265,19 @@ def test_reads_can_merge_the_graphs_they_are_given(any_store: EmbeddedStore) -> 
     counts = [int(any_store.select(query, default_graph=g)[0]["n"].value) for g in (named, both)]
     assert counts == [1, 5]
     assert not any_store.ask(f"ASK {{ ?s <{MARRIED.value}> ?o }}", default_graph=named)
+
+
+@pytest.mark.parametrize("query, form", [
+    ("SELECT * WHERE { ?s ?p ?o }", "select"),
+    ("PREFIX ex: <http://example.org/> ASK { ex:a ex:b ex:c }", "ask"),
+    ("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", "graph"),
+    ("DESCRIBE <http://example.org/a>", "graph"),
+])
+def test_query_form_is_learnt_from_the_text_alone(query: str, form: str) -> None:
+    assert query_form(query) == form
+
+
+@pytest.mark.parametrize("text", ["INSERT DATA { <urn:a> <urn:b> <urn:c> }", "SELECT WHERE", ""])
+def test_query_form_refuses_what_is_not_a_query(text: str) -> None:
+    with pytest.raises(SyntaxError):
+        query_form(text)

@@ -20,7 +20,7 @@ from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import term_integer, term_text
-from tgsparql.trace import ChunkSource, session_chunk_sources
+from tgsparql.trace import ChunkSource, RecordedEdge, session_chunk_sources
 
 
 class SessionNotFound(LookupError):
@@ -38,7 +38,7 @@ class SessionSummary:
 
     @classmethod
     def from_row(cls, row: Solution) -> SessionSummary:
-        """A row of `list_sessions.rq` or `serve/find_sessions.rq`."""
+        """A row of `list_sessions.rq`."""
         return cls(
             session=row["session"].value,
             question=row["question"].value,
@@ -53,18 +53,21 @@ class SessionSummary:
 
 
 @dataclass
-class ExplainedEdge:
-    iri: str
-    index: int
-    edge: ox.Triple
-    labels: LabelTriple
-    reasoning: str
+class ExplainedEdge(RecordedEdge):
+    """A selected edge as `explain` reads it: the recorded edge with every chunk that states
+    it, whether its reason was cut, and the answer's sentences that cite it."""
+
     chunk_sources: list[ChunkSource] = field(default_factory=list)
     """Every chunk that states the edge, by document, then chunk."""
     reasoning_truncated: bool = False
     """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
     citations: list[str] = field(default_factory=list)
     """The sentences of the answer that cite this edge, in answer order."""
+
+    @property
+    def iri(self) -> str:
+        """The edge selection's IRI, as `explain --format json` names it."""
+        return self.edge_selection
 
     @property
     def cited(self) -> bool:
@@ -170,11 +173,13 @@ class Explanation:
 
 
 def list_sessions(
-    store: Store, templates: Templates, collection: str, limit: int
+    store: Store, templates: Templates, collection: str, limit: int, question: str = ""
 ) -> list[SessionSummary]:
+    """The newest `limit` sessions; with `question`, those whose question contains it."""
     rows = store.select(
         templates.render(
-            "list_sessions", graph=vocab.explainability_graph(collection), limit=limit
+            "list_sessions", graph=vocab.explainability_graph(collection), limit=limit,
+            question=question,
         )
     )
     return [SessionSummary.from_row(row) for row in rows]
@@ -215,11 +220,10 @@ def explain_session(
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
     sources = session_chunk_sources(store, templates, collection, ids)
-    for index, iri, edge, reasoning in selected:
+    for _, iri, edge, reasoning in selected:
         out.selected.append(
             ExplainedEdge(
-                iri=iri.value,
-                index=index,
+                edge_selection=iri.value,
                 edge=edge,
                 labels=_names(edge, labels),
                 reasoning=reasoning,

@@ -23,7 +23,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import pyoxigraph as ox
@@ -271,27 +271,8 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
             common_stem=COMMON_STEM,
         )
     )
-    telling: list[str] = []
-    entities_by_key: dict[str, list[ox.NamedNode]] = {}
-    name_rows: list[tuple[int, str, ox.NamedNode]] = []
-    schema: list[ox.NamedNode] = []
-    for row in rows:
-        entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
-        stem_, named = row.get("stem"), row.get("named")
-        if isinstance(stem_, ox.Literal) and isinstance(named, ox.Literal):
-            if 0 < int(named.value) <= COMMON_STEM:
-                telling.append(stem_.value)
-        elif isinstance(predicate, ox.NamedNode):
-            schema.append(predicate)
-        elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
-            continue
-        elif isinstance(run, ox.Literal):
-            name_rows.append((int(run.value), key.value, entity))
-        else:
-            entities_by_key.setdefault(key.value, []).append(entity)
-    for found in entities_by_key.values():
-        found.sort(key=lambda node: node.value)
-
+    read = _GroundRows.of(rows)
+    entities_by_key, name_rows = read.entities_by_key, read.name_rows
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
     covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
     tokens = words(question)[:MAX_QUESTION_WORDS]
@@ -322,16 +303,50 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
     ]
     found += [named[i] for i in sorted(named)]
     seeds: list[ox.NamedNode] = []
-    for entities in found:
-        for entity in entities:
-            if entity not in seeds and len(seeds) < entity_limit:
-                seeds.append(entity)
+    for entity in dict.fromkeys(entity for entities in found for entity in entities):
+        if len(seeds) < entity_limit:
+            seeds.append(entity)
     return Grounding(
         concepts=_unique(concepts),
         seeds=seeds,
-        schema_predicates=tuple(sorted(set(schema), key=lambda node: node.value)),
-        stems=tuple(sorted(set(telling))),
+        schema_predicates=tuple(sorted(set(read.schema), key=lambda node: node.value)),
+        stems=tuple(sorted(set(read.telling))),
     )
+
+
+@dataclass
+class _GroundRows:
+    """The rows of `ground.rq` sorted by what they answer."""
+
+    telling: list[str] = field(default_factory=list)
+    """The question's stems that name few enough things to tell them apart."""
+    entities_by_key: dict[str, list[ox.NamedNode]] = field(default_factory=dict)
+    """Entities whose label is a phrase's key, by key, in IRI order."""
+    name_rows: list[tuple[int, str, ox.NamedNode]] = field(default_factory=list)
+    """(name run, key, entity) for the probes of the question's name runs."""
+    schema: list[ox.NamedNode] = field(default_factory=list)
+    """Schema predicates the KG uses."""
+
+    @classmethod
+    def of(cls, rows: Iterable[Solution]) -> _GroundRows:
+        out = cls()
+        for row in rows:
+            entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
+            stem_, named = row.get("stem"), row.get("named")
+            if isinstance(stem_, ox.Literal) and isinstance(named, ox.Literal):
+                if 0 < int(named.value) <= COMMON_STEM:
+                    out.telling.append(stem_.value)
+            elif isinstance(predicate, ox.NamedNode):
+                out.schema.append(predicate)
+            elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
+                continue
+            elif isinstance(run, ox.Literal):
+                out.name_rows.append((int(run.value), key.value, entity))
+            else:
+                out.entities_by_key.setdefault(key.value, []).append(entity)
+        for found in out.entities_by_key.values():
+            found.sort(key=lambda node: node.value)
+        return out
 
 
 def _name_matches(

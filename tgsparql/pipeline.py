@@ -6,7 +6,9 @@ import asyncio
 import itertools
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping, Sequence,
+)
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,21 +19,27 @@ from tgsparql import vocab
 from tgsparql.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.grounding import Grounding, ground, update_label_index
 from tgsparql.iris import SessionIds
-from tgsparql.labels import get_labelgraph
+from tgsparql.labels import LabelGraph, get_labelgraph
 from tgsparql.librarian import Librarian, StoreLibrarian
-from tgsparql.llm.base import AnswerStream, Backend, SelectionRequest
+from tgsparql.llm.base import AnswerStream, Backend, SelectionOutput, SelectionRequest
 from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
-from tgsparql.selection import SelectedEdge, parse_selection
+from tgsparql.selection import ParsedSelection, SelectedEdge, parse_selection
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, Templates, TemplateError, check_text
 from tgsparql.trace import ChunkSource, facts_sources
 
 MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")
+_Explains = list[tuple[ox.NamedNode, Record | None]]
+"""Records written but not yet announced, each with the IRI its explain message names."""
+_Answering = Future[tuple[AnswerStream, Iterator[str]]]
+"""The answer under way: its stream, and its chunks with the first already asked for."""
+_Found = Mapping[ox.Triple, Sequence[ChunkSource]]
+"""The chunks each selected fact was extracted from, read by one query over the provenance."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +178,17 @@ class _Session:
             yield self._fail(f"unexpected {type(error).__name__}: {error}")
 
     def _stages(self) -> Iterator[GraphRagResponse]:
+        explains, labelgraph, selecting = self._retrieval()
+        if self.rag.write_retrieval_early:
+            _stage("retrieval", self._written)
+            yield from self._explains(explains)
+            explains = []
+        parsed, found, answering = yield from self._selection(explains, labelgraph, selecting)
+        yield from self._answer(parsed, found, answering)
+
+    def _retrieval(self) -> tuple[_Explains, LabelGraph, Future[SelectionOutput | None]]:
+        """The session and its retrieval recorded (and held for writing), the retrieved edges'
+        labels read, and the LLM's selection started; the explain messages still to send."""
         rag, ids, question = self.rag, self.ids, self.question
         recorder = rag.recorder
         self.session = self._hold(
@@ -177,14 +196,8 @@ class _Session:
         )
         grounding, retrieved = _stage("retrieval", self._retrieve)
         subgraph = retrieved.edges
-        retrieval = self._hold(
-            _stage(
-                "retrieval",
-                lambda: self._build(
-                    lambda: recorder.retrieval(ids, grounding, subgraph, retrieved)
-                ),
-            )
-        )
+        retrieval = self._hold(_stage("retrieval", lambda: self._build(
+            lambda: recorder.retrieval(ids, grounding, subgraph, retrieved))))
         # Each write overlaps the next steps that do not need it (the store releases the GIL
         # while it writes): the labels are read and the LLM selects while the retrieval is
         # recorded, and the answer starts while the selection's sources are read and it is
@@ -192,19 +205,21 @@ class _Session:
         # fails still ends the session. The session is written with its retrieval, so no
         # session sits in the store that never got past its start; on a store where each
         # write is a round trip, both wait for the selection and go with it, one request fewer.
-        explains = [(ids.session, self.session), (ids.retrieval, retrieval)]
         if rag.write_retrieval_early:
             self._write_held_in_background()
-        labelgraph = _stage(
-            "retrieval", lambda: get_labelgraph(rag.store, rag.templates, subgraph)
-        )
+        labelgraph = _stage("retrieval",
+                            lambda: get_labelgraph(rag.store, rag.templates, subgraph))
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
-        if rag.write_retrieval_early:
-            _stage("retrieval", self._written)
-            yield from self._explains(explains)
-            explains = []
+        return [(ids.session, self.session), (ids.retrieval, retrieval)], labelgraph, selecting
 
+    def _selection(
+        self, explains: _Explains, labelgraph: LabelGraph,
+        selecting: Future[SelectionOutput | None],
+    ) -> Generator[GraphRagResponse, None, tuple[ParsedSelection, _Found, _Answering]]:
+        """The LLM's selection read, its facts' sources found and recorded with it, the answer
+        started; the explain messages of every record written so far."""
+        rag, ids = self.rag, self.ids
         # While the LLM thinks, other writer processes may have the store (TurnTakingStore).
         with stepping_aside(rag.store):
             output = _stage("selection", selecting.result)
@@ -219,7 +234,7 @@ class _Session:
         # Nothing selected, nothing to write from: the answer says so, with no LLM call.
         answering = _background(
             lambda: _started(
-                rag.backend.answer(question, facts, stream=self.stream)
+                rag.backend.answer(self.question, facts, stream=self.stream)
                 if facts else _Fixed(NOTHING_SELECTED)
             )
         )
@@ -227,17 +242,19 @@ class _Session:
         # the last message lists these sources.
         found = _stage("trace", lambda: facts_sources(
             rag.store, rag.templates, [edge.triple for edge in parsed.edges]))
-        selection = _stage(
-            "selection",
-            lambda: self._build(
-                lambda: recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage,
-                                           found)
-            ),
-        )
+        selection = _stage("selection", lambda: self._build(
+            lambda: rag.recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage,
+                                           found)))
         self._hold(selection)
         _stage("selection", self._write_held)
         yield from self._explains([*explains, (ids.selection, selection)])
+        return parsed, found, answering
 
+    def _answer(
+        self, parsed: ParsedSelection, found: _Found, answering: _Answering,
+    ) -> Iterator[GraphRagResponse]:
+        """The answer streamed as it comes, recorded with its citations, then its sources."""
+        rag = self.rag
         with stepping_aside(rag.store):
             answer, chunks = _stage("answer", answering.result)
             kept = _Capped(_guarded("answer", chunks), rag.output_limits.answer_chars)
@@ -249,7 +266,7 @@ class _Session:
         citations = find_citations(full, [edge.id for edge in parsed.edges])
         recorded = _stage("answer",
                           lambda: self._record_answer(full, answer.usage, citations, kept.cut))
-        yield self._explain(ids.answer, recorded)
+        yield self._explain(self.ids.answer, recorded)
         sources = self._sources(parsed.edges, found, citations)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
 
@@ -324,7 +341,7 @@ class _Session:
         return record
 
     def _sources(self, edges: Sequence[SelectedEdge],
-                 found: Mapping[ox.Triple, Sequence[ChunkSource]],
+                 found: _Found,
                  citations: Citations) -> list[Source]:
         """Where each selected edge came from (`found`, read by one query over the provenance
         graph), with the sentences of the answer that cite it.

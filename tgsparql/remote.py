@@ -42,7 +42,7 @@ import pyoxigraph as ox
 from SPARQLWrapper import ASK, CONSTRUCT, INSERT, JSON, POST, SELECT, SPARQLWrapper
 
 from tgsparql.lexical import records
-from tgsparql.store import ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError
+from tgsparql.store import ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError, query_form
 from tgsparql.templates import DIALECTS, Dialect, TemplateError, Templates
 from tgsparql.vocab import XSD_INTEGER
 
@@ -204,12 +204,12 @@ class RemoteStore:
         (`tgsparql serve --endpoint`). `named_graphs`, when given, are the dataset's named
         graphs (named-graph-uri)."""
         try:
-            form = ox.Store().query(query)  # an empty store: only the query's form is learnt
+            form = query_form(query)
         except SyntaxError as error:
             raise self._error(self.endpoint, f"not a SPARQL query: {_line(error)}") from None
-        if isinstance(form, ox.QueryTriples):
+        if form == "graph":
             return self._triples(query, default_graph, named_graphs)
-        asking = isinstance(form, ox.QueryBoolean)
+        asking = form == "ask"
         body = self._read(query, ASK if asking else SELECT, SPARQL_JSON, default_graph,
                           named_graphs)
         if asking:

@@ -19,6 +19,26 @@ from tgsparql.templates import Dialect, Term
 
 Solution = dict[str, Term]
 
+QueryForm = Literal["select", "ask", "graph"]
+"""What a query answers: solutions, a boolean, or triples (CONSTRUCT and DESCRIBE)."""
+
+
+def query_form(query: str) -> QueryForm:
+    """The query's form, learnt from pyoxigraph's parser on an empty store: nothing is read
+    (SELECT and CONSTRUCT results are lazy, an ASK has nothing to match). SyntaxError for text
+    that is not a query, an update included."""
+    return result_form(ox.Store().query(query))
+
+
+def result_form(result: object) -> QueryForm:
+    """The form of the query whose result this is."""
+    if isinstance(result, ox.QueryBoolean):
+        return "ask"
+    if isinstance(result, ox.QuerySolutions):
+        return "select"
+    return "graph"
+
+
 DataGraph = Literal["union"] | Sequence[ox.NamedNode | ox.DefaultGraph] | None
 """What a read sees as its default graph: None, the store's own default graph; "union", the merge
 of every graph (how validation reads provenance spread over named graphs); or the merge of the

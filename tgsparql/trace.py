@@ -123,13 +123,24 @@ class TracedEdge(RecordedEdge):
 
 
 @dataclass
-class SessionTrace:
-    """session → selected edges → sources."""
+class RecordedSession:
+    """A session as a trace names it: its IRI, question, start and status."""
 
     session: str
-    question: str | None
-    started: str | None
-    status: str | None
+    question: str | None = None
+    started: str | None = None
+    status: str | None = None
+
+    @staticmethod
+    def columns(row: Solution) -> dict[str, str | None]:
+        """The question, start and status of a trace query's row."""
+        return {name: term_text(row.get(name)) for name in ("question", "started", "status")}
+
+
+@dataclass
+class SessionTrace(RecordedSession):
+    """session → selected edges → sources."""
+
     edges: list[TracedEdge] = field(default_factory=list)
     kind: Literal["session"] = "session"
 
@@ -182,13 +193,9 @@ class UsedEdge(RecordedEdge):
 
 
 @dataclass
-class DocumentUse:
+class DocumentUse(RecordedSession):
     """One session that selected facts of the document, with its answer."""
 
-    session: str
-    question: str | None = None
-    started: str | None = None
-    status: str | None = None
     answer: str | None = None
     answer_document: str | None = None
     answer_text: str | None = None
@@ -262,16 +269,10 @@ def session_trace(
     rows = _session_rows(store, templates, collection, ids, "_trace/session_trace")
     if not rows:
         return None
-    first = rows[0]
     edges = _session_edges(rows)
     _label_edges(rows, edges)
-    return SessionTrace(
-        session=ids.session.value,
-        question=term_text(first.get("question")),
-        started=term_text(first.get("started")),
-        status=term_text(first.get("status")),
-        edges=edges,
-    )
+    return SessionTrace(session=ids.session.value, **RecordedSession.columns(rows[0]),
+                        edges=edges)
 
 
 def edge_sources(
@@ -336,9 +337,7 @@ def document_sessions(
             session.value,
             DocumentUse(
                 session=session.value,
-                question=term_text(row.get("question")),
-                started=term_text(row.get("started")),
-                status=term_text(row.get("status")),
+                **RecordedSession.columns(row),
                 answer=term_text(row.get("answer")),
                 answer_document=term_text(row.get("answerDocument")),
                 answer_text=term_text(row.get("answerText")),

@@ -29,10 +29,10 @@ from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixtu
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.serve import ServerConfig, TgsparqlServer
-from tgsparql.serve.app import ReadOnlyStore
+from tgsparql.serve.readonly import ReadOnlyStore
 from tgsparql.serve.ask import AskLimits, RateLimiter, negotiate
 from tgsparql.serve.sparql import ProtocolError
-from tgsparql.validate_session import validate_session
+from tgsparql.validation.session import validate_session
 
 from .browser import browser
 from .conftest import Served, build_store, running, serve_process

@@ -24,7 +24,7 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
-from tgsparql.serve import ServerConfig, app, pages
+from tgsparql.serve import ServerConfig, pages, routes
 from tgsparql.store import open_store
 from tgsparql.templates import Templates
 
@@ -243,7 +243,7 @@ def test_a_validation_past_its_time_bound_leaves_the_page_saying_so(
 ) -> None:
     """The bound is kept by the server, which stops the worker that validates: at 0 s no
     validation can answer in time, and the page is served all the same."""
-    monkeypatch.setattr(app, "VALIDATION_SECONDS", 0.0)
+    monkeypatch.setattr(routes, "VALIDATION_SECONDS", 0.0)
     with running(ServerConfig(store=recorded.path, port=0, timeout=20)) as server:
         reply = ServeProcess(server.url, recorded.path, [], "").get(
             f"/sessions/{uuid_of(recorded.broken)}")

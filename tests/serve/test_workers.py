@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tgsparql.serve import ServerConfig
-from tgsparql.serve.app import Worker, WorkerPool
+from tgsparql.serve.jobs import SavedJob
+from tgsparql.serve.workers import Worker, WorkerPool
 from tgsparql.store import EmbeddedStore
 
 
@@ -25,7 +26,7 @@ def test_the_idle_worker_used_last_answers_the_next_request(tmp_path: Path) -> N
     pool._idle.get = recorded_get  # type: ignore[method-assign]
     try:
         for _ in range(3):
-            assert pool.run(("saved", "sessions_per_day", {}, "csv")).status == 200
+            assert pool.run(SavedJob("sessions_per_day", {}, "csv")).status == 200
     finally:
         pool.close()
     assert len(handed) == 3 and handed[0] is handed[1] is handed[2]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from tgsparql import vocab
 from tgsparql.grounding import update_label_index
-from tgsparql import validate_session as sessions
+from tgsparql.validation import session as sessions
 from tgsparql.explain import SessionNotFound
 from tgsparql.iris import SessionIds, statement_iri
 from tgsparql.labels import LabeledEdge
@@ -33,7 +33,7 @@ from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Dialect, Templates
-from tgsparql.validate_session import session_nodes
+from tgsparql.validation.session import session_nodes
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 
 from conftest import REPO

@@ -51,7 +51,7 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     Exit 0 when the data conforms (warnings allowed), 1 when it has violations, 2 when it
     could not be validated (bad shapes, a store that cannot be opened, an unknown session).
     """
-    from tgsparql.validate_session import (
+    from tgsparql.validation.session import (
         GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes,
         verdict,
     )
@@ -109,7 +109,7 @@ def _refuse_non_store(path: Path) -> None:
 
 def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
     """`query --validate`: the new session against the bundled shapes, verdict printed."""
-    from tgsparql.validate_session import validate_session, verdict
+    from tgsparql.validation.session import validate_session, verdict
     from tgsparql.validation import ShapesError
 
     try:

@@ -71,7 +71,7 @@ def export(target: StoreTarget, graphs: tuple[str, ...], format_: str,
     rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
     """
     from tgsparql.export import export as export_store
-    from tgsparql.validate_session import GraphNameError, data_graph
+    from tgsparql.validation.session import GraphNameError, data_graph
 
     try:
         chosen = data_graph(graphs) if graphs else None

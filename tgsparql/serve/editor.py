@@ -24,8 +24,9 @@ from tgsparql import vocab
 from tgsparql.iris import SESSION_PREFIX, SessionIds
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import Answer, QueryForm, QueryRequest, Queryable, Result, \
-    capped, check_query, evaluate
+from tgsparql.serve.sparql import Answer, QueryRequest, Queryable, Result, capped, check_query, \
+    evaluate
+from tgsparql.store import QueryForm
 from tgsparql.templates import Templates
 
 HTML = "text/html; charset=utf-8"

@@ -21,12 +21,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 import pyoxigraph as ox
 
-QueryForm = Literal["select", "ask", "graph"]
+from tgsparql.store import QueryForm, query_form, result_form
+
 Result = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples | list[ox.Triple]
 """A query's result as pyoxigraph gives it; a remote store's graph results are a list."""
 
@@ -139,13 +140,11 @@ def check_query(text: str) -> QueryForm:
     """The query's form, from pyoxigraph's parser on an empty store; updates are refused."""
     refuse_service(text)  # first: an ASK is evaluated as it is parsed, SERVICE and all
     try:
-        # Nothing is read: the scratch store is empty, and SELECT/CONSTRUCT results are lazy.
-        result = ox.Store().query(text)
+        return query_form(text)
     except SyntaxError as error:
         if _UPDATE_START.match(text):
             raise ProtocolError(400, READ_ONLY) from None
         raise ProtocolError(400, f"not a SPARQL query: {error}") from None
-    return _form(result)
 
 
 def refuse_service(text: str) -> None:
@@ -155,7 +154,7 @@ def refuse_service(text: str) -> None:
     rewritten = _SERVICE_WORD.sub(
         lambda m: m.group(0)[:5] + ("X" if m.group(1).isupper() else "x") + m.group(0)[6], text)
     try:
-        ox.Store().query(rewritten)  # nothing to connect to: no SERVICE is left in it
+        query_form(rewritten)  # nothing to connect to: no SERVICE is left in it
     except SyntaxError:
         raise ProtocolError(400, READ_ONLY if _UPDATE_START.match(text) else NO_SERVICE) \
             from None
@@ -223,7 +222,7 @@ def evaluate(store: Queryable, request: QueryRequest) -> Result:
 
 def serialize(result: Result, key: str, max_results: int) -> Answer:
     """A query result in the format `key`, refusing (503) one larger than `max_results`."""
-    form = _form(result)
+    form = result_form(result)
     if isinstance(result, ox.QueryBoolean):
         body = result.serialize(format=RESULT_FORMATS[key])
     elif isinstance(result, ox.QuerySolutions):
@@ -283,14 +282,6 @@ def capped(items: Any, max_results: int, what: str) -> list[Any]:
             )
         kept.append(item)
     return kept
-
-
-def _form(result: Result) -> QueryForm:
-    if isinstance(result, ox.QueryBoolean):
-        return "ask"
-    if isinstance(result, ox.QuerySolutions):
-        return "select"
-    return "graph"
 
 
 def _media(value: ox.QueryResultsFormat | ox.RdfFormat) -> str:

@@ -38,7 +38,7 @@ def assert_conforms(
     violation (shape, focus node, path, value, message) otherwise.
     """
     from tgsparql.templates import Templates
-    from tgsparql.validate_session import session_nodes
+    from tgsparql.validation.session import session_nodes
     from tgsparql.validation import Validator
 
     validator = Validator(_shapes(shapes, store.dialect), dialect=store.dialect)

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
+from tgsparql.store import query_form
 from tgsparql.templates import Templates, TemplateError
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.prebinding import substitute
-from tgsparql.validation.shapes import Constraint, Shape, Shapes
+from tgsparql.validation.model import Constraint, Shape
+from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
 
@@ -127,7 +129,7 @@ def _check(shape: Shape, query: SparqlConstraint, text: str | None, per_node: st
     for checked in (text, bound):
         try:
             if checked is not None:
-                ox.Store().query(checked)
+                query_form(checked)
         except SyntaxError as error:
             message = str(error).splitlines()[0]
             what = "validator" if query.component is not None else "sh:sparql query"

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pyoxigraph as ox
 
 from tgsparql.store import Solution
 from tgsparql.validation.report import show_term
-from tgsparql.validation.shapes import Constraint, Path, Shape
+from tgsparql.validation.model import Constraint, Path, Shape
 
 _KIND = {
     "IRI": "an IRI", "BlankNode": "a blank node", "Literal": "a literal",
     "BlankNodeOrIRI": "a blank node or an IRI", "BlankNodeOrLiteral": "a blank node or a literal",
     "IRIOrLiteral": "an IRI or a literal",
 }
-_RANGE = {
-    "MinExclusive": "greater than", "MinInclusive": "at least",
-    "MaxExclusive": "less than", "MaxInclusive": "at most",
-}
+
 
 
 def show_path(path: Path | None) -> str:
@@ -41,73 +41,131 @@ def _subject(shape: Shape) -> str:
     return "Node"
 
 
+@dataclass(frozen=True)
+class _Words:
+    """What a message says of one result, each part worked out only when its sentence uses it."""
+
+    shape: Shape
+    constraint: Constraint
+    row: Solution
+
+    @property
+    def c(self) -> Any:
+        """The constraint's main parameter, as the shapes graph gave it."""
+        return self.constraint.value
+
+    @property
+    def focus(self) -> str:
+        return f"{_subject(self.shape)} {show_term(self.row['this'])}"
+
+    @property
+    def path(self) -> str:
+        return show_path(self.shape.path)
+
+    @property
+    def value(self) -> str:
+        if "value" not in self.row or (self.shape.path is None
+                                       and self.row.get("value") == self.row["this"]):
+            return ""
+        return show_term(self.row.get("value"))
+
+    @property
+    def subject(self) -> str:
+        """The focus node, the path and the value node at fault, as far as there are."""
+        where = f"{self.focus}: {self.path}" if self.shape.path is not None else self.focus
+        return f"{where} {self.value}".strip()
+
+    @property
+    def count(self) -> int | None:
+        found = self.row.get("count")
+        return int(found.value) if isinstance(found, ox.Literal) else None
+
+    @property
+    def how_many(self) -> str:
+        return "no" if not self.count else f"only {self.count}"
+
+    @property
+    def count_or_no(self) -> int | str:
+        return self.count or "no"
+
+    @property
+    def qualified(self) -> object:
+        return self.constraint.extra["count"]
+
+    @property
+    def term(self) -> str:
+        return show_term(self.c)
+
+    @property
+    def terms(self) -> str:
+        return ", ".join(show_term(t) for t in self.c)
+
+    @property
+    def languages(self) -> str:
+        return ", ".join(self.c)
+
+    @property
+    def kind(self) -> str:
+        return _KIND[self.c]
+
+    @property
+    def shape_name(self) -> str:
+        return self.c.name  # type: ignore[no-any-return]
+
+    @property
+    def shape_names(self) -> str:
+        return ", ".join(s.name for s in self.c)
+
+    @property
+    def lang(self) -> str:
+        return show_term(self.row.get("lang"))
+
+    @property
+    def closed_property(self) -> str:
+        return show_term(self.row.get("path"))
+
+
+_MESSAGES = {
+    "MinCount": "{w.focus} has {w.how_many} {w.path} (at least {w.c} required)",
+    "MaxCount": "{w.focus} has {w.count} values of {w.path} (at most {w.c} allowed)",
+    "QualifiedMinCount": "{w.focus} has {w.count_or_no} values of {w.path} conforming to "
+                         "{w.shape_name} (at least {w.qualified} required)",
+    "QualifiedMaxCount": "{w.focus} has {w.count} values of {w.path} conforming to "
+                         "{w.shape_name} (at most {w.qualified} allowed)",
+    "Class": "{w.subject} is not an instance of {w.term}",
+    "Datatype": "{w.subject} is not a well-formed literal of type {w.term}",
+    "NodeKind": "{w.subject} is not {w.kind}",
+    "MinExclusive": "{w.subject} is not greater than {w.term}",
+    "MinInclusive": "{w.subject} is not at least {w.term}",
+    "MaxExclusive": "{w.subject} is not less than {w.term}",
+    "MaxInclusive": "{w.subject} is not at most {w.term}",
+    "MinLength": "{w.subject} is shorter than {w.c} characters",
+    "MaxLength": "{w.subject} is longer than {w.c} characters",
+    "Pattern": "{w.subject} does not match the pattern {w.c!r}",
+    "LanguageIn": "{w.subject} is not in one of the languages {w.languages}",
+    "UniqueLang": "{w.focus} has more than one {w.path} in language {w.lang}",
+    "Equals": "{w.subject} is not also a value of {w.term}",
+    "Disjoint": "{w.subject} is also a value of {w.term}",
+    "LessThan": "{w.subject} is not less than every value of {w.term}",
+    "LessThanOrEquals": "{w.subject} is greater than a value of {w.term}",
+    "Not": "{w.subject} conforms to {w.shape_name}, which it must not",
+    "And": "{w.subject} does not conform to all of {w.shape_names}",
+    "Or": "{w.subject} conforms to none of {w.shape_names}",
+    "Xone": "{w.subject} does not conform to exactly one of {w.shape_names}",
+    "Node": "{w.subject} does not conform to {w.shape_name}",
+    "Closed": "{w.focus} has {w.closed_property} {w.value}, a property the closed shape does "
+              "not allow",
+    "HasValue": "{w.focus} lacks the required {w.path} {w.term}",
+    "In": "{w.subject} is not one of {w.terms}",
+}
+"""Each core component's sentence; the parts come from _Words."""
+
+
 def default_message(shape: Shape, constraint: Constraint, row: Solution) -> str:
     """A sentence naming the focus node, what is wrong and what was expected."""
-    k = constraint.component
-    c = constraint.value
-    focus = f"{_subject(shape)} {show_term(row['this'])}"
-    path = show_path(shape.path)
-    value = show_term(row.get("value")) if "value" in row else ""
-    if shape.path is None and row.get("value") == row["this"]:
-        value = ""
-    count = int(row["count"].value) if isinstance(row.get("count"), ox.Literal) else None
-    if k == "MinCount":
-        has = "no" if not count else f"only {count}"
-        return f"{focus} has {has} {path} (at least {c} required)"
-    if k == "MaxCount":
-        return f"{focus} has {count} values of {path} (at most {c} allowed)"
-    if k == "QualifiedMinCount":
-        return (f"{focus} has {count or 'no'} values of {path} conforming to "
-                f"{c.name} (at least {constraint.extra['count']} required)")  # type: ignore[union-attr]
-    if k == "QualifiedMaxCount":
-        return (f"{focus} has {count} values of {path} conforming to "
-                f"{c.name} (at most {constraint.extra['count']} allowed)")  # type: ignore[union-attr]
-    where = f"{focus}: {path}" if shape.path is not None else focus
-    subject = f"{where} {value}".strip()
-    if k == "Class":
-        return f"{subject} is not an instance of {show_term(c)}"  # type: ignore[arg-type]
-    if k == "Datatype":
-        return f"{subject} is not a well-formed literal of type {show_term(c)}"  # type: ignore[arg-type]
-    if k == "NodeKind":
-        return f"{subject} is not {_KIND[c]}"  # type: ignore[index]
-    if k in _RANGE:
-        return f"{subject} is not {_RANGE[k]} {show_term(c)}"  # type: ignore[arg-type]
-    if k == "MinLength":
-        return f"{subject} is shorter than {c} characters"
-    if k == "MaxLength":
-        return f"{subject} is longer than {c} characters"
-    if k == "Pattern":
-        return f"{subject} does not match the pattern {c!r}"
-    if k == "LanguageIn":
-        return f"{subject} is not in one of the languages {', '.join(c)}"  # type: ignore[arg-type]
-    if k == "UniqueLang":
-        return f"{focus} has more than one {path} in language {show_term(row.get('lang'))}"
-    if k == "Equals":
-        return f"{subject} is not also a value of {show_term(c)}"  # type: ignore[arg-type]
-    if k == "Disjoint":
-        return f"{subject} is also a value of {show_term(c)}"  # type: ignore[arg-type]
-    if k == "LessThan":
-        return f"{subject} is not less than every value of {show_term(c)}"  # type: ignore[arg-type]
-    if k == "LessThanOrEquals":
-        return f"{subject} is greater than a value of {show_term(c)}"  # type: ignore[arg-type]
-    if k == "Not":
-        return f"{subject} conforms to {c.name}, which it must not"  # type: ignore[union-attr]
-    if k == "And":
-        return f"{subject} does not conform to all of {_names(c)}"
-    if k == "Or":
-        return f"{subject} conforms to none of {_names(c)}"
-    if k == "Xone":
-        return f"{subject} does not conform to exactly one of {_names(c)}"
-    if k == "Node":
-        return f"{subject} does not conform to {c.name}"  # type: ignore[union-attr]
-    if k == "Closed":
-        return f"{focus} has {show_term(row.get('path'))} {value}, a property the closed shape does not allow"
-    if k == "HasValue":
-        return f"{focus} lacks the required {path} {show_term(c)}"  # type: ignore[arg-type]
-    if k == "In":
-        return f"{subject} is not one of {', '.join(show_term(t) for t in c)}"  # type: ignore[union-attr]
-    return f"{focus} fails the SPARQL constraint of {shape.name}" + (f" at {value}" if value else "")
-
-
-def _names(shapes: object) -> str:
-    return ", ".join(s.name for s in shapes)  # type: ignore[attr-defined]
+    words = _Words(shape, constraint, row)
+    sentence = _MESSAGES.get(constraint.component)
+    if sentence is not None:
+        return sentence.format(w=words)
+    return f"{words.focus} fails the SPARQL constraint of {shape.name}" + (
+        f" at {words.value}" if words.value else "")

@@ -10,7 +10,7 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.templates import Term
-from tgsparql.validation.shapes import Path
+from tgsparql.validation.model import Path
 
 SH = vocab.SH
 VIOLATION = ox.NamedNode(SH + "Violation")

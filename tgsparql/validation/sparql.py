@@ -11,19 +11,16 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.templates import Sparql, Term, render_term
 from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.model import Shape, ShapesReader
 from tgsparql.validation.prebinding import (
     one_query_for_all, refuse_forbidden, substitute, tokens, uses,
 )
-
-if TYPE_CHECKING:
-    from tgsparql.validation.shapes import Shape, _Reader
 
 SH = vocab.SH
 OWL_IMPORTS = ox.NamedNode("http://www.w3.org/2002/07/owl#imports")
@@ -68,24 +65,24 @@ class SparqlConstraint:
         return str(self.head) + str(path).join(map(str, self.body))
 
 
-def read_sparql_constraint(reader: _Reader, shape: Shape, node: Term) -> SparqlConstraint | None:
+def read_sparql_constraint(reader: ShapesReader, shape: Shape, node: Term) -> SparqlConstraint | None:
     """The constraint at `node`, or None when it is deactivated."""
     owner = shape.node
     if not isinstance(node, (ox.NamedNode, ox.BlankNode)):
         raise reader.fail(owner, "sh:sparql must be an IRI or a blank node")
     values: dict[str, list[Term]] = {}
-    for predicate, obj in reader.data.about(node):
+    for predicate, obj in reader.about(node):
         if predicate.value.startswith(SH):
             local = predicate.value[len(SH):]
             if local not in CONSTRAINT_KEYS:
                 raise reader.fail(owner, f"sh:sparql with sh:{local} is not supported")
             values.setdefault(local, []).append(obj)
-    if reader._boolean(owner, values.get("deactivated", []), "sh:deactivated"):
+    if reader.boolean(owner, values.get("deactivated", []), "sh:deactivated"):
         return None
     selects = values.get("select", [])
     if len(selects) != 1 or not isinstance(selects[0], ox.Literal):
         raise reader.fail(owner, "sh:sparql needs exactly one sh:select literal")
-    messages = reader._messages(owner, values.get("message", []))
+    messages = reader.messages(owner, values.get("message", []))
     prefixes = prefixes_of(reader, owner, values.get("prefixes", []))
     where = f"{_name(owner)}: sh:sparql"
     text = bind_current_shape(selects[0].value, owner, where)
@@ -108,7 +105,7 @@ def bind_current_shape(text: str, shape: Term, where: str) -> str:
 
 
 def prefixes_of(
-    reader: _Reader, owner: Term, nodes: list[Term]
+    reader: ShapesReader, owner: Term, nodes: list[Term]
 ) -> tuple[tuple[Sparql, ox.NamedNode], ...]:
     """The prefixes declared (sh:declare) by each sh:prefixes value and what it owl:imports."""
     declared: dict[str, ox.NamedNode] = {}
@@ -211,7 +208,7 @@ class Component:
     validators: dict[str, Term]
 
 
-def read_components(reader: _Reader) -> list[Component]:
+def read_components(reader: ShapesReader) -> list[Component]:
     found = []
     kind = ox.NamedNode(SH + "ConstraintComponent")
     for node in reader.subjects(vocab.RDF_TYPE, kind):
@@ -226,7 +223,7 @@ def read_components(reader: _Reader) -> list[Component]:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in RESERVED:
                 raise reader.fail(node, f"the parameter {paths[0].value} has no usable variable "
                                         f"name (its local name {name!r})")
-            optional = reader._boolean(
+            optional = reader.boolean(
                 node, reader.objects(declaration, ox.NamedNode(SH + "optional")), "sh:optional")
             parameters.append(Parameter(name, paths[0], optional))
         if not parameters:
@@ -243,7 +240,7 @@ def read_components(reader: _Reader) -> list[Component]:
 
 
 def component_constraints(
-    reader: _Reader, shape: Shape, component: Component
+    reader: ShapesReader, shape: Shape, component: Component
 ) -> list[SparqlConstraint]:
     """One constraint per combination of the shape's parameter values; none when a mandatory
     parameter has no value or no validator fits the kind of shape (both ignored, §6.2)."""
@@ -265,7 +262,7 @@ def component_constraints(
 
 
 def _validator(
-    reader: _Reader, shape: Shape, component: Component, key: str, parameters: dict[str, Term]
+    reader: ShapesReader, shape: Shape, component: Component, key: str, parameters: dict[str, Term]
 ) -> SparqlConstraint:
     node = component.validators[key]
     where = f"{_name(shape.node)}: validator of <{component.node.value}>"
@@ -283,7 +280,7 @@ def _validator(
     text = bind_current_shape(texts[0].value, shape.node, where)
     refuse_forbidden(text, {"this", *parameters, *(["value"] if ask else [])}, where)
     text = substitute(text, constants)
-    messages = reader._messages(shape.node, reader.objects(node, ox.NamedNode(SH + "message")))
+    messages = reader.messages(shape.node, reader.objects(node, ox.NamedNode(SH + "message")))
     prefixes = prefixes_of(reader, shape.node, reader.objects(node, ox.NamedNode(SH + "prefixes")))
     if ask:
         head, body = _split_ask(text, where)

@@ -20,7 +20,8 @@ from tgsparql.validation.messages import default_message
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.prebinding import substitute
-from tgsparql.validation.shapes import Shape, Shapes
+from tgsparql.validation.model import Shape
+from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
 _PLACEHOLDER = re.compile(r"\{[?$]([A-Za-z_][A-Za-z0-9_]*)\}")

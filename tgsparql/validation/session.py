@@ -18,7 +18,9 @@ from tgsparql.explain import SessionNotFound
 from tgsparql.iris import SessionIds
 from tgsparql.store import DataGraph, Store
 from tgsparql.templates import Dialect, Templates
-from tgsparql.validation import Shapes, ValidationReport, Validator
+from tgsparql.validation.report import ValidationReport
+from tgsparql.validation.shapes import Shapes
+from tgsparql.validation.validator import Validator
 
 DEFAULT_GRAPH_NAME = "default"
 ReportFormat = Literal["text", "turtle", "json", "junit"]

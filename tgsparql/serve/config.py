@@ -1,0 +1,64 @@
+"""What `tgsparql serve` is started with: the store or endpoint it serves, and its bounds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tgsparql import vocab
+from tgsparql.serve.ask import AskLimits
+from tgsparql.store import StoreError
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    store: Path | None = None
+    """The on-disk store to serve, opened read-only; or None with `endpoint`."""
+    endpoint: str | None = None
+    """The SPARQL query endpoint of a remote store to serve instead."""
+    endpoint_options: Mapping[str, Any] = field(default_factory=dict)
+    """RemoteStore's keyword arguments (dialect, auth, timeouts, kg_graph)."""
+    host: str = "127.0.0.1"
+    port: int = 7879
+    token: str | None = None
+    timeout: float = 30.0
+    max_results: int = 100_000
+    max_request: int = 256 * 1024
+    """Bytes of query string or request body at most (413 beyond)."""
+    max_memory: int | None = 1 << 30
+    """Bytes of data memory each query process may use (503 beyond); None for no bound."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header names accepted besides the loopback names and `host` (DNS rebinding)."""
+    workers: int = 2
+    page_workers: int = 1
+    """Query processes /sparql may not take, kept for pages and saved queries."""
+    collection: str = vocab.DEFAULT_COLLECTION
+    log: bool = False
+    ask: AskLimits | None = None
+    """With limits, POST /ask answers questions, the server holding the store as its writer."""
+    lock_timeout: float = 30.0
+    """Seconds `--ask` waits for another writer to release the store at startup."""
+
+    def __post_init__(self) -> None:
+        if (self.store is None) == (self.endpoint is None):
+            raise StoreError("serve one store: an on-disk store or a SPARQL endpoint")
+        if self.ask is not None and self.store is None:
+            raise StoreError("--ask needs an on-disk --store to record sessions in; it does not "
+                             "write to a remote endpoint")
+
+    @property
+    def dialect(self) -> str:
+        """The served store's dialect: an on-disk store's is RDF 1.2."""
+        return str(self.endpoint_options.get("dialect", "rdf12"))
+
+
+def size_text(size: int | None) -> str:
+    """Bytes as people write them: 1 GiB, 512 MiB."""
+    if size is None:
+        return "unbounded"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"

@@ -1,0 +1,465 @@
+"""The HTTP side of `tgsparql serve`: each request checked (host, token, sizes) and routed to a
+job for the worker pool, or to the ask stream."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+from tgsparql.iris import SessionIds
+from tgsparql.pipeline import StageError
+from tgsparql.serve import editor, pages
+from tgsparql.serve.ask import Asker, AskPage, EventStream, Framing, JsonLines, negotiate, \
+    read_question, refused_page, render_page, same_origin
+from tgsparql.serve.config import ServerConfig
+from tgsparql.serve.jobs import HTML, TEXT, EntityJob, SavedJob, SessionJob, SessionsJob, \
+    SparqlJob, ValidateJob, error_answer
+from tgsparql.serve.saved import saved_queries
+from tgsparql.serve.sparql import Answer, ProtocolError, read_request
+from tgsparql.serve.workers import WorkerPool
+
+SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
+"""The extensions of /queries/NAME.EXT; `.json?shape=objects` is records in one array."""
+SECURITY_HEADERS = {
+    "Content-Security-Policy": pages.CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+"""On every answer: pages run no script and load nothing from elsewhere, nothing is sniffed
+into another type, no URL of this server leaks in a Referer, no other site frames a page."""
+ASK_OFF = "asking is off on this server: start it with tgsparql serve --ask"
+VALIDATION_SECONDS = 10.0
+"""The longest a session page waits for its session's validation (or --timeout if shorter)."""
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """The names a Host header may give (DNS rebinding): the loopback names, the address the
+    server listens on, the --allowed-host names, and (listening on every address) any IP
+    address."""
+
+    names: frozenset[str]
+    any_address: bool
+
+    @classmethod
+    def of(cls, config: ServerConfig) -> Hosts:
+        return cls(frozenset({"localhost", "127.0.0.1", "::1", _host_name(config.host)}
+                             | {_host_name(name) for name in config.allowed_hosts}),
+                   config.host in ("", "0.0.0.0", "::"))
+
+    def accept(self, header: str) -> bool:
+        name = _host_name(header)
+        if name in self.names:
+            return True
+        if not self.any_address:
+            return False
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+
+    def described(self) -> list[str]:
+        return sorted(self.names) + (["any IP address"] if self.any_address else [])
+
+
+def _host_name(header: str) -> str:
+    """The name of a Host header or address: lower case, without port, brackets or final dot."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        value = value[1:].split("]", 1)[0]
+    elif value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+class Server(Protocol):
+    """What the routes use of the server."""
+
+    config: ServerConfig
+    pool: WorkerPool
+    asker: Asker | None
+    hosts: Hosts
+
+
+def _saved_job(file: str, query: str) -> SavedJob:
+    """/queries/NAME.EXT: the saved query NAME in the format of EXT."""
+    name, _, extension = file.rpartition(".")
+    if name not in saved_queries() or extension not in SAVED_FORMATS:
+        raise ProtocolError(404, f"no saved query {file!r}; see /queries (NAME.csv, NAME.tsv, "
+                                 "NAME.json or NAME.ndjson)")
+    params = parse_qs(query, keep_blank_values=True)
+    return SavedJob(name, params, _saved_format(extension, params))
+
+
+def _saved_format(extension: str, params: dict[str, list[str]]) -> str:
+    """The answer's format: the extension's, or records for `.json?shape=objects`; the
+    `shape` parameter is taken out of the query's own parameters."""
+    shapes = params.pop("shape", None)
+    if shapes is None:
+        return extension
+    if extension != "json" or shapes not in (["objects"], ["sparql"]):
+        raise ProtocolError(400, "shape is for NAME.json only, once: shape=objects (records) or "
+                                 "shape=sparql (SPARQL JSON results, the default)")
+    return "objects" if shapes == ["objects"] else "json"
+
+
+def _sessions_job(query: str) -> SessionsJob:
+    """/sessions?q=TEXT&limit=N."""
+    params = parse_qs(query, keep_blank_values=True)
+    unknown = sorted(set(params) - {"q", "limit"})
+    if unknown:
+        raise ProtocolError(400, f"unknown parameter {unknown[0]!r}; /sessions takes q and limit")
+    limit = params.get("limit", ["100"])[-1]
+    if not limit.isdigit() or not 1 <= int(limit) <= 10_000:
+        raise ProtocolError(400, "limit must be an integer from 1 to 10000")
+    return SessionsJob(params.get("q", [""])[-1], int(limit))
+
+
+def _conformance(pool: WorkerPool, uuid: str) -> dict[str, Any]:
+    """The session's validation from a worker, bounded by VALIDATION_SECONDS; a validation that
+    fails or takes longer leaves the page saying why it is not validated."""
+    bound = min(VALIDATION_SECONDS, pool.config.timeout)
+    try:
+        answer = pool.run(ValidateJob(uuid), bound)
+    except ProtocolError as error:
+        reason = f"the validation did not finish within {bound:g} s" \
+            if error.status == 503 and "timeout" in error.message else error.message
+        return pages.Conformance.not_checked(reason).to_json()
+    if answer.status != 200:
+        return pages.Conformance.not_checked(
+            answer.body.decode("utf-8", "replace").strip()[:300]).to_json()
+    return json.loads(answer.body)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes: /sparql, /queries, /queries/NAME.EXT, /sessions, /sessions/UUID, /ask."""
+
+    server: Server  # type: ignore[assignment]
+    server_version = "tgsparql"
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # a client that stops sending is dropped
+    disable_nagle_algorithm = True  # headers and body leave at once, no 40 ms delayed-ACK wait
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._refuse_method()
+
+    do_DELETE = do_PATCH = do_PUT
+
+    def _refuse_method(self) -> None:
+        self._send(error_answer(405, f"{self.command} is not allowed: this endpoint is read-only and "
+                               "answers GET and POST"), {"Allow": "GET, POST"})
+
+    def handle_one_request(self) -> None:
+        """The standard library's, with the request line allowed up to the request cap (and the
+        method and path around it) instead of 64 KiB, so a long GET query is a 413 like a long
+        POST body, and a longer line is a 414."""
+        limit = self.server.config.max_request + 8 * 1024
+        try:
+            self.raw_requestline = self.rfile.readline(limit + 1)
+            if len(self.raw_requestline) > limit:
+                self.requestline = self.request_version = self.command = ""
+                self.senderror_answer(414, f"the request line is longer than {limit} bytes")
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            method = getattr(self, "do_" + self.command, None)
+            if method is None:
+                self.senderror_answer(501, f"{self.command!r:.40} is not a method this server knows")
+                return
+            method()
+            self.wfile.flush()
+        except TimeoutError:
+            self.close_connection = True
+
+    def senderror_answer(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """The standard library's errors (bad request line, headers too long, …) as ours: one
+        plain-text line, with the same headers as every answer."""
+        self.close_connection = True
+        self._send(error_answer(code, message or self.responses.get(code, ("error",))[0]))
+
+    def _handle(self, method: str) -> None:
+        config = self.server.config
+        url = urlsplit(self.path)
+        if method != "POST" and ("Content-Length" in self.headers
+                                 or "Transfer-Encoding" in self.headers):
+            self.close_connection = True  # an unread body must not be read as the next request
+        try:
+            self._check_host()
+            self._authorize(config)
+            if len(url.query) > config.max_request:
+                raise ProtocolError(413, f"the query string is larger than {config.max_request} "
+                                         "bytes")
+            asking = url.path == "/ask" and method == "POST"
+            limit = min(config.max_request, config.ask.body) if asking and config.ask \
+                else config.max_request
+            body = self._body(limit) if method == "POST" else b""
+            if asking:
+                self._ask(body)
+                return
+            answer = self._route(method, url.path, url.query, body)
+        except ProtocolError as error:
+            html = (url.path.startswith("/sessions") or url.path == "/ask" and self._wants_html()
+                    ) and error.status != 401
+            extra = {"WWW-Authenticate": 'Bearer realm="tgsparql"'} if error.status == 401 else {}
+            if error.retry_after is not None:
+                extra["Retry-After"] = str(error.retry_after)
+            self._send(error_answer(error.status, error.message, html=html), extra)
+            return
+        self._send(answer)
+
+    def _check_host(self) -> None:
+        """Refuse a Host this server was not started under: a page whose name was rebound to
+        this address (DNS rebinding) must not read it through a visitor's browser."""
+        if not self._host_allowed():
+            raise ProtocolError(400, f"Host {self.headers.get('Host', '')!r:.100} is not a name "
+                                     "this server answers to; start it with --allowed-host NAME "
+                                     "to add one")
+
+    def _host_allowed(self) -> bool:
+        given = self.headers.get_all("Host") or []
+        if not given:
+            return True  # no browser leaves it out
+        if len(given) > 1:
+            return False
+        return self.server.hosts.accept(given[0])
+
+    def _authorize(self, config: ServerConfig) -> None:
+        if config.token is None:
+            return
+        given = self.headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode("utf-8"), config.token.encode("utf-8")
+        ):
+            raise ProtocolError(401, "a bearer token is required: send "
+                                     "'Authorization: Bearer TOKEN'" if not given
+                                else "the bearer token is wrong")
+
+    def _body(self, limit: int) -> bytes:
+        """The POST body, at most `limit` bytes, by Content-Length or chunked; on any
+        refusal the connection closes, as what is left of the body cannot be told apart from
+        a next request."""
+        try:
+            return self._read_body(limit)
+        except ProtocolError:
+            self.close_connection = True
+            raise
+
+    def _read_body(self, limit: int) -> bytes:
+        lengths = self.headers.get_all("Content-Length") or []
+        coding = self.headers.get_all("Transfer-Encoding") or []
+        if coding:
+            if lengths:
+                raise ProtocolError(400, "give Content-Length or Transfer-Encoding, not both")
+            if [c.strip().lower() for c in coding] != ["chunked"]:
+                raise ProtocolError(501, "the only Transfer-Encoding accepted is chunked")
+            return self._read_chunked(limit)
+        if not lengths:
+            raise ProtocolError(411, "a POST needs a Content-Length (or a chunked body)")
+        if len(lengths) > 1 or not _DIGITS.fullmatch(lengths[0].strip()):
+            raise ProtocolError(400, "Content-Length must be one non-negative integer")
+        size = int(lengths[0])
+        if size > limit:
+            raise ProtocolError(413, f"the request body is larger than {limit} bytes")
+        body = self.rfile.read(size)
+        if len(body) != size:
+            raise ProtocolError(400, "the request body is shorter than its Content-Length")
+        return body
+
+    def _read_chunked(self, limit: int) -> bytes:
+        """A chunked body, refused (413) as soon as its chunks add up to more than `limit`."""
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(1024).split(b";", 1)[0].strip()
+            if not _HEX.fullmatch(size_line):
+                raise ProtocolError(400, "a chunk size is not a hexadecimal number")
+            size = int(size_line, 16)
+            if size == 0:
+                break
+            if len(body) + size > limit:
+                raise ProtocolError(413, f"the request body is larger than {limit} bytes")
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise ProtocolError(400, "a chunk is shorter than its size")
+            body += chunk
+        for _ in range(64):  # trailer fields, ignored, up to the empty line
+            if self.rfile.readline(8192) in (b"\r\n", b"\n", b""):
+                return bytes(body)
+        raise ProtocolError(400, "too many trailer fields after the chunked body")
+
+    def _route(self, method: str, path: str, query: str, body: bytes) -> Answer:
+        if path == "/sparql":
+            return self._sparql(method, query, body)
+        if method != "GET":
+            raise ProtocolError(405, f"{path} answers GET only")
+        if path == "/ask":
+            if self.server.asker is None:
+                raise ProtocolError(404, ASK_OFF)
+            return Answer(200, HTML, render_page().encode("utf-8"))
+        if path in ("/", ""):
+            return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
+        if path == "/queries":
+            listed = [q.to_json() for q in saved_queries().values()]
+            return Answer(200, HTML, pages.render_queries(listed).encode("utf-8"))
+        if path.startswith("/queries/"):
+            return self.server.pool.run(_saved_job(path[len("/queries/"):], query))
+        if path == "/sessions":
+            return self.server.pool.run(_sessions_job(query))
+        if path.startswith("/sessions/"):
+            uuid = path[len("/sessions/"):]
+            return self.server.pool.run(SessionJob(uuid, _conformance(self.server.pool, uuid)))
+        if path == "/entity":
+            return self._entity(query)
+        raise ProtocolError(404, f"nothing at {path}; see /sessions, /queries or /sparql")
+
+    def _sparql(self, method: str, query: str, body: bytes) -> Answer:
+        """/sparql: the SPARQL page, or a query's results; a query from the page that is
+        refused is shown on it again with the reason."""
+        config = self.server.config
+        if method == "GET" and editor.wants_page(query, self.headers.get("Accept", "")):
+            return editor.page(editor.starting_query(config.collection), config.dialect,
+                               config.collection)
+        job = None
+        try:
+            job = SparqlJob(read_request(method, query, self.headers.get("Content-Type", ""),
+                                         body, self.headers.get("Accept", "")))
+            return self.server.pool.run(job)
+        except ProtocolError as error:
+            if job is not None:
+                shown = job.request.query if job.on_page else None
+            else:  # refused before it was read: an empty box, an update
+                shown = editor.query_on_page(query)
+            if shown is None:
+                raise
+            answer = editor.page(shown, config.dialect, config.collection,
+                                 error=error.message, status=error.status)
+            return replace(answer, headers={"Retry-After": str(error.retry_after)}
+                           if error.retry_after is not None else {})
+
+    def _entity(self, query: str) -> Answer:
+        params = parse_qs(query, keep_blank_values=True)
+        unknown = sorted(set(params) - {"iri", "page"})
+        if unknown or len(params.get("iri", [])) != 1:
+            return error_answer(400, "/entity takes iri (once) and page", html=True)
+        page = params.get("page", ["1"])[-1]
+        if not page.isdigit() or not 1 <= int(page) <= pages.ENTITY_PAGES:
+            return error_answer(400, f"page must be an integer from 1 to {pages.ENTITY_PAGES}",
+                                html=True)
+        return self.server.pool.run(EntityJob(params["iri"][0], int(page)))
+
+    def _wants_html(self) -> bool:
+        try:
+            return negotiate(self.headers.get("Accept", "")) == "html"
+        except ProtocolError:
+            return False
+
+    def _ask(self, body: bytes) -> None:
+        """POST /ask: the session's messages, each written and flushed as it comes."""
+        asker = self.server.asker
+        if asker is None:
+            raise ProtocolError(404, ASK_OFF)
+        if not same_origin(self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site"),
+                           self.headers.get("Host")):
+            raise ProtocolError(403, "an ask must come from this server's own page, not from "
+                                     "another site's")
+        kind = negotiate(self.headers.get("Accept", ""))
+        try:
+            question = read_question(self.headers.get("Content-Type", ""), body)
+            with asker.limiter.admitted(self.client_address[0]), asker.running():
+                self._stream_ask(asker, question, kind)
+        except ProtocolError as error:
+            if kind != "html":
+                raise
+            self._send(Answer(error.status, HTML, refused_page(body, error).encode("utf-8")),
+                       {"Retry-After": str(error.retry_after)} if error.retry_after else {})
+
+    def _stream_ask(self, asker: Asker, question: str, kind: str) -> None:
+        framing: Framing = {"sse": EventStream, "ndjson": JsonLines}.get(
+            kind, lambda: AskPage(question, asker.labels))()
+        messages = asker.rag.query(question, stream=True)
+        outcome, session, answered = "went away", "-", False
+        try:
+            self._start_stream(framing.content_type)
+            self._write_chunk(framing.head())
+            for message in messages:
+                if message.message_type == "explain" and message.explain_id:
+                    if session == "-":
+                        session = message.explain_id
+                    answered = message.explain_id == SessionIds.from_session_iri(
+                        session).answer.value
+                if message.end_of_session:
+                    outcome = "failed" if message.error else "complete"
+                self._write_chunk(framing.message(message))
+                # Stopping ends the session at its next message, unless all that is left is
+                # to send the sources of a session already recorded as complete.
+                if asker.stopping.is_set() and not message.end_of_session and not answered:
+                    stopped = messages.throw(StageError("ask", RuntimeError(
+                        "the server stopped while the session ran")))
+                    outcome = "failed"
+                    self._write_chunk(framing.message(stopped))
+                    break
+            self._write_chunk(framing.tail())
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away, or stopped reading past the timeout
+            self.close_connection = True
+        finally:
+            messages.close()  # the session, if still open, is closed as failed
+            if self.server.config.log:
+                sys.stderr.write(f"{self.address_string()} ask {session} {outcome}\n")
+
+    def _start_stream(self, content_type: str) -> None:
+        self.send_response(200)
+        headers = {"Content-Type": content_type, "Transfer-Encoding": "chunked",
+                   "Cache-Control": "no-store", "X-Accel-Buffering": "no", **SECURITY_HEADERS}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.flush()
+
+    def _write_chunk(self, data: bytes) -> None:
+        """One HTTP chunk, sent at once (an empty one would end the body, so none is sent)."""
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+    def _send(self, answer: Answer, extra: Mapping[str, str] | None = None) -> None:
+        self.send_response(answer.status)
+        self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        headers = {**SECURITY_HEADERS, **answer.headers, **(extra or {})}
+        if answer.status == 503:
+            headers.setdefault("Retry-After", "1")  # a fresh worker is about to be ready
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.config.log:
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
