@@ -49,7 +49,8 @@ from tgsparql import vocab
 from tgsparql.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
 from tgsparql.llm.base import ExtractionOutput, ExtractionRequest, SelectionOutput
 from tgsparql.store import EmbeddedStore, Solution, open_store
-from tgsparql.templates import Dialect, Templates
+from tgsparql.templates import Templates
+from tgsparql.terms import Dialect
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = HERE / "cache"

@@ -41,7 +41,8 @@ from tgsparql.loader import load_file
 from tgsparql.pipeline import GraphRag
 from tgsparql.remote import RemoteStore
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, open_store
-from tgsparql.templates import Dialect, Templates
+from tgsparql.templates import Templates
+from tgsparql.terms import Dialect
 from tgsparql.trace import trace
 
 HERE = Path(__file__).resolve().parent

@@ -57,7 +57,8 @@ from tgsparql.loader import load_file
 from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
-from tgsparql.templates import Dialect, Templates
+from tgsparql.templates import Templates
+from tgsparql.terms import Dialect
 from tgsparql.trace import DocumentTrace, edge_sources, fact_sources, session_sources, trace
 
 HERE = Path(__file__).resolve().parent

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tgsparql.remote import RemoteStore
-from tgsparql.templates import Dialect
+from tgsparql.terms import Dialect
 
 STARTUP_SECONDS = 20
 

@@ -19,7 +19,8 @@ from tgsparql.iris import SessionIds
 from tgsparql.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import DIALECTS, Sparql, TemplateError, Templates, _environment
+from tgsparql.templates import Sparql, TemplateError, Templates, _environment
+from tgsparql.terms import DIALECTS
 
 XSD = vocab.XSD
 S = ox.NamedNode("http://example.org/s")

@@ -15,7 +15,8 @@ import pyoxigraph as ox
 
 from tgsparql.remote import EndpointUnreachable, RemoteStore, display_url
 from tgsparql.store import StoreError
-from tgsparql.templates import Dialect, Templates
+from tgsparql.templates import Templates
+from tgsparql.terms import Dialect
 
 Result = Literal["ok", "no", "skipped"]
 PROBE_FACT = ox.Triple(

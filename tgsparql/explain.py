@@ -17,7 +17,8 @@ from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Solution, Store
-from tgsparql.templates import Templates, Term
+from tgsparql.templates import Templates
+from tgsparql.terms import Term
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import term_integer, term_text
 from tgsparql.trace import ChunkSource, RecordedEdge, session_chunk_sources

@@ -11,7 +11,8 @@ from urllib.parse import unquote
 import pyoxigraph as ox
 
 from tgsparql.store import Store
-from tgsparql.templates import Templates, Term
+from tgsparql.templates import Templates
+from tgsparql.terms import Term
 
 LabelTriple = tuple[str, str, str]
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, StoreError
+from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, StoreError, WithTemplates
 
 LOCK_NAME = "tgsparql-writer.lock"
 _FIRST_PAUSE = 0.002
@@ -110,7 +110,7 @@ def _holder(fd: int) -> str:
     return f"process {text}" if text.isdigit() else "another process"  # the last to write it
 
 
-class TurnTakingStore:
+class TurnTakingStore(WithTemplates):
     """The on-disk store at `path`, opened (its writer lock taken) when an operation needs it
     and closed (the lock released) while its user waits on something slow, so other writer
     processes get their turns during an LLM call rather than after the whole session.

@@ -29,7 +29,8 @@ from tgsparql.provenance import Record, Recorder, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import ParsedSelection, SelectedEdge, parse_selection
 from tgsparql.store import Store
-from tgsparql.templates import InsertData, Templates, TemplateError, check_text
+from tgsparql.templates import InsertData, Templates, TemplateError
+from tgsparql.terms import check_text
 from tgsparql.trace import ChunkSource, facts_sources
 
 MAX_QUESTION_CHARS = 10_000

@@ -42,8 +42,11 @@ import pyoxigraph as ox
 from SPARQLWrapper import ASK, CONSTRUCT, INSERT, JSON, POST, SELECT, SPARQLWrapper
 
 from tgsparql.lexical import records
-from tgsparql.store import ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError, query_form
-from tgsparql.templates import DIALECTS, Dialect, TemplateError, Templates
+from tgsparql.store import (
+    ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError, WithTemplates, query_form,
+)
+from tgsparql.templates import TemplateError
+from tgsparql.terms import DEFAULT_DIALECT, DIALECTS, Dialect
 from tgsparql.vocab import XSD_INTEGER
 
 SPARQL_JSON = "application/sparql-results+json"
@@ -82,7 +85,7 @@ class _Group:
     triples: list[ox.Triple]
 
 
-class RemoteStore:
+class RemoteStore(WithTemplates):
     """The Store protocol over HTTP: SELECT/ASK/CONSTRUCT to `endpoint`, updates to
     `update_endpoint` (the same URL when not given), bulk loads to `graph_store` when given."""
 
@@ -94,7 +97,7 @@ class RemoteStore:
         *,
         update_endpoint: str | None = None,
         graph_store: str | None = None,
-        dialect: Dialect = "rdf12",
+        dialect: Dialect = DEFAULT_DIALECT,
         user: str | None = None,
         password: str | None = None,
         token: str | None = None,
@@ -133,7 +136,6 @@ class RemoteStore:
         self.backoff = backoff
         self.union_parameter = union_parameter
         self.batch_size = batch_size
-        self._templates = Templates(dialect)
         self._closed = False
         self.requests = 0
         """HTTP exchanges attempted so far (each retry counts), for benchmarks and tests."""
@@ -268,7 +270,7 @@ class RemoteStore:
                 if self.graph_store is not None and self.dialect == "rdf12":
                     self._post_quads(written)
                 else:
-                    self.update(self._templates.render("bulk_insert", groups=_groups(written)))
+                    self.update(self.templates.render("bulk_insert", groups=_groups(written)))
                 if progress is not None:
                     progress(len(batch))
         except SyntaxError as error:

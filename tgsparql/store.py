@@ -15,7 +15,8 @@ from typing import BinaryIO, Literal, Protocol, runtime_checkable
 import pyoxigraph as ox
 
 from tgsparql.lexical import with_records
-from tgsparql.templates import Dialect, Term
+from tgsparql.templates import Templates, templates_for
+from tgsparql.terms import DEFAULT_DIALECT, Dialect, Term
 
 Solution = dict[str, Term]
 
@@ -82,6 +83,11 @@ class Store(Protocol):
     round_trips: bool
     """Whether each call crosses the network, so that fewer calls beat overlapped ones."""
 
+    @property
+    def templates(self) -> Templates:
+        """The query templates, rendered for this store's dialect."""
+        ...
+
     def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
         """Rows of a SELECT, each a dict of the bound variables."""
         ...
@@ -105,10 +111,20 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-class EmbeddedStore:
+class WithTemplates:
+    """A store's templates follow its dialect: every store and wrapper of one shares them."""
+
+    dialect: Dialect
+
+    @property
+    def templates(self) -> Templates:
+        return templates_for(self.dialect)
+
+
+class EmbeddedStore(WithTemplates):
     """pyoxigraph in this process: in memory, or on disk at `path`."""
 
-    dialect: Dialect = "rdf12"
+    dialect: Dialect = DEFAULT_DIALECT
     round_trips = False
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:

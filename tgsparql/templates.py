@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any, Final, Literal as TypingLiteral, get_args
+from typing import Any
 
 import jinja2
 import pyoxigraph as ox
@@ -23,35 +23,14 @@ from markupsafe import Markup
 
 from tgsparql import vocab
 from tgsparql.iris import statement_iri
-
-Dialect = TypingLiteral["rdf12", "rdfstar", "reification"]
-DIALECTS: Final[tuple[str, ...]] = get_args(Dialect)
-Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
+from tgsparql.terms import DEFAULT_DIALECT, DIALECTS, Dialect, TemplateError, check_text
 
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
 
 
-class TemplateError(ValueError):
-    """A template could not be rendered safely: a bad value, a missing one, or an unescaped one."""
-
-
 class Sparql(Markup):
     """Text that a filter or a template produced, and so is safe to place in a query."""
-
-
-def check_text(value: str, what: str = "text") -> str:
-    """Reject what no RDF literal can hold (lone surrogates), naming the position."""
-    if not isinstance(value, str):
-        raise TemplateError(f"{what} must be a string, not {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        code = ord(value[error.start])
-        raise TemplateError(
-            f"{what} contains an unpaired surrogate U+{code:04X} at position {error.start}"
-        ) from None
-    return value
 
 
 def to_iri(value: str | ox.NamedNode) -> ox.NamedNode:
@@ -266,7 +245,7 @@ class InsertData:
 class Templates:
     """The query templates of `queries/`, rendered for one store dialect."""
 
-    def __init__(self, dialect: Dialect = "rdf12") -> None:
+    def __init__(self, dialect: Dialect = DEFAULT_DIALECT) -> None:
         if dialect not in DIALECTS:
             raise TemplateError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
         self.dialect: Dialect = dialect
@@ -342,6 +321,12 @@ class Templates:
 
     def _context(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return {**self._globals, **params}
+
+
+@cache
+def templates_for(dialect: Dialect) -> Templates:
+    """The templates of one dialect, shared by every store that writes it."""
+    return Templates(dialect)
 
 
 def _walk(node: Any, prefix: str) -> Iterable[str]:

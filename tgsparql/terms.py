@@ -1,10 +1,38 @@
-"""Reading plain values out of RDF terms, the one way every reader of the record does."""
+"""RDF terms and the dialects a store writes edges in, below every module that renders or runs
+SPARQL; and reading plain values out of terms, the one way every reader of the record does."""
 
 from __future__ import annotations
 
+from typing import Final, Literal as TypingLiteral, get_args
+
 import pyoxigraph as ox
 
-from tgsparql.templates import Term
+Dialect = TypingLiteral["rdf12", "rdfstar", "reification"]
+"""How a store writes an edge reference: an RDF 1.2 triple term, an RDF-star quoted triple, or a
+statement IRI (SPARQL 1.1 alone)."""
+DIALECTS: Final[tuple[str, ...]] = get_args(Dialect)
+DEFAULT_DIALECT: Final[Dialect] = "rdf12"
+"""The dialect of the embedded store, and of every store or renderer not told otherwise."""
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
+
+
+class TemplateError(ValueError):
+    """A template could not be rendered safely: a bad value, a missing one, or an unescaped one."""
+
+
+def check_text(value: str, what: str = "text") -> str:
+    """Reject what no RDF literal can hold (lone surrogates), naming the position."""
+    if not isinstance(value, str):
+        raise TemplateError(f"{what} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(value[error.start])
+        raise TemplateError(
+            f"{what} contains an unpaired surrogate U+{code:04X} at position {error.start}"
+        ) from None
+    return value
 
 
 def term_text(term: Term | None) -> str | None:

@@ -32,7 +32,8 @@ from tgsparql.llm.usage import Usage
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Dialect, Templates
+from tgsparql.templates import Templates
+from tgsparql.terms import Dialect
 from tgsparql.validation.session import session_nodes
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 

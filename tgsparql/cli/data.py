@@ -27,6 +27,7 @@ from tgsparql.grounding import rebuild_label_index, update_label_index
 from tgsparql.loader import load_files
 from tgsparql.store import StoreError
 from tgsparql.templates import Templates
+from tgsparql.terms import DEFAULT_DIALECT
 
 if TYPE_CHECKING:
     from tgsparql.ingest import DocumentReport, IngestReport
@@ -77,7 +78,7 @@ def export(target: StoreTarget, graphs: tuple[str, ...], format_: str,
         chosen = data_graph(graphs) if graphs else None
     except GraphNameError as error:
         raise click.BadParameter(str(error), param_hint="--graph") from None
-    dialect = click.get_current_context().params.get("dialect") or "rdf12"
+    dialect = click.get_current_context().params.get("dialect") or DEFAULT_DIALECT
     if dialect == "rdfstar" and not isinstance(target, Remote):
         raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
                                  "endpoint stores it)", param_hint="--dialect")

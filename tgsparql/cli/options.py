@@ -19,7 +19,7 @@ from tgsparql.llm import LLMError, make_backend
 from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
 from tgsparql.locking import TurnTakingStore, exclusive_store
 from tgsparql.store import ENDPOINT_ENVIRONMENT, Store, StoreError, open_store
-from tgsparql.templates import DIALECTS
+from tgsparql.terms import DEFAULT_DIALECT, DIALECTS
 
 if TYPE_CHECKING:
     from tgsparql.llm.log import LLMLog
@@ -71,7 +71,7 @@ _REMOTE_OPTIONS = [
                  help="Graph Store Protocol endpoint taking N-Quads, for bulk loads; default: "
                  f"batched INSERT DATA. Env: {_ENV['graph_store']}."),
     click.option("--dialect", type=click.Choice(DIALECTS), envvar=_ENV["dialect"],
-                 help="How the endpoint writes edge references (default rdf12; "
+                 help=f"How the endpoint writes edge references (default {DEFAULT_DIALECT}; "
                  f"`tgsparql doctor` recommends one). Env: {_ENV['dialect']}."),
     click.option("--kg-graph", metavar="IRI", envvar=_ENV["kg_graph"],
                  help="Named graph that holds the KG on a server whose default graph is the "

@@ -10,6 +10,7 @@ from typing import Any
 from tgsparql import vocab
 from tgsparql.serve.ask import AskLimits
 from tgsparql.store import StoreError
+from tgsparql.terms import DEFAULT_DIALECT
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ class ServerConfig:
 
     @property
     def dialect(self) -> str:
-        """The served store's dialect: an on-disk store's is RDF 1.2."""
-        return str(self.endpoint_options.get("dialect", "rdf12"))
+        """The served store's dialect: an on-disk store's is the default."""
+        return str(self.endpoint_options.get("dialect", DEFAULT_DIALECT))
 
 
 def size_text(size: int | None) -> str:

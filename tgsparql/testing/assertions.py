@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tgsparql.store import DataGraph, Store
-    from tgsparql.templates import Dialect
+    from tgsparql.terms import Dialect
     from tgsparql.validation import Shapes, ValidationReport, ValidationResult
 
 MAX_LISTED = 50

@@ -13,7 +13,7 @@ from typing import Literal as TypingLiteral, Protocol
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.templates import Term
+from tgsparql.terms import Term
 from tgsparql.validation.errors import ShapesError
 
 SH = vocab.SH

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.templates import Term
+from tgsparql.terms import Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import (
     PATH_KINDS, RDF_FIRST, RDF_NIL, RDF_REST, SH, TARGETS, Constraint, Path, Shape, sh,

@@ -9,7 +9,7 @@ from xml.sax.saxutils import escape, quoteattr
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.templates import Term
+from tgsparql.terms import Term
 from tgsparql.validation.model import Path
 
 SH = vocab.SH

@@ -17,7 +17,8 @@ import pyoxigraph as ox
 from tgsparql.explain import SessionNotFound
 from tgsparql.iris import SessionIds
 from tgsparql.store import DataGraph, Store
-from tgsparql.templates import Dialect, Templates
+from tgsparql.templates import Templates
+from tgsparql.terms import Dialect
 from tgsparql.validation.report import ValidationReport
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.validator import Validator

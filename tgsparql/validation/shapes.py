@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyoxigraph as ox
 
-from tgsparql.templates import Dialect, Term
+from tgsparql.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Path, Shape
 from tgsparql.validation.reader import ShapesGraph, read_shapes
@@ -78,7 +78,7 @@ class Shapes:
         return cls(dataset, "shapes text")
 
     @classmethod
-    def bundled(cls, dialect: Dialect = "rdf12") -> Shapes:
+    def bundled(cls, dialect: Dialect = DEFAULT_DIALECT) -> Shapes:
         """The shapes shipped in the `tgsparql.shapes` package for a store of `dialect`: the
         common files, and the one file whose constraints read edge references in that form."""
         if dialect not in EDGE_FILES:

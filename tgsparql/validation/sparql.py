@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.templates import Sparql, Term, render_term
+from tgsparql.templates import Sparql, render_term
+from tgsparql.terms import Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Shape, ShapesReader
 from tgsparql.validation.prebinding import (

@@ -12,7 +12,8 @@ import pyoxigraph as ox
 
 from tgsparql.lexical import BY_VALUE, stored_forms
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
-from tgsparql.templates import Dialect, Sparql, Templates, Term, render_term, to_iri
+from tgsparql.templates import Sparql, Templates, render_term, to_iri
+from tgsparql.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.validation.compiler import (
     FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
 )
@@ -31,7 +32,7 @@ _STAND_IN = re.compile(f"<{re.escape(FOCUS_STAND_IN)}([0-9]+)>")
 class Validator:
     """Shapes compiled once for a store dialect; `validate` runs them on any store."""
 
-    def __init__(self, shapes: Shapes, dialect: Dialect = "rdf12") -> None:
+    def __init__(self, shapes: Shapes, dialect: Dialect = DEFAULT_DIALECT) -> None:
         self.shapes = shapes
         self.templates = Templates(dialect)
         self.paths = shapes.paths()
