@@ -406,8 +406,8 @@ def hub_stress(corpus: Path, questions: Path, docs: Path, rel_info: Path,
 
 def _retrieval_ms(rag: GraphRag, question: str) -> float:
     started = time.perf_counter()
-    grounding = ground(rag.store, rag.templates, question, rag.limits.entity_limit)
-    retrieve(rag.store, rag.templates, grounding.seeds, rag.limits,
+    grounding = ground(rag.store, question, rag.limits.entity_limit)
+    retrieve(rag.store, grounding.seeds, rag.limits,
              grounding.schema_predicates, grounding.stems)
     return 1000 * (time.perf_counter() - started)
 

@@ -183,6 +183,7 @@ class TimedStore:
     def __init__(self, store: EmbeddedStore, clock: StageClock) -> None:
         self.store = store
         self.dialect: Dialect = store.dialect
+        self.templates = store.templates
         self.round_trips = store.round_trips
         self.select: Callable[..., list[Solution]] = clock.wrap(STAGES[4], store.select)
         self.ask: Callable[..., bool] = clock.wrap(STAGES[4], store.ask)

@@ -38,7 +38,6 @@ from benchmarks.pipeline_bench import _cpu_model, _load, _utc_now, generate, med
 from tgsparql.grounding import INDEX_VERSION, IndexEntry
 from tgsparql.loader import check_file, load_files
 from tgsparql.store import BULK_BATCH, EmbeddedStore
-from tgsparql.templates import Templates
 from tgsparql.text import normalize_label
 
 HERE = Path(__file__).resolve().parent
@@ -107,24 +106,24 @@ def child(way: str, path: Path, store_dir: Path) -> dict[str, object]:
         steps.mark("check")
         store.oxigraph.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES)
         steps.mark("store")
-        labels = label_index_before(store, Templates(store.dialect))
+        labels = label_index_before(store)
     steps.mark("label index")
     store.close()
     return {"quads": quads, "labels": labels, "steps": steps.marks}
 
 
-def label_index_before(store: EmbeddedStore, templates: Templates) -> int:
+def label_index_before(store: EmbeddedStore) -> int:
     """The label index as `load` built it before: every pending label read into memory first,
     then written INDEX_BATCH_BEFORE at a time with no flush in between."""
-    store.update(templates.render("label_index_clear", version=INDEX_VERSION))
-    rows = store.select(templates.render("label_index_pending"))
+    store.update(store.templates.render("label_index_clear", version=INDEX_VERSION))
+    rows = store.select(store.templates.render("label_index_pending"))
     entries = [
         IndexEntry(row["entity"], row["label"], key)  # type: ignore[arg-type]
         for row in rows if (key := normalize_label(row["label"].value))
     ]
     for start in range(0, len(entries), INDEX_BATCH_BEFORE):
         batch = entries[start : start + INDEX_BATCH_BEFORE]
-        store.oxigraph.update(templates.render("label_index_insert", entries=batch))
+        store.oxigraph.update(store.templates.render("label_index_insert", entries=batch))
     return len(entries)
 
 

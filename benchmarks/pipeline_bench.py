@@ -397,7 +397,7 @@ def build(n_facts: int, work: Path, seed: int, log: Callable[[str], None]) -> Bu
     quads = load_file(store, nt)
     t2 = time.perf_counter_ns()
     log(f"  {_s(t2 - t1):.1f} s; indexing labels ...")
-    indexed = update_label_index(store, Templates(store.dialect))
+    indexed = update_label_index(store)
     t3 = time.perf_counter_ns()
     log(f"  {_s(t3 - t2):.1f} s")
     store.close()
@@ -534,13 +534,13 @@ class _Hops:
 
 
 def floor_queries(
-    store: EmbeddedStore, templates: Templates, seeds: Sequence[ox.NamedNode],
+    store: EmbeddedStore, seeds: Sequence[ox.NamedNode],
     limits: RetrievalLimits, excluded: Sequence[ox.NamedNode], stems: Sequence[str],
 ) -> tuple[list[str], list[str]]:
     """The floor's requests for the walk ranked retrieval makes (each kept edge counted at the
     first node of the first hop it touches), and the ranking floor's (every node of each hop's
     frontier)."""
-    hops = _Hops(RankedQuery(store, templates, sorted(excluded, key=str), sorted(set(stems)),
+    hops = _Hops(RankedQuery(store, sorted(excluded, key=str), sorted(set(stems)),
                              list(dict.fromkeys(seeds)), limits.triple_limit))
     edges = walk(hops, limits).edges
     kept: list[dict[ox.NamedNode, int]] = [dict.fromkeys(f, 0) for f in hops.frontiers]
@@ -636,7 +636,8 @@ def _consume(messages: Iterator[Any]) -> list[Any]:
 class _CapturedUpdates:
     """Keeps the updates a recorder would send, so their quads can be written another way."""
 
-    def __init__(self) -> None:
+    def __init__(self, templates: Templates) -> None:
+        self.templates = templates
         self.updates: list[str] = []
 
     def update(self, update: str) -> None:
@@ -649,6 +650,7 @@ class _Counting:
     def __init__(self, store: EmbeddedStore) -> None:
         self.store = store
         self.dialect = store.dialect
+        self.templates = store.templates
         self.requests = 0
 
     def select(self, query: str, **kwargs: Any) -> Any:
@@ -659,17 +661,16 @@ class _Counting:
 class Bench:
     def __init__(self, store: EmbeddedStore) -> None:
         self.store = store
-        self.templates = Templates(store.dialect)
         self.limits = RetrievalLimits()
         self.backend = OfflineBackend()
-        self.recorder = Recorder(store, self.templates, BENCH_COLLECTION)
+        self.recorder = Recorder(store, BENCH_COLLECTION)
         self.recorder_lite = Recorder(
-            store, self.templates, LITE_COLLECTION, record_retrieved_edges=False
+            store, LITE_COLLECTION, record_retrieved_edges=False
         )
-        self.librarian = StoreLibrarian(store, self.templates)
-        self.captured = _CapturedUpdates()
-        self.recorder_floor = Recorder(self.captured, self.templates, FLOOR_COLLECTION)
-        self.librarian_floor = StoreLibrarian(self.captured, self.templates)
+        self.librarian = StoreLibrarian(store)
+        self.captured = _CapturedUpdates(store.templates)
+        self.recorder_floor = Recorder(self.captured, FLOOR_COLLECTION)
+        self.librarian_floor = StoreLibrarian(self.captured)
         self.rag_on = GraphRag(store, OfflineBackend(), index_labels=False)
         self.rag_off = GraphRag(store, OfflineBackend(), index_labels=False, record=False)
         self.rag_lite = GraphRag(
@@ -698,16 +699,16 @@ class Bench:
         return total
 
     def question(self, index: int, text: str, samples: Samples, hub: bool = False) -> None:
-        store, templates = self.store, self.templates
+        store = self.store
         grounding = _timed(
-            samples.grounding, lambda: ground(store, templates, text, self.limits.entity_limit)
+            samples.grounding, lambda: ground(store, text, self.limits.entity_limit)
         )
 
         counting, counting_unranked = _Counting(store), _Counting(store)
 
         def ranked() -> list[ox.Triple]:
             return retrieve_subgraph(
-                counting, templates, grounding.seeds, self.limits,  # type: ignore[arg-type]
+                counting, grounding.seeds, self.limits,  # type: ignore[arg-type]
                 grounding.schema_predicates, grounding.stems,
             )
 
@@ -726,7 +727,7 @@ class Bench:
         if not index % 2:
             _timed(samples.retrieval_unranked, unranked, samples.retrieval_unranked_cpu)
         floor, ranking_floor = floor_queries(
-            store, templates, grounding.seeds, self.limits,
+            store, grounding.seeds, self.limits,
             grounding.schema_predicates or (), grounding.stems,
         ) if grounding.seeds else ([], [])
         samples.retrieval_floor.append(bare(store, floor))
@@ -737,7 +738,7 @@ class Bench:
         if hub:
             samples.retrieval_hub.append(samples.retrieval[-1])
             samples.retrieval_hub_unranked.append(samples.retrieval_unranked[-1])
-        labelgraph = _timed(samples.labels, lambda: get_labelgraph(store, templates, subgraph))
+        labelgraph = _timed(samples.labels, lambda: get_labelgraph(store, subgraph))
 
         def offline_llm() -> tuple[Any, Any, Any, str]:
             request = SelectionRequest(text, labelgraph.labeled_edges, grounding.seeds)
@@ -749,7 +750,7 @@ class Bench:
 
         output, parsed, answer, answer_text = _timed(samples.offline_llm, offline_llm)
         usage = output.usage if output else None
-        found = facts_sources(store, templates, [edge.triple for edge in parsed.edges])
+        found = facts_sources(store, [edge.triple for edge in parsed.edges])
 
         def writes(recorder: Recorder, librarian: StoreLibrarian) -> list[Callable[[], Any]]:
             """Every write of one session for this question's data, in the pipeline's order."""

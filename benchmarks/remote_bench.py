@@ -41,7 +41,6 @@ from tgsparql.loader import load_file
 from tgsparql.pipeline import GraphRag
 from tgsparql.remote import RemoteStore
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, open_store
-from tgsparql.templates import Templates
 from tgsparql.terms import Dialect
 from tgsparql.trace import trace
 
@@ -77,6 +76,7 @@ class CountingStore:
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.dialect: Dialect = inner.dialect
+        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.calls: Counter[str] = Counter()
 
@@ -136,7 +136,7 @@ class Side:
 def load(side: Side, nt: Path) -> None:
     start = time.perf_counter()
     load_file(side.store, nt)
-    update_label_index(side.store, Templates(side.store.dialect))
+    update_label_index(side.store)
     side.load_s = time.perf_counter() - start
 
 
@@ -161,7 +161,7 @@ def ask(side: Side, rag: GraphRag, question: str, kg: set[ox.Triple], record: bo
         return
     side.store.calls.clear()
     start = time.perf_counter_ns()
-    trace(side.store, rag.templates, rag.collection, session)
+    trace(side.store, rag.collection, session)
     trace_ns = time.perf_counter_ns() - start
     if not record:
         return

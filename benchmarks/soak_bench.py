@@ -47,7 +47,6 @@ from tgsparql.loader import load_files
 from tgsparql.locking import exclusive_store
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, Store, open_store
-from tgsparql.templates import Templates
 from tgsparql.validation.session import session_nodes
 from tgsparql.validation import Shapes, Validator
 
@@ -286,8 +285,7 @@ def _p95(values: Sequence[float]) -> float:
 
 def _validate(store: Store, validator: Validator, sessions: list[str]) -> tuple[int, int, float]:
     start = time.perf_counter()
-    templates = Templates(store.dialect)
-    nodes = [node for iri in sessions for node in session_nodes(store, templates, iri)]
+    nodes = [node for iri in sessions for node in session_nodes(store, iri)]
     report = validator.validate(store, focus=nodes)
     return len(sessions), len(report.violations), time.perf_counter() - start
 

@@ -56,9 +56,9 @@ from tgsparql.librarian import sha256_hex
 from tgsparql.loader import load_file
 from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
+from tgsparql.store import DataGraph, EmbeddedStore, Solution, WithTemplates, open_store
 from tgsparql.templates import Templates
-from tgsparql.terms import Dialect
+from tgsparql.terms import DEFAULT_DIALECT, Dialect
 from tgsparql.trace import DocumentTrace, edge_sources, fact_sources, session_sources, trace
 
 HERE = Path(__file__).resolve().parent
@@ -123,10 +123,10 @@ class TraceBuild:
         return self.generate_s + self.load_s
 
 
-class _Discard:
+class _Discard(WithTemplates):
     """A store that keeps nothing: the recorder's writes are taken from what it returns."""
 
-    dialect: Dialect = "rdf12"
+    dialect: Dialect = DEFAULT_DIALECT
 
     def update(self, update: str) -> None:
         del update
@@ -245,7 +245,7 @@ def write_sessions(
     library: list[ox.Quad],
 ) -> list[SampledSession]:
     """`count` sessions recorded by the pipeline's Recorder; returns a sample of them."""
-    recorder = Recorder(_Discard(), Templates("rdf12"), COLLECTION)  # type: ignore[arg-type]
+    recorder = Recorder(_Discard(), COLLECTION)  # type: ignore[arg-type]
     pool = set(rng.sample(range(count), min(POOL, count)))
     sampled: list[SampledSession] = []
     for n in range(count):
@@ -438,7 +438,7 @@ def _rotated(steps: list[Callable[[], None]], index: int) -> Iterator[Callable[[
 
 
 def measure_session(
-    store: CountingStore, templates: Templates, index: int, sampled: SampledSession,
+    store: CountingStore, index: int, sampled: SampledSession,
     samples: Samples,
 ) -> None:
     ids = SessionIds(sampled.uuid)
@@ -448,43 +448,39 @@ def measure_session(
 
     def session() -> None:
         found = _timed(samples.session,
-                       lambda: session_sources(store, templates, COLLECTION, ids, edges))
+                       lambda: session_sources(store, COLLECTION, ids, edges))
         samples.session_rows.append(len(found))
         samples.traced_edges.append(len({source.edge_selection for source in found}))
 
     def edge() -> None:
         _timed(samples.edge,
-               lambda: edge_sources(store, templates, COLLECTION, ids.edge_selection(k)))
+               lambda: edge_sources(store, COLLECTION, ids.edge_selection(k)))
 
     def fact() -> None:
-        found = _timed(samples.fact, lambda: fact_sources(store, templates, triples[k]))
+        found = _timed(samples.fact, lambda: fact_sources(store, triples[k]))
         samples.fact_rows.append(len(found))
 
     for step in _rotated([session, edge, fact], index):
         step()
     _warm(samples.session_again,
-          lambda: session_sources(store, templates, COLLECTION, ids, edges))
+          lambda: session_sources(store, COLLECTION, ids, edges))
     unrecorded = SessionIds(str(uuid.UUID(int=index)))
     _warm(samples.session_unrecorded,
-          lambda: session_sources(store, templates, COLLECTION, unrecorded, {}))
-    _trace(store, templates, ids.session.value, samples.session_trace, samples.session_requests)
-    _trace(store, templates, ids.edge_selection(k).value, samples.edge_trace,
+          lambda: session_sources(store, COLLECTION, unrecorded, {}))
+    _trace(store, ids.session.value, samples.session_trace, samples.session_requests)
+    _trace(store, ids.edge_selection(k).value, samples.edge_trace,
            samples.edge_requests)
 
 
-def _trace(
-    store: CountingStore, templates: Templates, iri: str, times: list[int], requests: list[int]
-) -> None:
+def _trace(store: CountingStore, iri: str, times: list[int], requests: list[int]) -> None:
     """`tgsparql trace IRI` as the CLI runs it: its store requests, then its warm time."""
-    _requests(store, requests, lambda: trace(store, templates, COLLECTION, iri))
-    _warm(times, lambda: trace(store, templates, COLLECTION, iri))
+    _requests(store, requests, lambda: trace(store, COLLECTION, iri))
+    _warm(times, lambda: trace(store, COLLECTION, iri))
 
 
-def measure_document(
-    store: CountingStore, templates: Templates, document: str, samples: Samples
-) -> None:
+def measure_document(store: CountingStore, document: str, samples: Samples) -> None:
     found = _requests(store, samples.document_requests, lambda: _timed(
-        samples.document, lambda: trace(store, templates, COLLECTION, document)))
+        samples.document, lambda: trace(store, COLLECTION, document)))
     assert isinstance(found, DocumentTrace)
     samples.document_sessions.append(len(found.sessions))
     samples.document_edges.append(sum(len(use.edges) for use in found.sessions))
@@ -615,18 +611,17 @@ def run(
     documents = min(documents, len(info.pool_documents))
     store = CountingStore(store_directory(work, facts, sessions, retrieved, seed) / "store")
     try:
-        templates = Templates(store.dialect)
         for i, sampled in enumerate(pool[-WARMUP:]):
-            measure_session(store, templates, i, sampled, Samples())
+            measure_session(store, i, sampled, Samples())
         samples = Samples()
         log(f"measuring {measure} sessions and {documents} documents ...")
         load_before = _load()
         cpu_start = time.process_time_ns()
         start = time.perf_counter_ns()
         for i, sampled in enumerate(pool[:measure]):
-            measure_session(store, templates, i, sampled, samples)
+            measure_session(store, i, sampled, samples)
         for document in info.pool_documents[:documents]:
-            measure_document(store, templates, document, samples)
+            measure_document(store, document, samples)
         result = RunInfo(
             measured_sessions=measure,
             measured_documents=documents,

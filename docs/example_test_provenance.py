@@ -16,7 +16,6 @@ from tgsparql import open_store
 from tgsparql.explain import explain_session
 from tgsparql.iris import SessionIds
 from tgsparql.provenance import Recorder, now
-from tgsparql.templates import Templates
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.fakes import Script
 from tgsparql.testing.strategies import knowledge_graphs, session_records
@@ -48,7 +47,7 @@ def test_a_scripted_llm_selects_exactly_the_edge_it_was_told(
     answer, messages = rag.ask(QUESTION)
     assert answer == "In Warsaw."
     session = messages[0].explain_id
-    explained = explain_session(store, Templates(store.dialect), "explainability", session)
+    explained = explain_session(store, "explainability", session)
     assert [(edge.edge, edge.reasoning) for edge in explained.selected] == [
         (BORN_IN, "the birthplace")
     ]
@@ -57,7 +56,7 @@ def test_a_scripted_llm_selects_exactly_the_edge_it_was_told(
 
 def test_a_session_left_open_does_not_conform(tgsparql_store):
     """What a crash leaves behind must not pass for a complete session."""
-    recorder = Recorder(tgsparql_store, Templates(tgsparql_store.dialect))
+    recorder = Recorder(tgsparql_store)
     recorder.write(recorder.session(SessionIds.new(), "Who discovered radium?", now()))  # only that
     with pytest.raises(NonConformance, match="never left open"):
         assert_conforms(tgsparql_store)

@@ -22,7 +22,6 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Templates
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -95,11 +94,6 @@ def demo_path() -> Iterator[Path]:
 @pytest.fixture
 def store() -> EmbeddedStore:
     return open_store()
-
-
-@pytest.fixture
-def templates() -> Templates:
-    return Templates("rdf12")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from tgsparql.citations import Citation, find_citations
 from tgsparql.iris import SessionIds
 from tgsparql.provenance import Recorder
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 
 SELECTED = ["1a2b3c4d", "5e6f7a8b", "5e6f7a8b-2"]
 
@@ -68,7 +67,7 @@ def test_hostile_answer_text_is_recorded_literally(text: str) -> None:
     found = find_citations(answer, SELECTED)
     store = open_store()
     try:
-        recorder = Recorder(store, Templates(store.dialect))
+        recorder = Recorder(store)
         ids = SessionIds.new()
         now = dt.datetime.now(dt.timezone.utc)
         recorder.write(recorder.answer(ids, None, now, found, started=now))

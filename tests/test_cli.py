@@ -22,7 +22,6 @@ from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.explain import explain_session
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 
 TG = "https://trustgraph.ai/ns/"
 PROV = "http://www.w3.org/ns/prov#"
@@ -165,7 +164,7 @@ def test_demo_in_memory_streams_the_answer_then_explains_it(rag: GraphRag) -> No
     messages = list(rag.query(DEMO_QUESTION, stream=True))
     expected_answer = "".join(m.response for m in messages if m.message_type == "chunk")
     expected = explain_session(
-        rag.store, Templates("rdf12"), "explainability", messages[0].explain_id
+        rag.store, "explainability", messages[0].explain_id
     ).to_json()
 
     run = ok("demo")

@@ -20,7 +20,6 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.locking import LOCK_NAME, StoreBusy, TurnTakingStore, exclusive_store
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import Store, StoreError, open_store
-from tgsparql.templates import Templates
 from tgsparql.testing import assert_conforms
 
 WORKER = REPO / "tests" / "writer_process.py"
@@ -33,7 +32,7 @@ QUESTIONS = [
 
 
 def sessions_of(store: Store) -> list:
-    return list_sessions(store, Templates(), "explainability", 100_000)
+    return list_sessions(store, "explainability", 100_000)
 
 
 def check_all_recorded(store: Store, expected: list[str]) -> None:

@@ -20,7 +20,6 @@ from tgsparql.cli import main
 from tgsparql.explain import list_sessions
 from tgsparql.loader import load_files
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 from tgsparql.testing import assert_conforms
 from tgsparql.validation.session import session_nodes
 
@@ -53,14 +52,14 @@ def check_after_kill(path: Path, done: list[str]) -> bool:
     """The store opens, nothing acknowledged is lost, complete sessions conform, and an
     interrupted session is what `tgsparql validate` reports; whether there was one."""
     with open_store(path) as store:  # opens: RocksDB replays its log
-        found = {s.session: s for s in list_sessions(store, Templates(), "explainability", 10**6)}
+        found = {s.session: s for s in list_sessions(store, "explainability", 10**6)}
         assert set(done) <= set(found)
         complete = [iri for iri, s in found.items() if s.status == "complete"]
         open_ = [iri for iri, s in found.items() if s.status is None]
         assert set(complete) | set(open_) == set(found) and len(open_) <= 1
         assert set(done) <= set(complete) and len(complete) - len(done) <= 1
         if complete:
-            nodes = [n for iri in complete for n in session_nodes(store, Templates(), iri)]
+            nodes = [n for iri in complete for n in session_nodes(store, iri)]
             assert_conforms(store, focus=nodes)
 
     result = CliRunner().invoke(main, ["validate", "--store", str(path), "--format", "json"],

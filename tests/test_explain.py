@@ -51,7 +51,7 @@ def uuid_of(messages: list[GraphRagResponse]) -> str:
 def demo_session(rag: GraphRag):
     messages = asked(rag)
     assert messages[-1].error is None
-    return rag, messages, explain_session(rag.store, rag.templates, "explainability", messages[0].explain_id)
+    return rag, messages, explain_session(rag.store, "explainability", messages[0].explain_id)
 
 
 def stored_reasoning(store, iri: str) -> str:
@@ -86,7 +86,7 @@ def test_explain_session_counts_the_edges_not_selected_and_labels_the_first_aske
     selected = {edge.edge for edge in explanation.selected}
     assert explanation.unselected_count == explanation.edge_count - len(selected) > 2
     assert explanation.unselected == []  # none asked for
-    asked_for = explain_session(rag.store, rag.templates, "explainability",
+    asked_for = explain_session(rag.store, "explainability",
                                 messages[0].explain_id, unselected=2)
     assert asked_for.unselected_count == explanation.unselected_count
     assert len(asked_for.unselected) == 2
@@ -173,7 +173,7 @@ def test_tampering_with_the_stored_answer_makes_it_not_intact(demo_session, tamp
         INSERT {{ GRAPH <urn:graph:library> {{ {document} {predicate} {value} }} }}
         WHERE {{ GRAPH <urn:graph:library> {{ {document} {predicate} ?old }} }}"""
     )
-    explanation = explain_session(rag.store, rag.templates, "explainability", messages[0].explain_id)
+    explanation = explain_session(rag.store, "explainability", messages[0].explain_id)
     assert explanation.answer_intact is False
     assert explanation.answer == ("Paris." if predicate.endswith("content>") else messages_text(messages))
 
@@ -182,28 +182,28 @@ def messages_text(messages: list[GraphRagResponse]) -> str:
     return "".join(m.response for m in messages if m.message_type == "chunk")
 
 
-def test_an_unknown_session_raises_session_not_found(demo_store, templates) -> None:
+def test_an_unknown_session_raises_session_not_found(demo_store) -> None:
     with pytest.raises(SessionNotFound):
-        explain_session(demo_store, templates, "explainability", f"urn:trustgraph:session:{uuidlib.uuid4()}")
+        explain_session(demo_store, "explainability", f"urn:trustgraph:session:{uuidlib.uuid4()}")
 
 
 def test_a_session_of_another_collection_is_not_found(demo_session) -> None:
     rag, messages, _ = demo_session
     with pytest.raises(SessionNotFound):
-        explain_session(rag.store, rag.templates, "other", messages[0].explain_id)
+        explain_session(rag.store, "other", messages[0].explain_id)
 
 
 @pytest.mark.parametrize("text", ["not-a-session", "urn:trustgraph:session:xyz", ""])
-def test_a_malformed_session_reference_is_a_value_error(demo_store, templates, text) -> None:
+def test_a_malformed_session_reference_is_a_value_error(demo_store, text) -> None:
     with pytest.raises(ValueError, match="not a session IRI"):
-        explain_session(demo_store, templates, "explainability", text)
+        explain_session(demo_store, "explainability", text)
 
 
 def test_explain_session_accepts_the_bare_uuid(demo_session) -> None:
     rag, messages, explanation = demo_session
     uuid = uuid_of(messages)
     for reference in (uuid, uuid.upper(), f"  {messages[0].explain_id} "):
-        by_uuid = explain_session(rag.store, rag.templates, "explainability", reference)
+        by_uuid = explain_session(rag.store, "explainability", reference)
         assert by_uuid.session == explanation.session
         assert set(by_uuid.triples) == set(explanation.triples)
         assert by_uuid.to_json() == explanation.to_json()
@@ -241,7 +241,7 @@ def test_a_failed_session_is_explained_with_its_error(demo_store) -> None:
 
     rag = GraphRag(demo_store, Broken())
     messages = asked(rag)
-    explanation = explain_session(demo_store, rag.templates, "explainability", messages[0].explain_id)
+    explanation = explain_session(demo_store, "explainability", messages[0].explain_id)
     assert explanation.status == "failed"
     assert explanation.error == messages[-1].error.message
     assert explanation.error.startswith("selection failed: ")
@@ -275,9 +275,9 @@ INSERT DATA {{ GRAPH <urn:graph:explainability> {{
 """
 
 
-def test_list_sessions_is_newest_first_by_real_time_not_text(demo_store, templates) -> None:
+def test_list_sessions_is_newest_first_by_real_time_not_text(demo_store) -> None:
     demo_store.update(HAND_SESSIONS)
-    listed = list_sessions(demo_store, templates, "explainability", 10)
+    listed = list_sessions(demo_store, "explainability", 10)
     # B is 06:00Z, C is 05:30Z, A is 05:00Z; as text A > B > C.
     assert [s.question for s in listed] == ["question B", "question C", "question A"]
     assert [s.started for s in listed] == [
@@ -285,32 +285,32 @@ def test_list_sessions_is_newest_first_by_real_time_not_text(demo_store, templat
     ]
 
 
-def test_list_sessions_honours_the_limit(demo_store, templates) -> None:
+def test_list_sessions_honours_the_limit(demo_store) -> None:
     demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 2)] == [
+    assert [s.question for s in list_sessions(demo_store, "explainability", 2)] == [
         "question B", "question C"
     ]
-    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 1)] == [
+    assert [s.question for s in list_sessions(demo_store, "explainability", 1)] == [
         "question B"
     ]
 
 
 def test_list_sessions_with_a_question_keeps_those_that_contain_it_in_any_case(
-    demo_store, templates
+    demo_store
 ) -> None:
     demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 10,
+    assert [s.question for s in list_sessions(demo_store, "explainability", 10,
                                               "QUESTION c")] == ["question C"]
-    assert [s.question for s in list_sessions(demo_store, templates, "explainability", 10,
+    assert [s.question for s in list_sessions(demo_store, "explainability", 10,
                                               "question")] == [
         "question B", "question C", "question A"
     ]
-    assert list_sessions(demo_store, templates, "explainability", 10, "nowhere") == []
+    assert list_sessions(demo_store, "explainability", 10, "nowhere") == []
 
 
-def test_list_sessions_includes_failed_sessions_with_their_error(demo_store, templates) -> None:
+def test_list_sessions_includes_failed_sessions_with_their_error(demo_store) -> None:
     demo_store.update(HAND_SESSIONS)
-    by_question = {s.question: s for s in list_sessions(demo_store, templates, "explainability", 10)}
+    by_question = {s.question: s for s in list_sessions(demo_store, "explainability", 10)}
     failed = by_question["question C"]
     assert failed.session == "urn:trustgraph:session:00000000-0000-4000-8000-00000000000c"
     assert failed.status == "failed"
@@ -324,11 +324,11 @@ def test_list_sessions_puts_a_new_query_first_and_reads_only_its_collection(rag:
     rag.store.update(HAND_SESSIONS)
     messages = asked(rag)
     templates = Templates()
-    listed = list_sessions(rag.store, templates, "explainability", 10)
+    listed = list_sessions(rag.store, "explainability", 10)
     assert [s.session for s in listed][:2] == [
         messages[0].explain_id, "urn:trustgraph:session:00000000-0000-4000-8000-00000000000b"
     ]
     assert len(listed) == 4
     assert listed[0].status == "complete" and listed[0].question == QUESTION
     assert json.loads(json.dumps([s.to_json() for s in listed]))[0]["question"] == QUESTION
-    assert list_sessions(rag.store, templates, "other", 10) == []
+    assert list_sessions(rag.store, "other", 10) == []

@@ -24,7 +24,6 @@ from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.store import EmbeddedStore
-from tgsparql.templates import Templates
 
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
@@ -219,7 +218,7 @@ def test_chunk_offsets_point_at_the_exact_text_and_evidence_lies_inside_the_chun
     report = ingest(store, fake_openai, write(tmp_path, "ada.txt", text), replies=20,
                     size=60, overlap=15)
     assert report.documents[0].chunks > 3
-    librarian = StoreLibrarian(store, Templates())
+    librarian = StoreLibrarian(store)
     doc = report.documents[0].document
     stored = librarian.get(doc)
     assert stored is not None and stored.content == text and stored.intact

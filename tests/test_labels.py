@@ -22,7 +22,6 @@ from tgsparql.labels import (
     local_name,
 )
 from tgsparql.store import EmbeddedStore
-from tgsparql.templates import Templates
 
 EX = "http://example.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -147,61 +146,53 @@ def test_label_of_a_nested_triple_term() -> None:
 # fetch_labels
 
 
-def test_fetch_labels_prefers_english(store: EmbeddedStore, templates: Templates) -> None:
+def test_fetch_labels_prefers_english(store: EmbeddedStore) -> None:
     add_label(store, ex("warsaw"), "Warszawa", "pl")
     add_label(store, ex("warsaw"), "Warsaw city")
     add_label(store, ex("warsaw"), "Warsaw", "en")
-    assert fetch_labels(store, templates, [ex("warsaw")]) == {ex("warsaw"): "Warsaw"}
+    assert fetch_labels(store, [ex("warsaw")]) == {ex("warsaw"): "Warsaw"}
 
 
-def test_fetch_labels_counts_english_regions_as_english(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_fetch_labels_counts_english_regions_as_english(store: EmbeddedStore) -> None:
     add_label(store, ex("colour"), "untagged colour")
     add_label(store, ex("colour"), "Colour", "en-GB")
-    assert fetch_labels(store, templates, [ex("colour")]) == {ex("colour"): "Colour"}
+    assert fetch_labels(store, [ex("colour")]) == {ex("colour"): "Colour"}
 
 
-def test_fetch_labels_prefers_untagged_over_other_languages(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_fetch_labels_prefers_untagged_over_other_languages(store: EmbeddedStore) -> None:
     add_label(store, ex("warsaw"), "Warszawa", "pl")
     add_label(store, ex("warsaw"), "Varsovie", "fr")
     add_label(store, ex("warsaw"), "Warsaw (untagged)")
-    assert fetch_labels(store, templates, [ex("warsaw")]) == {ex("warsaw"): "Warsaw (untagged)"}
+    assert fetch_labels(store, [ex("warsaw")]) == {ex("warsaw"): "Warsaw (untagged)"}
 
 
 def test_fetch_labels_falls_back_to_any_language_smallest_value_first(
-    store: EmbeddedStore, templates: Templates
+    store: EmbeddedStore
 ) -> None:
     add_label(store, ex("warsaw"), "Warszawa", "pl")
     add_label(store, ex("warsaw"), "Varsovie", "fr")
-    assert fetch_labels(store, templates, [ex("warsaw")]) == {ex("warsaw"): "Varsovie"}
+    assert fetch_labels(store, [ex("warsaw")]) == {ex("warsaw"): "Varsovie"}
 
 
-def test_fetch_labels_breaks_ties_by_value(store: EmbeddedStore, templates: Templates) -> None:
+def test_fetch_labels_breaks_ties_by_value(store: EmbeddedStore) -> None:
     add_label(store, ex("marie"), "Marie Curie", "en")
     add_label(store, ex("marie"), "Madame Curie", "en")
-    assert fetch_labels(store, templates, [ex("marie")]) == {ex("marie"): "Madame Curie"}
+    assert fetch_labels(store, [ex("marie")]) == {ex("marie"): "Madame Curie"}
 
 
-def test_fetch_labels_omits_terms_without_labels(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_fetch_labels_omits_terms_without_labels(store: EmbeddedStore) -> None:
     add_label(store, ex("marie"), "Marie Curie")
-    found = fetch_labels(store, templates, [ex("marie"), ex("nobody"), ex("marie")])
+    found = fetch_labels(store, [ex("marie"), ex("nobody"), ex("marie")])
     assert found == {ex("marie"): "Marie Curie"}
 
 
-def test_fetch_labels_of_nothing_is_empty(store: EmbeddedStore, templates: Templates) -> None:
-    assert fetch_labels(store, templates, []) == {}
+def test_fetch_labels_of_nothing_is_empty(store: EmbeddedStore) -> None:
+    assert fetch_labels(store, []) == {}
 
 
-def test_fetch_labels_reads_the_default_graph_only(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_fetch_labels_reads_the_default_graph_only(store: EmbeddedStore) -> None:
     store.oxigraph.add(ox.Quad(ex("marie"), RDFS_LABEL, ox.Literal("Secret"), ex("g")))
-    assert fetch_labels(store, templates, [ex("marie")]) == {}
+    assert fetch_labels(store, [ex("marie")]) == {}
 
 
 def test_label_terms_include_the_parts_of_triple_terms() -> None:
@@ -307,7 +298,7 @@ def test_build_labelgraph_never_loses_an_edge(
         assert graph.uri_map[edge.id] == edge.triple
 
 
-def test_get_labelgraph_uses_the_store_labels(store: EmbeddedStore, templates: Templates) -> None:
+def test_get_labelgraph_uses_the_store_labels(store: EmbeddedStore) -> None:
     add_label(store, ex("marie"), "Marie Curie", "en")
     add_label(store, ex("marie"), "Maria Skłodowska", "pl")
     add_label(store, ex("discovered"), "discovered")
@@ -317,7 +308,7 @@ def test_get_labelgraph_uses_the_store_labels(store: EmbeddedStore, templates: T
         ox.Triple(ex("marie"), ex("discovered"), ex("polonium")),
         ox.Triple(ex("marie"), ex("discoveredIn"), year),
     ]
-    graph = get_labelgraph(store, templates, triples)
+    graph = get_labelgraph(store, triples)
     assert [edge.labels for edge in graph.labeled_edges] == [
         ("Marie Curie", "discovered", "Polonium"),
         ("Marie Curie", "discoveredIn", "1898"),
@@ -329,7 +320,7 @@ def test_get_labelgraph_uses_the_store_labels(store: EmbeddedStore, templates: T
 
 
 def test_get_labelgraph_keeps_two_same_labelled_facts_from_the_store(
-    store: EmbeddedStore, templates: Templates
+    store: EmbeddedStore
 ) -> None:
     paris_fr, paris_tx = ex("fr/Paris"), ex("us/Paris")
     for node in (paris_fr, paris_tx):
@@ -341,6 +332,6 @@ def test_get_labelgraph_keeps_two_same_labelled_facts_from_the_store(
         ox.Triple(paris_fr, ex("capitalOf"), ex("fr/seat")),
         ox.Triple(paris_tx, ex("capitalOf"), ex("us/seat")),
     ]
-    graph = get_labelgraph(store, templates, triples)
+    graph = get_labelgraph(store, triples)
     h = sha_id("Paris", "capital of", "the county")
     assert graph.uri_map == {h: triples[0], f"{h}-2": triples[1]}

@@ -20,7 +20,6 @@ from tgsparql.explain import list_sessions
 from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 
 LONGEST_BACKOFF = 8.0
 """The openai client's longest pause between tries."""
@@ -72,7 +71,7 @@ def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
     assert "timed out" in last["error"]["message"].lower()
     assert waited < timeout + 30  # its own timeout, not the 120 s x 3 tries of the past
     with open_store(demo_dir) as store:
-        [session] = list_sessions(store, Templates(), "explainability", 10)
+        [session] = list_sessions(store, "explainability", 10)
         assert session.status == "failed"
         assert store.ask('ASK { <urn:x:meanwhile> ?p ?o }')
 

@@ -12,7 +12,6 @@ from tgsparql import vocab
 from tgsparql.grounding import ground
 from tgsparql.loader import LoadError, check_file, format_of, load_file, load_files
 from tgsparql.store import EmbeddedStore
-from tgsparql.templates import Templates
 
 EX = "http://example.org/"
 ADA = ox.NamedNode(EX + "Ada_Lovelace")
@@ -272,7 +271,7 @@ def test_loaded_labels_are_indexed_and_grounding_finds_them(
     path = write(tmp_path, "kg.ttl", TURTLE)
     report = load_files(store, [path])
     assert report.labels_indexed == 2
-    grounding = ground(store, Templates(), "Who worked with ADA LOVELACE, and Charles-Babbage?", 50)
+    grounding = ground(store, "Who worked with ADA LOVELACE, and Charles-Babbage?", 50)
     assert grounding.seeds == [ADA, BABBAGE]
     assert "ada lovelace" in grounding.concepts and "charles babbage" in grounding.concepts
 
@@ -285,7 +284,7 @@ def test_labels_of_a_later_file_are_indexed_by_that_load(
                    f'<{ENGINE.value}> <{vocab.RDFS}label> "Analytical Engine" .\n')
     assert load_files(store, [first]).labels_indexed == 2
     assert load_files(store, [second]).labels_indexed == 1
-    assert ground(store, Templates(), "What is the analytical engine?", 50).seeds == [ENGINE]
+    assert ground(store, "What is the analytical engine?", 50).seeds == [ENGINE]
 
 
 def test_loading_the_same_file_twice_changes_nothing(store: EmbeddedStore, tmp_path: Path) -> None:

@@ -115,10 +115,10 @@ def objects(store: EmbeddedStore, subject: str, predicate: str) -> list[ox.Term]
 def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     store = old_store()
     templates = Templates()
-    todo = pending(store, templates)
+    todo = pending(store)
     assert (len(todo.sessions), len(todo.selections), len(todo.calls), len(todo.sourced)) == (
         3, 1, 2, 1)
-    migrate(store, templates, todo)
+    migrate(store, todo)
     first, second, third = (f"urn:trustgraph:session:aaaaaaaa-0000-4000-8000-00000000000{i}"
                             for i in (1, 2, 3))
     assert objects(store, first, "day") == [day("2024-03-02")]  # the UTC day, not the local one
@@ -142,8 +142,8 @@ def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     assert objects(store, second, "selectionUsage") + objects(store, second, "answerUsage") == []
     assert [q.object for q in store.oxigraph.quads_for_pattern(model, ox.NamedNode(TG + "modelName"), None,
                                                                GRAPH)] == [ox.Literal("m")]
-    assert len(pending(store, templates)) == 0
-    assert not needs_migration(store, templates, GRAPH)
+    assert len(pending(store)) == 0
+    assert not needs_migration(store, GRAPH)
 
 
 def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) -> None:
@@ -181,9 +181,9 @@ def test_migrated_selections_name_the_documents_that_state_their_facts() -> None
     once on its Selection, and their number; batches cut between Selections, never inside one."""
     store = old_store(sessions=30)
     templates = Templates()
-    todo = pending(store, templates)
+    todo = pending(store)
     assert len(todo.sourced) == 30  # 29 generated (one in twenty failed first) and the fixture's
-    migrate(store, templates, todo, batch=7)
+    migrate(store, todo, batch=7)
     edge_selections = 0
     for item in todo.sourced:
         selection = item["selection"].value
@@ -192,7 +192,7 @@ def test_migrated_selections_name_the_documents_that_state_their_facts() -> None
             fact = objects(store, edge_selection.value, "edge")[0]
             assert isinstance(fact, ox.Triple)
             stating = {ox.NamedNode(source.document)
-                       for source in facts_sources(store, templates, [fact])[fact]}
+                       for source in facts_sources(store, [fact])[fact]}
             assert set(objects(store, edge_selection.value, "factDocument")) == stating
             named |= stating
             edge_selections += 1
@@ -200,8 +200,8 @@ def test_migrated_selections_name_the_documents_that_state_their_facts() -> None
         assert objects(store, selection, "sourceDocumentCount") == [integer(len(named))]
     assert edge_selections == 29 * 3
     after = set(store.oxigraph)
-    assert len(pending(store, templates)) == 0
-    assert migrate(store, templates, pending(store, templates)) == 0
+    assert len(pending(store)) == 0
+    assert migrate(store, pending(store)) == 0
     assert set(store.oxigraph) == after
 
 
@@ -222,12 +222,12 @@ def test_an_interrupted_migration_keeps_whole_batches_and_a_rerun_finishes_it() 
     store.oxigraph.load(io.StringIO(OLD_RECORDS), format=ox.RdfFormat.TRIG)
     templates = Templates()
     with pytest.raises(StoreError, match="the disk is full"):
-        migrate(store, templates, pending(store, templates), batch=2)
-    left = pending(store, templates)
+        migrate(store, pending(store), batch=2)
+    left = pending(store)
     assert len(left) == 5  # the first batch of two landed whole, the second not at all
     store.left = 10
-    assert migrate(store, templates, left, batch=2) == 3
-    assert len(pending(store, templates)) == 0
+    assert migrate(store, left, batch=2) == 3
+    assert len(pending(store)) == 0
 
 
 def test_serve_refuses_an_unmigrated_store_and_names_the_command(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_query_on_an_unmigrated_store_records_the_new_fields() -> None:
     rag = GraphRag(store, OfflineBackend())
     list(rag.query("Who discovered radium?"))
     templates = Templates()
-    assert len(pending(store, templates).sessions) == 3  # the old ones wait for `migrate`
+    assert len(pending(store).sessions) == 3  # the old ones wait for `migrate`
     rows = store.select("""PREFIX tg: <https://trustgraph.ai/ns/>
         SELECT ?session WHERE { GRAPH <urn:graph:explainability> {
             ?session tg:day ?day ; tg:query "Who discovered radium?" } }""")
@@ -259,7 +259,7 @@ def test_every_saved_query_answers_on_migrated_records_as_its_old_text_did_on_ol
     new = EmbeddedStore(None)
     new.oxigraph.extend(list(old.oxigraph))
     templates = Templates()
-    migrate(new, templates, pending(new, templates))
+    migrate(new, pending(new))
     cases = {name: [{}] for name in saved_queries()}
     cases["failed_sessions"] += [{"limit": "1"}, {"limit": "2"}, {"error_contains": "TIMED OUT (RUN 19"}]
     cases["edges_per_session"] += [{"limit": "1"}, {"limit": "2"}, {"limit": "3"}]

@@ -110,6 +110,7 @@ class FaultyStore:
     ) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.fail_update = fail_update
         self.fail_from = fail_from

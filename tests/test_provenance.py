@@ -22,7 +22,6 @@ from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import EmbeddedStore
-from tgsparql.templates import Templates
 from tgsparql.trace import facts_sources
 from tgsparql.vocab import CollectionError
 
@@ -85,6 +84,7 @@ class RecordingStore:
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.writes: list[set[ox.Quad]] = []
 
@@ -286,7 +286,7 @@ def test_the_selection_names_the_documents_that_state_each_selected_fact(recorde
         fact = only(objects(triples, edge_selection.value, TG + "edge"))
         assert isinstance(fact, ox.Triple)
         stating = {ox.NamedNode(source.document) for source in
-                   facts_sources(rag.store, rag.templates, [fact]).get(fact, [])}
+                   facts_sources(rag.store, [fact]).get(fact, [])}
         assert stating  # the demo's facts all come from its documents
         assert set(objects(triples, edge_selection.value, TG + "factDocument")) == stating
         named |= stating
@@ -298,7 +298,7 @@ def test_the_selection_names_the_documents_that_state_each_selected_fact(recorde
 
 def test_a_selection_whose_facts_no_document_states_names_none() -> None:
     store = EmbeddedStore(None)
-    recorder = Recorder(store, Templates())
+    recorder = Recorder(store)
     ids = SessionIds.new()
     fact = ox.Triple(ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "bornIn"),
                      ox.NamedNode(ENT + "Warsaw"))
@@ -543,7 +543,8 @@ def _ntriples_sha(line: str) -> str:
 
 
 def test_reification_dialect_records_content_addressed_statements(store) -> None:
-    recorder = Recorder(store, Templates("reification"))
+    store.dialect = "reification"
+    recorder = Recorder(store)
     born = ox.Triple(
         ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "bornIn"), ox.NamedNode(ENT + "Warsaw")
     )

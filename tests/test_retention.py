@@ -107,9 +107,9 @@ def test_deleting_a_session_removes_what_it_owns_and_leaves_everything_else_byte
     assert any(":0> <https://trustgraph.ai/ns/edge> <<( " in line for line in owned)
 
     templates = Templates()
-    (chosen,) = select_sessions(store, templates, "explainability", sessions=[sessions[1]])
+    (chosen,) = select_sessions(store, "explainability", sessions=[sessions[1]])
     assert chosen.quads == len(owned)
-    assert delete_sessions(store, templates, "explainability", [chosen]) == len(owned)
+    assert delete_sessions(store, "explainability", [chosen]) == len(owned)
 
     after = dump(store)
     assert after == sorted(set(before) - set(owned))
@@ -126,8 +126,8 @@ def test_a_failed_session_goes_with_its_failure_fields(demo_store: EmbeddedStore
     assert any(line.startswith(f"<{failed.ids.session.value}> <{vocab.TG}error> ")
                for line in dump(demo_store))
     templates = Templates()
-    chosen = select_sessions(demo_store, templates, "explainability", sessions=[failed.ids.uuid])
-    delete_sessions(demo_store, templates, "explainability", chosen)
+    chosen = select_sessions(demo_store, "explainability", sessions=[failed.ids.uuid])
+    delete_sessions(demo_store, "explainability", chosen)
     assert dump(demo_store) == before
 
 
@@ -144,10 +144,10 @@ def test_older_than_deletes_exactly_the_sessions_started_before_the_cutoff(data,
     before = dump(store)
     cutoff = NOW - dt.timedelta(days=days)
     old = [s for s in sessions if s.started < cutoff]
-    chosen = select_sessions(store, Templates(), "explainability",
+    chosen = select_sessions(store, "explainability",
                              older_than=dt.timedelta(days=days), at=NOW)
     assert {c.ids for c in chosen} == {s.ids for s in old}
-    delete_sessions(store, Templates(), "explainability", chosen)
+    delete_sessions(store, "explainability", chosen)
     removed = {line for s in old for line in owned_lines(before, s.ids.uuid)}
     assert dump(store) == sorted(set(before) - removed)
     assert_conforms(store)
@@ -156,12 +156,12 @@ def test_older_than_deletes_exactly_the_sessions_started_before_the_cutoff(data,
 def test_sessions_of_another_collection_are_untouched(demo_store: EmbeddedStore) -> None:
     rag = GraphRag(demo_store, OfflineBackend(), collection="other")
     session = rag.ask(QUESTIONS[0])[1][0].explain_id
-    assert select_sessions(demo_store, Templates(), "explainability",
+    assert select_sessions(demo_store, "explainability",
                            older_than=dt.timedelta(seconds=1),
                            at=dt.datetime.now(UTC) + dt.timedelta(days=1)) == []
     with pytest.raises(RetentionError, match=f"no session {session} in collection "
                                              "'explainability'"):
-        select_sessions(demo_store, Templates(), "explainability", sessions=[session])
+        select_sessions(demo_store, "explainability", sessions=[session])
 
 
 def test_reified_edges_go_when_no_session_refers_to_them_any_more(
@@ -176,11 +176,11 @@ def test_reified_edges_go_when_no_session_refers_to_them_any_more(
     with_first = dump(store)
     second = rag.ask(QUESTIONS[0])[1][0].explain_id  # the same edges, shared statements
     templates = Templates("reification")
-    delete_sessions(store, templates, "explainability",
-                    select_sessions(store, templates, "explainability", sessions=[second]))
+    delete_sessions(store, "explainability",
+                    select_sessions(store, "explainability", sessions=[second]))
     assert dump(store) == with_first
-    delete_sessions(store, templates, "explainability",
-                    select_sessions(store, templates, "explainability", sessions=[first]))
+    delete_sessions(store, "explainability",
+                    select_sessions(store, "explainability", sessions=[first]))
     assert dump(store) == base
 
 

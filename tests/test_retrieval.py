@@ -83,47 +83,39 @@ def kg(store: EmbeddedStore) -> EmbeddedStore:
     return store
 
 
-def test_retrieval_follows_edges_in_both_directions(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=1))
+def test_retrieval_follows_edges_in_both_directions(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=1))
     assert t("a", "knows", "b") in edges  # the seed as subject
     assert t("c", "likes", "a") in edges  # the seed as object
 
 
-def test_one_hop_retrieves_only_edges_touching_the_seeds(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=1))
+def test_one_hop_retrieves_only_edges_touching_the_seeds(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=1))
     assert set(edges) == HOP1
     assert len(edges) == len(HOP1)
 
 
-def test_two_hops_add_the_edges_of_the_neighbours(kg: EmbeddedStore, templates: Templates) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=2))
+def test_two_hops_add_the_edges_of_the_neighbours(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=2))
     assert set(edges) == HOP1 | HOP2
     assert len(edges) == len(HOP1 | HOP2)
     # the default is two hops
-    assert retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits()) == edges
+    assert retrieve_subgraph(kg, [ex("a")], RetrievalLimits()) == edges
 
 
-def test_hops_are_returned_in_the_order_they_were_reached(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=2))
+def test_hops_are_returned_in_the_order_they_were_reached(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=2))
     assert set(edges[: len(HOP1)]) == HOP1
     assert set(edges[len(HOP1) :]) == HOP2
 
 
-def test_three_hops_reach_further(kg: EmbeddedStore, templates: Templates) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+def test_three_hops_reach_further(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=3))
     assert set(edges) == HOP1 | HOP2 | {t("d", "partOf", "f")}
 
 
-def test_schema_predicates_are_left_out_but_rdf_type_is_kept(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+def test_schema_predicates_are_left_out_but_rdf_type_is_kept(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=3))
     predicates = {edge.predicate.value for edge in edges}
     assert RDF_TYPE.value in predicates
     assert not any(
@@ -134,17 +126,13 @@ def test_schema_predicates_are_left_out_but_rdf_type_is_kept(
     assert rdf_predicates == {RDF_TYPE.value}
 
 
-def test_schema_predicates_beyond_the_well_known_list_are_left_out_too(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=1))
+def test_schema_predicates_beyond_the_well_known_list_are_left_out_too(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=1))
     assert set(edges) == HOP1
 
 
-def test_the_store_is_asked_which_schema_predicates_it_uses(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    used = [p.value for p in _schema_predicates_in_use(kg, templates)]
+def test_the_store_is_asked_which_schema_predicates_it_uses(kg: EmbeddedStore) -> None:
+    used = [p.value for p in _schema_predicates_in_use(kg)]
     assert used == [
         "http://www.w3.org/1999/02/22-rdf-syntax-ns#value",
         "http://www.w3.org/2000/01/rdf-schema#label",
@@ -153,13 +141,12 @@ def test_the_store_is_asked_which_schema_predicates_it_uses(
     ]
 
 
-def test_schema_predicates_given_by_grounding_spare_the_probe(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
+def test_schema_predicates_given_by_grounding_spare_the_probe(kg: EmbeddedStore) -> None:
     asked: list[str] = []
 
     class Watching:
         dialect = kg.dialect
+        templates = kg.templates
 
         def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
             asked.append(query)
@@ -169,32 +156,30 @@ def test_schema_predicates_given_by_grounding_spare_the_probe(
             asked.append(query)
             return kg.construct(query)
 
-    used = _schema_predicates_in_use(kg, templates)
-    given = retrieve_subgraph(Watching(), templates, [ex("a")], RetrievalLimits(), used)  # type: ignore[arg-type]
+    used = _schema_predicates_in_use(kg)
+    given = retrieve_subgraph(Watching(), [ex("a")], RetrievalLimits(), used)  # type: ignore[arg-type]
     assert not any(query.startswith("# Retrieval: which") for query in asked)
     # per hop: the degrees, then the edges of the nodes read whole (no node here has more)
     assert [query.split("\n", 1)[0] for query in asked] == [
         "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in",
         "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks.",
     ] * 2
-    assert given == retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
+    assert given == retrieve_subgraph(kg, [ex("a")], RetrievalLimits())
 
 
-def test_nodes_behind_a_schema_edge_are_not_walked_to(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+def test_nodes_behind_a_schema_edge_are_not_walked_to(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=3))
     assert t("a2", "knows", "z") not in edges
 
 
-def test_edges_with_blank_nodes_are_left_out(kg: EmbeddedStore, templates: Templates) -> None:
-    edges = retrieve_subgraph(kg, templates, [ex("a")], limits(max_path_length=3))
+def test_edges_with_blank_nodes_are_left_out(kg: EmbeddedStore) -> None:
+    edges = retrieve_subgraph(kg, [ex("a")], limits(max_path_length=3))
     assert not any(
         isinstance(term, ox.BlankNode) for edge in edges for term in (edge.subject, edge.object)
     )
 
 
-def test_only_the_default_graph_is_retrieved(store: EmbeddedStore, templates: Templates) -> None:
+def test_only_the_default_graph_is_retrieved(store: EmbeddedStore) -> None:
     load(
         store,
         """
@@ -204,21 +189,19 @@ def test_only_the_default_graph_is_retrieved(store: EmbeddedStore, templates: Te
         """,
         ox.RdfFormat.TRIG,
     )
-    edges = retrieve_subgraph(store, templates, [ex("a")], limits(max_path_length=3))
+    edges = retrieve_subgraph(store, [ex("a")], limits(max_path_length=3))
     assert edges == [t("a", "knows", "b")]
 
 
-def test_a_seed_used_only_in_a_named_graph_retrieves_nothing(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_a_seed_used_only_in_a_named_graph_retrieves_nothing(store: EmbeddedStore) -> None:
     store.oxigraph.add(ox.Quad(ex("a"), ex("knows"), ex("b"), ex("g")))
-    assert retrieve_subgraph(store, templates, [ex("a")], RetrievalLimits()) == []
+    assert retrieve_subgraph(store, [ex("a")], RetrievalLimits()) == []
 
 
-def test_triple_terms_as_objects_are_retrieved(store: EmbeddedStore, templates: Templates) -> None:
+def test_triple_terms_as_objects_are_retrieved(store: EmbeddedStore) -> None:
     quoted = t("b", "knows", "c")
     store.oxigraph.add(ox.Quad(ex("a"), ex("says"), quoted))
-    edges = retrieve_subgraph(store, templates, [ex("a")], limits(max_path_length=2))
+    edges = retrieve_subgraph(store, [ex("a")], limits(max_path_length=2))
     assert edges == [ox.Triple(ex("a"), ex("says"), quoted)]
 
 
@@ -229,24 +212,22 @@ def hub(store: EmbeddedStore, name: str, count: int) -> set[ox.Triple]:
     return edges
 
 
-def test_triple_limit_caps_edges_per_node(store: EmbeddedStore, templates: Templates) -> None:
+def test_triple_limit_caps_edges_per_node(store: EmbeddedStore) -> None:
     big = hub(store, "big", 10)
     other = hub(store, "other", 10)
     edges = retrieve_subgraph(
-        store, templates, [ex("big"), ex("other")], limits(max_path_length=1, triple_limit=3)
+        store, [ex("big"), ex("other")], limits(max_path_length=1, triple_limit=3)
     )
     assert len(edges) == 6
     assert len(set(edges) & big) == 3
     assert len(set(edges) & other) == 3
 
 
-def test_triple_limit_applies_to_each_node_of_later_hops(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_triple_limit_applies_to_each_node_of_later_hops(store: EmbeddedStore) -> None:
     store.oxigraph.add(ox.Quad(ex("seed"), ex("to"), ex("big")))
     big = hub(store, "big", 10)
     edges = retrieve_subgraph(
-        store, templates, [ex("seed")], limits(max_path_length=2, triple_limit=4)
+        store, [ex("seed")], limits(max_path_length=2, triple_limit=4)
     )
     assert edges[0] == t("seed", "to", "big")
     # hop 2 asks for 4 edges of "big"; one of them may be the edge already held
@@ -254,20 +235,19 @@ def test_triple_limit_applies_to_each_node_of_later_hops(
     assert len(edges) == 1 + len(set(edges) & big)
 
 
-def test_max_subgraph_size_caps_the_total(store: EmbeddedStore, templates: Templates) -> None:
+def test_max_subgraph_size_caps_the_total(store: EmbeddedStore) -> None:
     hub(store, "big", 40)
     edges = retrieve_subgraph(
-        store, templates, [ex("big")], limits(triple_limit=100, max_subgraph_size=7)
+        store, [ex("big")], limits(triple_limit=100, max_subgraph_size=7)
     )
     assert len(edges) == 7
 
 
-def test_capped_nodes_take_turns(store: EmbeddedStore, templates: Templates) -> None:
+def test_capped_nodes_take_turns(store: EmbeddedStore) -> None:
     big = hub(store, "big", 100)
     small = hub(store, "small", 5)
     edges = retrieve_subgraph(
         store,
-        templates,
         [ex("big"), ex("small")],
         limits(triple_limit=100, max_subgraph_size=20),
     )
@@ -276,14 +256,11 @@ def test_capped_nodes_take_turns(store: EmbeddedStore, templates: Templates) -> 
     assert len(set(edges) & big) == 15
 
 
-def test_capped_nodes_take_turns_whatever_the_seed_order(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_capped_nodes_take_turns_whatever_the_seed_order(store: EmbeddedStore) -> None:
     big = hub(store, "big", 100)
     small = hub(store, "small", 5)
     edges = retrieve_subgraph(
         store,
-        templates,
         [ex("small"), ex("big")],
         limits(triple_limit=100, max_subgraph_size=6),
     )
@@ -292,45 +269,41 @@ def test_capped_nodes_take_turns_whatever_the_seed_order(
     assert len(set(edges) & big) == 3
 
 
-def test_the_cap_holds_across_hops(kg: EmbeddedStore, templates: Templates) -> None:
+def test_the_cap_holds_across_hops(kg: EmbeddedStore) -> None:
     edges = retrieve_subgraph(
-        kg, templates, [ex("a")], limits(max_path_length=3, max_subgraph_size=5)
+        kg, [ex("a")], limits(max_path_length=3, max_subgraph_size=5)
     )
     assert len(edges) == 5
     assert set(edges[:4]) == HOP1
     assert edges[4] in HOP2
 
 
-def test_no_seeds_retrieve_nothing(kg: EmbeddedStore, templates: Templates) -> None:
-    assert retrieve_subgraph(kg, templates, [], RetrievalLimits()) == []
+def test_no_seeds_retrieve_nothing(kg: EmbeddedStore) -> None:
+    assert retrieve_subgraph(kg, [], RetrievalLimits()) == []
 
 
-def test_an_unknown_seed_retrieves_nothing(kg: EmbeddedStore, templates: Templates) -> None:
-    assert retrieve_subgraph(kg, templates, [ex("nobody")], RetrievalLimits()) == []
+def test_an_unknown_seed_retrieves_nothing(kg: EmbeddedStore) -> None:
+    assert retrieve_subgraph(kg, [ex("nobody")], RetrievalLimits()) == []
 
 
-def test_repeated_seeds_count_once(kg: EmbeddedStore, templates: Templates) -> None:
-    once = retrieve_subgraph(kg, templates, [ex("a")], RetrievalLimits())
-    twice = retrieve_subgraph(kg, templates, [ex("a"), ex("a")], RetrievalLimits())
+def test_repeated_seeds_count_once(kg: EmbeddedStore) -> None:
+    once = retrieve_subgraph(kg, [ex("a")], RetrievalLimits())
+    twice = retrieve_subgraph(kg, [ex("a"), ex("a")], RetrievalLimits())
     assert twice == once
 
 
-def test_an_edge_between_two_seeds_is_retrieved_once(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_an_edge_between_two_seeds_is_retrieved_once(store: EmbeddedStore) -> None:
     load(store, "ex:a ex:knows ex:b .")
-    edges = retrieve_subgraph(store, templates, [ex("a"), ex("b")], RetrievalLimits())
+    edges = retrieve_subgraph(store, [ex("a"), ex("b")], RetrievalLimits())
     assert edges == [t("a", "knows", "b")]
 
 
-def test_retrieval_is_deterministic_for_the_same_store(
-    kg: EmbeddedStore, templates: Templates
-) -> None:
+def test_retrieval_is_deterministic_for_the_same_store(kg: EmbeddedStore) -> None:
     for leaf in hub(kg, "a", 50):
         hub(kg, leaf.object.value.removeprefix(EX), 3)
     runs = [
         retrieve_subgraph(
-            kg, templates, [ex("a"), ex("c")], limits(triple_limit=10, max_subgraph_size=25)
+            kg, [ex("a"), ex("c")], limits(triple_limit=10, max_subgraph_size=25)
         )
         for _ in range(3)
     ]
@@ -338,13 +311,13 @@ def test_retrieval_is_deterministic_for_the_same_store(
     assert len(runs[0]) == 25
 
 
-def test_retrieval_does_not_depend_on_load_order(templates: Templates) -> None:
+def test_retrieval_does_not_depend_on_load_order() -> None:
     lines = [line for line in KG.strip().splitlines() if line.strip() and "_:" not in line]
     forward, backward = open_store(), open_store()
     load(forward, "\n".join(lines))
     load(backward, "\n".join(reversed(lines)))
-    assert retrieve_subgraph(forward, templates, [ex("a")], RetrievalLimits()) == retrieve_subgraph(
-        backward, templates, [ex("a")], RetrievalLimits()
+    assert retrieve_subgraph(forward, [ex("a")], RetrievalLimits()) == retrieve_subgraph(
+        backward, [ex("a")], RetrievalLimits()
     )
 
 
@@ -391,7 +364,6 @@ def test_star_retrieval_respects_every_limit(sizes: list[int], triple_limit: int
     seeds = [ex(name) for name in hubs]
     edges = retrieve_subgraph(
         store,
-        templates,
         seeds,
         limits(max_path_length=1, triple_limit=triple_limit, max_subgraph_size=cap),
     )
@@ -416,7 +388,7 @@ def round_robin(available: list[int], cap: int) -> list[int]:
 # ---- ranking: the edges that matter come first, then the limit cuts
 
 
-def labelled_hub(store: EmbeddedStore, templates: Templates, count: int) -> None:
+def labelled_hub(store: EmbeddedStore, count: int) -> None:
     """ex:star with `count` "knows" edges to people, one "mother" edge and one "born in"
     edge, every term labelled and indexed."""
     lines = [f"ex:star ex:knows ex:p{i:05d} . ex:p{i:05d} rdfs:label \"Person {i}\" ."
@@ -428,7 +400,7 @@ def labelled_hub(store: EmbeddedStore, templates: Templates, count: int) -> None
         'ex:bornIn rdfs:label "place of birth" .',
     ]
     load(store, "\n".join(lines))
-    update_label_index(store, templates)
+    update_label_index(store)
 
 
 def one_hop(triple_limit: int) -> RetrievalLimits:
@@ -437,54 +409,54 @@ def one_hop(triple_limit: int) -> RetrievalLimits:
 
 @pytest.mark.parametrize("count", [50, 500, 12_000])
 def test_on_a_hub_the_edge_the_question_names_survives_the_limit(
-    store: EmbeddedStore, templates: Templates, count: int
+    store: EmbeddedStore, count: int
 ) -> None:
-    labelled_hub(store, templates, count)
-    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(3), stems=["mother"])
+    labelled_hub(store, count)
+    edges = retrieve_subgraph(store, [ex("star")], one_hop(3), stems=["mother"])
     assert edges[0] == t("star", "mother", "mum")
 
 
 @pytest.mark.parametrize("count", [50, 500, 12_000])
 def test_a_neighbour_the_question_names_is_reached_on_a_hub(
-    store: EmbeddedStore, templates: Templates, count: int
+    store: EmbeddedStore, count: int
 ) -> None:
-    labelled_hub(store, templates, count)
-    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["springfield"])
+    labelled_hub(store, count)
+    edges = retrieve_subgraph(store, [ex("star")], one_hop(2), stems=["springfield"])
     assert edges[0] == t("star", "bornIn", "town")
 
 
 @pytest.mark.parametrize("count", [50, 500])
 def test_rare_predicates_come_before_ones_the_node_uses_often(
-    store: EmbeddedStore, templates: Templates, count: int
+    store: EmbeddedStore, count: int
 ) -> None:
-    labelled_hub(store, templates, count)
-    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(4))
+    labelled_hub(store, count)
+    edges = retrieve_subgraph(store, [ex("star")], one_hop(4))
     assert set(edges[:2]) == {t("star", "mother", "mum"), t("star", "bornIn", "town")}
 
 
 def test_a_hub_is_not_read_whole_only_what_the_question_names_competes(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
-    labelled_hub(store, templates, 50)
-    assert retrieve_subgraph(store, templates, [ex("star")], one_hop(30)) == []
-    assert retrieve_subgraph(store, templates, [ex("star")], one_hop(30), stems=["birth"]) == [
+    labelled_hub(store, 50)
+    assert retrieve_subgraph(store, [ex("star")], one_hop(30)) == []
+    assert retrieve_subgraph(store, [ex("star")], one_hop(30), stems=["birth"]) == [
         t("star", "bornIn", "town")
     ]
 
 
-def test_edges_to_other_seeds_come_first(store: EmbeddedStore, templates: Templates) -> None:
-    labelled_hub(store, templates, 50)
+def test_edges_to_other_seeds_come_first(store: EmbeddedStore) -> None:
+    labelled_hub(store, 50)
     edges = retrieve_subgraph(
-        store, templates, [ex("star"), ex("p00042")], one_hop(1), stems=["mother"]
+        store, [ex("star"), ex("p00042")], one_hop(1), stems=["mother"]
     )
     assert edges[0] == t("star", "knows", "p00042")
 
 
-def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore, templates: Templates) -> None:
+def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore) -> None:
     edges = hub(store, "big", 40)
-    kept = retrieve_subgraph(store, templates, [ex("big")], one_hop(5))
+    kept = retrieve_subgraph(store, [ex("big")], one_hop(5))
     assert kept == sorted(edges, key=lambda edge: edge.object.value)[:5]
 
 
@@ -497,40 +469,40 @@ def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore, templates: T
     (["know", "springfield"], [t("star", "bornIn", "town")]),
 ])
 def test_a_word_too_many_edges_match_tells_nothing_and_only_its_kind_of_match_is_dropped(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch,
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
     stems: list[str], kept: list[ox.Triple],
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
-    labelled_hub(store, templates, 50)
-    assert retrieve_subgraph(store, templates, [ex("star")], one_hop(3), stems=stems) == kept
+    labelled_hub(store, 50)
+    assert retrieve_subgraph(store, [ex("star")], one_hop(3), stems=stems) == kept
 
 
 def test_the_retrieval_counts_each_seeds_candidate_edges(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
-    labelled_hub(store, templates, 50)
+    labelled_hub(store, 50)
     hub(store, "small", 7)
-    found = retrieve(store, templates, [ex("small"), ex("star")], one_hop(3))
+    found = retrieve(store, [ex("small"), ex("star")], one_hop(3))
     assert found.candidates == {ex("small"): 7, ex("star"): 41}
     assert found.rule == RANKING_RULE == "https://trustgraph.ai/ns/QuestionPathRarityRanking"
 
 
 def test_a_node_read_whole_keeps_the_edges_the_stores_ranking_keeps(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    labelled_hub(store, templates, 50)
-    whole = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["mother"])
+    labelled_hub(store, 50)
+    whole = retrieve_subgraph(store, [ex("star")], one_hop(2), stems=["mother"])
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
-    by_store = retrieve_subgraph(store, templates, [ex("star")], one_hop(2), stems=["mother"])
+    by_store = retrieve_subgraph(store, [ex("star")], one_hop(2), stems=["mother"])
     assert whole == by_store == [t("star", "mother", "mum"), t("star", "bornIn", "town")]
 
 
 @pytest.fixture(params=["neighbours-by-value", "neighbours-from-the-index"])
 def fan_of_a_big_star(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch,
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> EmbeddedStore:
     """ex:fan likes ex:star, which has more edges than a node read whole; the star's matches
@@ -538,7 +510,7 @@ def fan_of_a_big_star(
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     if request.param == "neighbours-from-the-index":
         monkeypatch.setattr(retrieval, "NEIGHBOURS_BY_VALUE", 0)
-    labelled_hub(store, templates, 50)
+    labelled_hub(store, 50)
     load(store, "ex:fan ex:likes ex:star .")
     return store
 
@@ -547,56 +519,56 @@ FAN_TWO_HOPS = RetrievalLimits(max_path_length=2, triple_limit=3)
 
 
 def test_a_big_node_on_the_way_gives_its_edges_to_seeds_and_to_what_the_question_names(
-    fan_of_a_big_star: EmbeddedStore, templates: Templates
+    fan_of_a_big_star: EmbeddedStore
 ) -> None:
     store = fan_of_a_big_star
-    assert retrieve_subgraph(store, templates, [ex("fan")], FAN_TWO_HOPS) == [
+    assert retrieve_subgraph(store, [ex("fan")], FAN_TWO_HOPS) == [
         t("fan", "likes", "star")
     ]
     assert retrieve_subgraph(
-        store, templates, [ex("fan")], FAN_TWO_HOPS, stems=["springfield"]
+        store, [ex("fan")], FAN_TWO_HOPS, stems=["springfield"]
     ) == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
 
 
 def test_a_big_node_on_the_way_drops_its_matches_in_a_direction_too_many_edges_match(
-    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     edges = retrieve_subgraph(
-        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["person"]
+        fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=["person"]
     )
     assert edges == [t("fan", "likes", "star")]
 
 
 def test_a_stem_too_many_labels_hold_ranks_nothing(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "COMMON_STEM", 20)
-    labelled_hub(store, templates, 50)
-    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["person"])
-    assert edges == retrieve_subgraph(store, templates, [ex("star")], one_hop(1))
+    labelled_hub(store, 50)
+    edges = retrieve_subgraph(store, [ex("star")], one_hop(1), stems=["person"])
+    assert edges == retrieve_subgraph(store, [ex("star")], one_hop(1))
 
 
 def test_on_a_seed_ranked_by_the_store_a_rare_match_beats_a_common_one(
-    store: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every row of the store's ranking has a predicate count (not rare when the seeds or the
     question brought the edge in), so no engine's MIN over unbound values decides the order."""
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
-    labelled_hub(store, templates, 50)
+    labelled_hub(store, 50)
     load(store, "\n".join([f"ex:star ex:birthNear ex:n{i} ." for i in range(12)]
                           + ['ex:birthNear rdfs:label "near the place of birth" .']))
-    update_label_index(store, templates)
-    edges = retrieve_subgraph(store, templates, [ex("star")], one_hop(1), stems=["birth"])
+    update_label_index(store)
+    edges = retrieve_subgraph(store, [ex("star")], one_hop(1), stems=["birth"])
     assert edges == [t("star", "bornIn", "town")]
 
 
 def test_a_big_node_on_the_way_drops_only_the_kind_of_match_too_many_edges_make(
-    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     edges = retrieve_subgraph(
-        fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=["know", "springfield"]
+        fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=["know", "springfield"]
     )
     assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
 
@@ -608,20 +580,20 @@ def test_a_big_node_on_the_way_drops_only_the_kind_of_match_too_many_edges_make(
     (["blue", "bird"], [t("fan", "likes", "star")]),
 ])
 def test_a_big_node_on_the_way_counts_one_match_per_neighbour_and_stem(
-    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch,
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
     stems: list[str], kept: list[ox.Triple],
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     load(fan_of_a_big_star, "\n".join(
         f'ex:star ex:sees ex:b{i:02d} . ex:b{i:02d} rdfs:label "Blue Bird {i}" .' for i in range(12)
     ))
-    update_label_index(fan_of_a_big_star, templates)
-    edges = retrieve_subgraph(fan_of_a_big_star, templates, [ex("fan")], FAN_TWO_HOPS, stems=stems)
+    update_label_index(fan_of_a_big_star)
+    edges = retrieve_subgraph(fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=stems)
     assert edges == kept
 
 
 def test_the_question_stems_holders_come_with_the_first_hops_counts(
-    fan_of_a_big_star: EmbeddedStore, templates: Templates
+    fan_of_a_big_star: EmbeddedStore
 ) -> None:
     """Two hops with a big node on the way: per hop the counts, then the nodes read whole with
     the big node's matches; the stems' holders add no request."""
@@ -629,13 +601,14 @@ def test_the_question_stems_holders_come_with_the_first_hops_counts(
 
     class Watching:
         dialect = fan_of_a_big_star.dialect
+        templates = fan_of_a_big_star.templates
 
         def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
             asked.append(query.split("\n", 1)[0])
             return fan_of_a_big_star.select(query, **kwargs)
 
     edges = retrieve_subgraph(
-        Watching(), templates, [ex("fan")], FAN_TWO_HOPS, [], stems=["springfield"]  # type: ignore[arg-type]
+        Watching(), [ex("fan")], FAN_TWO_HOPS, [], stems=["springfield"]  # type: ignore[arg-type]
     )
     assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
     counts = "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in"
@@ -644,20 +617,20 @@ def test_the_question_stems_holders_come_with_the_first_hops_counts(
 
 
 def test_a_node_that_grew_past_its_count_is_ranked_as_a_bigger_node(
-    fan_of_a_big_star: EmbeddedStore, templates: Templates, monkeypatch: pytest.MonkeyPatch
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The count and the read are two requests: a node the count found small but that gives
     more edges than RANK_WHOLE_UP_TO (the KG grew in between) is ranked as the bigger node it
     is, a seed by the store and any other node by its matches."""
     store = fan_of_a_big_star
     asked = {"fan": (FAN_TWO_HOPS, [ex("fan")]), "star": (one_hop(3), [ex("star")])}
-    expected = {name: retrieve_subgraph(store, templates, seeds, lim, stems=["springfield"])
+    expected = {name: retrieve_subgraph(store, seeds, lim, stems=["springfield"])
                 for name, (lim, seeds) in asked.items()}
     counted = retrieval.RankedQuery._degrees
     monkeypatch.setattr(retrieval.RankedQuery, "_degrees", lambda self, nodes: {
         node: min(degree, 1) for node, degree in counted(self, nodes).items()
     })
     for name, (lim, seeds) in asked.items():
-        assert retrieve_subgraph(store, templates, seeds, lim, stems=["springfield"]) == (
+        assert retrieve_subgraph(store, seeds, lim, stems=["springfield"]) == (
             expected[name]), name
     assert t("star", "bornIn", "town") in expected["fan"] + expected["star"]

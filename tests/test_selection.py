@@ -14,7 +14,6 @@ from tgsparql.labels import edge_id, get_labelgraph
 from tgsparql.retrieval import RetrievalLimits, retrieve_subgraph
 from tgsparql.selection import SelectedEdge, parse_selection
 from tgsparql.store import EmbeddedStore
-from tgsparql.templates import Templates
 
 EX = "http://example.org/"
 
@@ -344,22 +343,20 @@ ex:us\\/Country rdfs:label "the country" .
 """
 
 
-def test_two_triples_with_identical_labels_both_survive_selection(
-    store: EmbeddedStore, templates: Templates
-) -> None:
+def test_two_triples_with_identical_labels_both_survive_selection(store: EmbeddedStore) -> None:
     store.oxigraph.load(PARIS, format=ox.RdfFormat.TURTLE)
-    update_label_index(store, templates)
-    grounding = ground(store, templates, "Where is Paris?", entity_limit=50)
+    update_label_index(store)
+    grounding = ground(store, "Where is Paris?", entity_limit=50)
     assert grounding.seeds == [ex("fr/Paris"), ex("us/Paris")]
 
     subgraph = retrieve_subgraph(
-        store, templates, grounding.seeds, RetrievalLimits(max_path_length=1)
+        store, grounding.seeds, RetrievalLimits(max_path_length=1)
     )
     france = ox.Triple(ex("fr/Paris"), ex("locatedIn"), ex("fr/Country"))
     texas = ox.Triple(ex("us/Paris"), ex("locatedIn"), ex("us/Country"))
     assert sorted(subgraph, key=str) == [france, texas]
 
-    labelgraph = get_labelgraph(store, templates, subgraph)
+    labelgraph = get_labelgraph(store, subgraph)
     h = edge_id(("Paris", "located in", "the country"))
     assert [e.labels for e in labelgraph.labeled_edges] == [
         ("Paris", "located in", "the country")

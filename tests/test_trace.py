@@ -307,8 +307,7 @@ def traced_keys(found: object) -> set[tuple[str, ...]]:
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
 def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
-    path: Path, demo_store: EmbeddedStore, templates: Templates, sessions: list[str],
-    oxigraph: Server,
+    path: Path, demo_store: EmbeddedStore, sessions: list[str], oxigraph: Server,
 ) -> None:
     """On pyoxigraph and on an Oxigraph server, the same rows as the code's own rendering, and
     the sources `tgsparql trace` shows."""
@@ -323,7 +322,7 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
         "<https://example.org/predicate>": str(MARRIED.predicate),
         "<https://example.org/object>": str(MARRIED.object),
     })
-    rendered = demo_store.select(templates.render(
+    rendered = demo_store.select(demo_store.templates.render(
         f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
         edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED]))
     embedded = demo_store.select(text)
@@ -337,7 +336,7 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
     assert len(served) == len(embedded)
     if path.stem == "session_unselected":  # edges, not sources: those explain counts
         assert sorted(map(str, served)) == sorted(map(str, embedded))
-        unselected = explain_session(demo_store, templates, "explainability", ids.session.value,
+        unselected = explain_session(demo_store, "explainability", ids.session.value,
                                      unselected=10_000).unselected
         assert {ox.Triple(r["subject"], r["predicate"], r["object"])  # type: ignore[arg-type]
                 for r in embedded} == {u.edge for u in unselected}
@@ -345,11 +344,11 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
         return
     if path.stem == "fact_sources":
         traced = {(str(MARRIED.subject), f"<{s.subgraph}>", f"<{s.chunk}>")
-                  for s in fact_sources(demo_store, templates, MARRIED)}
+                  for s in fact_sources(demo_store, MARRIED)}
     else:
         iri = {"edge_sources": ids.edge_selection(0).value,
                "document_sessions": document.value}.get(path.stem, ids.session.value)
-        traced = traced_keys(trace(demo_store, templates, "explainability", iri))
+        traced = traced_keys(trace(demo_store, "explainability", iri))
     assert traced and row_keys(embedded) == traced
 
 
@@ -358,15 +357,15 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
 
 
 def test_edge_sources_equal_the_walk_for_every_selected_edge(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     checked = 0
     for session in sessions:
         for iri, edge in walk_selected(ox_store, ox.NamedNode(session)).items():
-            found = edge_sources(demo_store, templates, "explainability", ox.NamedNode(iri))
+            found = edge_sources(demo_store, "explainability", ox.NamedNode(iri))
             assert found == walk_chunk_sources(ox_store, edge)
             assert found  # every demo fact has a recorded source
-            traced = trace(demo_store, templates, "explainability", iri)
+            traced = trace(demo_store, "explainability", iri)
             assert isinstance(traced, EdgeTrace)
             assert (traced.edge.edge, traced.edge.sources) == (edge, found)
             [reason] = objects(ox_store, ox.NamedNode(iri), tg("reasoning"), EXPLAINABILITY)
@@ -376,10 +375,10 @@ def test_edge_sources_equal_the_walk_for_every_selected_edge(
 
 
 def test_session_trace_equals_the_walk(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     for session, question in zip(sessions, QUESTIONS):
-        found = session_trace(demo_store, templates, "explainability",
+        found = session_trace(demo_store, "explainability",
                               SessionIds.from_session_iri(session))
         assert found is not None
         assert (found.session, found.question, found.status) == (session, question, "complete")
@@ -392,17 +391,17 @@ def test_session_trace_equals_the_walk(
 
 
 def test_session_sources_are_the_answer_view_of_the_full_trace(
-    demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, sessions: list[str]
 ) -> None:
     """`session_sources.rq` reads the sources alone; they are the full trace's, for every
     session, in the same order."""
     compared = 0
     for session in sessions:
         ids = SessionIds.from_session_iri(session)
-        found = session_trace(demo_store, templates, "explainability", ids)
+        found = session_trace(demo_store, "explainability", ids)
         assert found is not None
         edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.edges}
-        sources = session_sources(demo_store, templates, "explainability", ids, edges)
+        sources = session_sources(demo_store, "explainability", ids, edges)
         expected = [(e, s) for e in found.edges for s in e.sources]
         assert sources == [s.as_source(e.edge_selection, e.edge) for e, s in expected]
         assert all(s.text is not None and s.text == c.evidence
@@ -411,21 +410,19 @@ def test_session_sources_are_the_answer_view_of_the_full_trace(
     assert compared > 0
 
 
-def test_session_sources_of_an_unknown_session_are_none(
-    demo_store: EmbeddedStore, templates: Templates
-) -> None:
+def test_session_sources_of_an_unknown_session_are_none(demo_store: EmbeddedStore) -> None:
     ids = SessionIds("00000000-0000-4000-8000-000000000000")
     edges = {ids.edge_selection(0): MARRIED}
-    assert session_sources(demo_store, templates, "explainability", ids, edges) == []
+    assert session_sources(demo_store, "explainability", ids, edges) == []
 
 
 def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates
+    demo_store: EmbeddedStore, ox_store: ox.Store
 ) -> None:
     facts = kg_facts(ox_store)
     assert len(facts) == 38
     for fact in facts:
-        found = fact_sources(demo_store, templates, fact)
+        found = fact_sources(demo_store, fact)
         assert found == walk_chunk_sources(ox_store, fact), fact
         for source in found:
             assert source.chunk_text is not None and source.evidence is not None
@@ -433,10 +430,8 @@ def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(
             assert source.chunk_text[start:start + source.evidence_length] == source.evidence
 
 
-def test_a_fact_stated_in_two_documents_has_two_sources(
-    demo_store: EmbeddedStore, templates: Templates
-) -> None:
-    found = fact_sources(demo_store, templates, MARRIED)
+def test_a_fact_stated_in_two_documents_has_two_sources(demo_store: EmbeddedStore) -> None:
+    found = fact_sources(demo_store, MARRIED)
     assert [(s.document, s.title, s.page_number, s.chunk, s.chunk_index, s.evidence_offset,
              s.evidence_length) for s in found] == [
         (DOC + "marie-curie", "Marie Curie: From Warsaw to Paris", 1,
@@ -451,10 +446,8 @@ def test_a_fact_stated_in_two_documents_has_two_sources(
     ]
 
 
-def test_a_chunk_derived_directly_from_a_document_is_found(
-    demo_store: EmbeddedStore, templates: Templates
-) -> None:
-    [source] = fact_sources(demo_store, templates, LOCATED)
+def test_a_chunk_derived_directly_from_a_document_is_found(demo_store: EmbeddedStore) -> None:
+    [source] = fact_sources(demo_store, LOCATED)
     assert source == ChunkSource(
         subgraph=source.subgraph,
         chunk="urn:chunk:093cc24a-e295-41bb-beed-c2461bcd7209",
@@ -474,34 +467,32 @@ def test_a_chunk_derived_directly_from_a_document_is_found(
     assert source.chunk_text is not None and len(source.chunk_text) == 236
 
 
-def test_a_fact_without_provenance_has_no_source(
-    demo_store: EmbeddedStore, templates: Templates
-) -> None:
+def test_a_fact_without_provenance_has_no_source(demo_store: EmbeddedStore) -> None:
     unknown = ox.Triple(ox.NamedNode(ENT + "Paris"), ox.NamedNode(REL + "capitalOf"),
                         ox.NamedNode(ENT + "Poland"))
-    assert fact_sources(demo_store, templates, unknown) == []
+    assert fact_sources(demo_store, unknown) == []
 
 
-def test_dcterms_titles_are_accepted(demo_store: EmbeddedStore, templates: Templates) -> None:
+def test_dcterms_titles_are_accepted(demo_store: EmbeddedStore) -> None:
     doc = ox.NamedNode(DOC + "radium-institute")
     dc_title = ox.Quad(doc, ox.NamedNode(DC + "title"),
                        ox.Literal("The Radium Institute in Paris"), SOURCE)
     demo_store.oxigraph.remove(dc_title)
     demo_store.oxigraph.add(ox.Quad(doc, ox.NamedNode("http://purl.org/dc/terms/title"),
                                     ox.Literal("Institut du Radium"), SOURCE))
-    [source] = fact_sources(demo_store, templates, LOCATED)
+    [source] = fact_sources(demo_store, LOCATED)
     assert source.title == "Institut du Radium"
-    found = document_sessions(demo_store, templates, "explainability", doc)
+    found = document_sessions(demo_store, "explainability", doc)
     assert found is not None and found.title == "Institut du Radium"
 
 
 def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
-    library = StoreLibrarian(demo_store, templates)
+    library = StoreLibrarian(demo_store)
     used_by_some = 0
     for document in documents(ox_store):
-        found = document_sessions(demo_store, templates, "explainability", document)
+        found = document_sessions(demo_store, "explainability", document)
         assert found is not None and found.document == document.value
         walked = walk_document_uses(ox_store, document)
         assert {u.session: {e.edge_selection: {c.chunk for c in e.chunks} for e in u.edges}
@@ -519,25 +510,25 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
 
 
 def test_a_document_no_session_used_has_no_sessions_and_an_unknown_one_is_none(
-    demo_store: EmbeddedStore, templates: Templates
+    demo_store: EmbeddedStore
 ) -> None:
-    found = document_sessions(demo_store, templates, "explainability",
+    found = document_sessions(demo_store, "explainability",
                               ox.NamedNode(DOC + "pierre-curie"))
     assert found == DocumentTrace(DOC + "pierre-curie", "Pierre Curie, Physicist of Paris", [])
-    assert document_sessions(demo_store, templates, "explainability",
+    assert document_sessions(demo_store, "explainability",
                              ox.NamedNode(DOC + "nope")) is None
 
 
 def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     for quad in list(ox_store.quads_for_pattern(None, tg("contains"), MARRIED, SOURCE)):
         ox_store.remove(quad)
     ids = SessionIds.from_session_iri(sessions[1])
-    found = trace(demo_store, templates, "explainability", sessions[1])
+    found = trace(demo_store, "explainability", sessions[1])
     assert isinstance(found, SessionTrace)
     assert (found.edges[0].edge, found.edges[0].sources) == (MARRIED, [])
-    assert edge_sources(demo_store, templates, "explainability", ids.edge_selection(0)) == []
+    assert edge_sources(demo_store, "explainability", ids.edge_selection(0)) == []
     lines = render_text(found).splitlines()
     assert lines[2:5] == ["  [0] Marie Curie — married — Pierre Curie",
                           f"      why: {found.edges[0].reasoning}",
@@ -554,6 +545,7 @@ class CountingStore:
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.requests: list[str] = []
 
@@ -584,15 +576,15 @@ class CountingStore:
 
 @pytest.mark.parametrize("kind", ["session", "uuid", "edge", "document"])
 def test_a_trace_is_one_request_to_the_store(
-    demo_store: EmbeddedStore, templates: Templates, sessions: list[str], kind: str
+    demo_store: EmbeddedStore, sessions: list[str], kind: str
 ) -> None:
     ids = SessionIds.from_session_iri(sessions[1])
     iri = {"session": sessions[1], "uuid": ids.uuid, "edge": ids.edge_selection(0).value,
            "document": DOC + "marie-curie"}[kind]
     counting = CountingStore(demo_store)
-    found = trace(counting, templates, "explainability", iri)
+    found = trace(counting, "explainability", iri)
     assert len(counting.requests) == 1
-    assert found == trace(demo_store, templates, "explainability", iri)
+    assert found == trace(demo_store, "explainability", iri)
 
 
 @pytest.mark.parametrize("iri, requests", [
@@ -603,24 +595,24 @@ def test_a_trace_is_one_request_to_the_store(
     ("not an iri", 0),
 ])
 def test_what_cannot_be_traced_takes_two_requests_at_most(
-    demo_store: EmbeddedStore, templates: Templates, iri: str, requests: int
+    demo_store: EmbeddedStore, iri: str, requests: int
 ) -> None:
     """The second, for an IRI that is no traceable document: is it a document without facts?"""
     counting = CountingStore(demo_store)
     with pytest.raises(TraceError):
-        trace(counting, templates, "explainability", iri)
+        trace(counting, "explainability", iri)
     assert len(counting.requests) == requests
 
 
 def test_a_session_with_no_selected_edge_is_traced_with_its_question(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     ids = SessionIds.from_session_iri(sessions[1])
     for quad in list(ox_store.quads_for_pattern(ids.selection, tg("selectedEdge"), None,
                                                 EXPLAINABILITY)):
         ox_store.remove(quad)
     counting = CountingStore(demo_store)
-    found = trace(counting, templates, "explainability", sessions[1])
+    found = trace(counting, "explainability", sessions[1])
     assert len(counting.requests) == 1
     assert isinstance(found, SessionTrace)
     assert (found.question, found.status, found.edges) == (QUESTIONS[1], "complete", [])
@@ -628,7 +620,7 @@ def test_a_session_with_no_selected_edge_is_traced_with_its_question(
 
 
 def test_labels_are_the_ones_the_selector_prompt_uses(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     """A term with labels in several languages is named as `fetch_labels` names it."""
     marie, married = MARRIED.subject, MARRIED.predicate
@@ -637,20 +629,20 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
                            ("Zzz", "en")]:
         ox_store.add(ox.Quad(marie, label, ox.Literal(text, language=language)))
     ox_store.add(ox.Quad(married, label, ox.Literal("épouse", language="fr")))
-    chosen = fetch_labels(demo_store, templates, [marie, married, MARRIED.object])
+    chosen = fetch_labels(demo_store, [marie, married, MARRIED.object])
     assert chosen[marie] == "Madame Curie"
-    session = trace(demo_store, templates, "explainability", sessions[1])
+    session = trace(demo_store, "explainability", sessions[1])
     assert isinstance(session, SessionTrace)
     assert session.edges[0].edge == MARRIED
     assert session.edges[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
-    document = trace(demo_store, templates, "explainability", DOC + "marie-curie")
+    document = trace(demo_store, "explainability", DOC + "marie-curie")
     assert isinstance(document, DocumentTrace)
     used = [edge for use in document.sessions for edge in use.edges if edge.edge == MARRIED]
     assert used and all(edge.labels == session.edges[0].labels for edge in used)
 
 
 def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     [subgraph] = subjects(ox_store, tg("contains"), LOCATED, SOURCE)
     [chunk] = objects(ox_store, subgraph, DERIVED, SOURCE)
@@ -662,7 +654,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
         ox_store.add(ox.Quad(chunk, quad.predicate, quad.object, SOURCE))
     session = next(s for s in sessions
                    if LOCATED in walk_selected(ox_store, ox.NamedNode(s)).values())
-    found = session_trace(demo_store, templates, "explainability",
+    found = session_trace(demo_store, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
     [edge] = [e for e in found.edges if e.edge == LOCATED]
@@ -675,7 +667,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
                          SOURCE))
     ox_store.add(ox.Quad(subgraph, tg("sourceCharLength"), ox.Literal("16", datatype=XSD_INTEGER),
                          SOURCE))
-    found = session_trace(demo_store, templates, "explainability",
+    found = session_trace(demo_store, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
     [source] = [e for e in found.edges if e.edge == LOCATED][0].sources
@@ -684,18 +676,18 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
 
 
 def test_trace_detects_the_kind_of_iri(
-    demo_store: EmbeddedStore, ox_store: ox.Store, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     session = sessions[1]
     ids = SessionIds.from_session_iri(session)
-    by_iri = trace(demo_store, templates, "explainability", session)
-    by_uuid = trace(demo_store, templates, "explainability", ids.uuid)
+    by_iri = trace(demo_store, "explainability", session)
+    by_uuid = trace(demo_store, "explainability", ids.uuid)
     assert isinstance(by_iri, SessionTrace) and by_iri == by_uuid
     assert by_iri.edges[0].labels == ("Marie Curie", "married", "Pierre Curie")
-    edge = trace(demo_store, templates, "explainability", ids.edge_selection(0).value)
+    edge = trace(demo_store, "explainability", ids.edge_selection(0).value)
     assert isinstance(edge, EdgeTrace) and edge.session == session
     assert edge.edge == by_iri.edges[0]
-    document = trace(demo_store, templates, "explainability", DOC + "pierre-curie")
+    document = trace(demo_store, "explainability", DOC + "pierre-curie")
     assert isinstance(document, DocumentTrace)
     users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
     assert session in users
@@ -714,27 +706,25 @@ def test_trace_detects_the_kind_of_iri(
     ("not an iri", "not an IRI: 'not an iri'"),
 ])
 def test_trace_refuses_what_it_cannot_trace(
-    demo_store: EmbeddedStore, templates: Templates, iri: str, message: str
+    demo_store: EmbeddedStore, iri: str, message: str
 ) -> None:
     with pytest.raises(TraceError, match=re.escape(message)):
-        trace(demo_store, templates, "explainability", iri)
+        trace(demo_store, "explainability", iri)
 
 
-def test_a_document_without_facts_is_said_to_have_none(
-    demo_store: EmbeddedStore, templates: Templates
-) -> None:
+def test_a_document_without_facts_is_said_to_have_none(demo_store: EmbeddedStore) -> None:
     empty = "urn:trustgraph:doc:" + "e" * 64
     demo_store.update(f"INSERT DATA {{ GRAPH <urn:graph:source> {{ <{empty}> a <{TG}Document> }} }}")
     with pytest.raises(TraceError) as info:
-        trace(demo_store, templates, "explainability", empty)
+        trace(demo_store, "explainability", empty)
     assert str(info.value) == (f"document {empty} has no facts: no subgraph of urn:graph:source "
                                "derives from it, so nothing traces to it")
 
 
 def test_text_tree_goes_down_to_the_sentence(
-    demo_store: EmbeddedStore, templates: Templates, sessions: list[str]
+    demo_store: EmbeddedStore, sessions: list[str]
 ) -> None:
-    text = render_text(trace(demo_store, templates, "explainability", sessions[1]))
+    text = render_text(trace(demo_store, "explainability", sessions[1]))
     lines = text.splitlines()
     assert lines[0].startswith(f"session {sessions[1]}  [complete, started ")
     assert lines[1] == "  asked: Who did Marie Curie marry?"
@@ -781,7 +771,7 @@ def test_cli_trace_text_and_json_match_the_api(
            "document": DOC + "marie-curie"}[kind]
     store = open_store(path)
     try:
-        expected = trace(store, Templates(store.dialect), "explainability", iri)
+        expected = trace(store, "explainability", iri)
     finally:
         store.close()
     code, out, err = cli("trace", iri, "--store", path)

@@ -15,7 +15,7 @@ import pyoxigraph as ox
 
 from tgsparql.remote import EndpointUnreachable, RemoteStore, display_url
 from tgsparql.store import StoreError
-from tgsparql.templates import Templates
+from tgsparql.templates import templates_for
 from tgsparql.terms import Dialect
 
 Result = Literal["ok", "no", "skipped"]
@@ -85,7 +85,7 @@ def diagnose(store: RemoteStore, *, dialect: Dialect | None = None) -> Diagnosis
 class _Probe:
     def __init__(self, store: RemoteStore) -> None:
         self.store = store
-        self.templates = Templates("rdf12")
+        self.templates = templates_for("rdf12")
         self.graph = ox.NamedNode(f"urn:tgsparql:doctor:{uuid.uuid4()}")
         self.probe = ox.NamedNode(f"{self.graph.value}:probe")
         self.value = "tgsparql doctor probe"
@@ -172,7 +172,7 @@ class _Probe:
     def _edge(self, dialect: Dialect, form: str) -> str:
         probe = ox.NamedNode(f"{self.probe.value}:{dialect}")
         params = {**self._params(), "probe": probe, "fact": PROBE_FACT}
-        self.store.update(Templates(dialect).render("doctor/probe_edge_write", **params))
+        self.store.update(templates_for(dialect).render("doctor/probe_edge_write", **params))
         rows = self.store.select(self.templates.render("doctor/probe_edge_read", **params))
         found = [row["edge"] for row in rows if "edge" in row]
         if found == [PROBE_FACT]:

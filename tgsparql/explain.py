@@ -17,7 +17,6 @@ from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Solution, Store
-from tgsparql.templates import Templates
 from tgsparql.terms import Term
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import term_integer, term_text
@@ -174,11 +173,11 @@ class Explanation:
 
 
 def list_sessions(
-    store: Store, templates: Templates, collection: str, limit: int, question: str = ""
+    store: Store, collection: str, limit: int, question: str = ""
 ) -> list[SessionSummary]:
     """The newest `limit` sessions; with `question`, those whose question contains it."""
     rows = store.select(
-        templates.render(
+        store.templates.render(
             "list_sessions", graph=vocab.explainability_graph(collection), limit=limit,
             question=question,
         )
@@ -187,13 +186,13 @@ def list_sessions(
 
 
 def explain_session(
-    store: Store, templates: Templates, collection: str, session: str, unselected: int = 0
+    store: Store, collection: str, session: str, unselected: int = 0
 ) -> Explanation:
     """The session as recorded; `unselected` asks for the first that many retrieved edges the
     selector did not choose, labelled by the same label query as the selected ones."""
     ids = SessionIds.from_session_iri(session)
     triples = store.construct(
-        templates.render(
+        store.templates.render(
             "explain_session",
             graph=vocab.explainability_graph(collection),
             session=ids.session,
@@ -217,10 +216,10 @@ def explain_session(
     out.unselected_count = len(rejected)
     rejected = rejected[:unselected]
     labels = fetch_labels(
-        store, templates, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
+        store, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
-    sources = session_chunk_sources(store, templates, collection, ids)
+    sources = session_chunk_sources(store, collection, ids)
     for _, iri, edge, reasoning in selected:
         out.selected.append(
             ExplainedEdge(
@@ -235,7 +234,7 @@ def explain_session(
         )
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
     if isinstance(document_iri, ox.NamedNode):
-        document = StoreLibrarian(store, templates).get(document_iri)
+        document = StoreLibrarian(store).get(document_iri)
         if document is not None:
             out.answer = document.content
             out.answer_intact = document.intact

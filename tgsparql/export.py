@@ -16,7 +16,6 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.iris import statement_iri
 from tgsparql.store import EmbeddedStore, Store
-from tgsparql.templates import Templates
 
 ExportFormat = Literal["nquads", "trig"]
 FORMATS: dict[str, ox.RdfFormat] = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}
@@ -69,7 +68,7 @@ def reified(quads: Iterable[ox.Quad]) -> Iterator[ox.Quad]:
 
 
 def _remote_quads(store: Store, graphs: Sequence[Graph] | None) -> list[ox.Quad]:
-    templates = Templates(store.dialect)
+    templates = store.templates
     named = None if graphs is None else [g for g in graphs if isinstance(g, ox.NamedNode)]
     include_default = graphs is None or any(isinstance(g, ox.DefaultGraph) for g in graphs)
     rows = store.select(templates.render("export_quads", named=named,

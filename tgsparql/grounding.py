@@ -31,7 +31,6 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.stems import stem
 from tgsparql.store import Solution, Store
-from tgsparql.templates import Templates
 from tgsparql.text import WORD as _WORD, normalize_label, words
 
 MAX_PHRASE_WORDS: Final = 10
@@ -253,7 +252,7 @@ def _trailing(token: str, word: str) -> bool:
     return lower and (word in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None)
 
 
-def ground(store: Store, templates: Templates, question: str, entity_limit: int) -> Grounding:
+def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     """The seeds of the question, and the schema predicates the KG uses, in one query."""
     phrases = candidate_phrases(question)
     if not phrases:
@@ -262,7 +261,7 @@ def ground(store: Store, templates: Templates, question: str, entity_limit: int)
     runs = name_runs(question)
     question_stems = sorted(stems(question))
     rows = store.select(
-        templates.render(
+        store.templates.render(
             "ground",
             keys=keys,
             probes=[(i, probe) for i, run in enumerate(runs) for probe in run.probes],
@@ -448,18 +447,16 @@ class IndexEntry:
         return sorted({stem(word) for word in self.words})
 
 
-def update_label_index(
-    store: Store, templates: Templates, progress: Callable[[int], None] | None = None
-) -> int:
+def update_label_index(store: Store, progress: Callable[[int], None] | None = None) -> int:
     """Index every label not yet indexed; returns how many were added.
 
     An index written by an older version is rebuilt whole, so every entry has what grounding
     now looks up.
     """
-    current = store.ask(templates.render("label_index_version", version=INDEX_VERSION))
+    current = store.ask(store.templates.render("label_index_version", version=INDEX_VERSION))
     if not current:
-        store.update(templates.render("label_index_clear", version=INDEX_VERSION))
-    pending = templates.render("label_index_pending")
+        store.update(store.templates.render("label_index_clear", version=INDEX_VERSION))
+    pending = store.templates.render("label_index_pending")
     # Rows one at a time where the store can stream them (the embedded store, whose query reads
     # a snapshot, so writing meanwhile is safe): a load of a million labels must not hold them all.
     stream: Callable[[str], Iterable[Solution]] = getattr(store, "select_iter", store.select)
@@ -473,7 +470,7 @@ def update_label_index(
                 if keys:
                     batch.append(IndexEntry(entity, label, keys))
         if batch and (row is None or len(batch) == INDEX_BATCH):
-            store.update(templates.render("label_index_insert", entries=batch))
+            store.update(store.templates.render("label_index_insert", entries=batch))
             added += len(batch)
             if progress is not None:
                 progress(len(batch))
@@ -481,6 +478,6 @@ def update_label_index(
     return added
 
 
-def rebuild_label_index(store: Store, templates: Templates) -> int:
-    store.update(templates.render("label_index_clear", version=INDEX_VERSION))
-    return update_label_index(store, templates)
+def rebuild_label_index(store: Store) -> int:
+    store.update(store.templates.render("label_index_clear", version=INDEX_VERSION))
+    return update_label_index(store)

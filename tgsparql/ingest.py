@@ -40,7 +40,7 @@ from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
 from tgsparql.provenance import now
 from tgsparql.store import Store, StoreError
-from tgsparql.templates import TemplateError, Templates
+from tgsparql.templates import TemplateError
 
 MIME_TYPES: Final[dict[str, str]] = {
     ".txt": "text/plain",
@@ -221,7 +221,6 @@ def locate(evidence: str, text: str) -> tuple[int, int] | None:
 
 def ingest_document(
     store: Store,
-    templates: Templates,
     backend: Backend,
     path: Path,
     *,
@@ -240,10 +239,10 @@ def ingest_document(
     source = read_source(path)
     ids = ExtractionIds(sha256_hex(source.text))
     report = DocumentReport(path, ids.document, source.title)
-    if store.ask(templates.render("ingest_document_exists", document=ids.document)):
+    if store.ask(store.templates.render("ingest_document_exists", document=ids.document)):
         if not force:
             report.already_present = True
-            report.facts = _facts_recorded(store, templates, ids.document)
+            report.facts = _facts_recorded(store, ids.document)
             return report
         report.replaced = True
     pages, chunks = chunk_document(source.text, chunk_size, chunk_overlap)
@@ -264,7 +263,7 @@ def ingest_document(
     texts = [(ids.document, source.text)]
     texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, extraction.chunks)]
     try:
-        _write_document(store, templates, ids, source, started, page_rows, texts, extraction,
+        _write_document(store, ids, source, started, page_rows, texts, extraction,
                         replaced=report.replaced)
     except (StoreError, TemplateError) as error:
         raise IngestError(f"{path}: {error}") from None
@@ -302,7 +301,7 @@ def _extract_chunk(store: Store, backend: Backend, path: Path, source: SourceTex
             extraction.labels[label] = None
 
 
-def _write_document(store: Store, templates: Templates, ids: ExtractionIds, source: SourceText,
+def _write_document(store: Store, ids: ExtractionIds, source: SourceText,
                     started: dt.datetime, pages: list[PageRow],
                     texts: list[tuple[ox.NamedNode, str]], extraction: _Extraction, *,
                     replaced: bool) -> None:
@@ -326,12 +325,12 @@ def _write_document(store: Store, templates: Templates, ids: ExtractionIds, sour
         facts=list(extraction.facts),
         labels=list(extraction.labels),
     )
-    librarian = StoreLibrarian(store, templates)
-    store.update(templates.insert_update(
+    librarian = StoreLibrarian(store)
+    store.update(store.templates.insert_update(
         [
             *(librarian.record(iri, text, title=source.title, mime_type=source.mime_type)
               for iri, text in texts),
-            templates.insert_data("ingest_document", **params),
+            store.templates.insert_data("ingest_document", **params),
         ],
         before="ingest_document_remove" if replaced else None,
         document=ids.document,
@@ -357,13 +356,12 @@ def ingest_files(
     documents ingested before again, replacing what they gave.
     """
     check_settings(chunk_size, chunk_overlap)
-    templates = Templates(store.dialect)
     report = IngestReport()
     for name in paths:
         path = Path(name)
         outcome: DocumentReport | IngestFailure
         try:
-            outcome = ingest_document(store, templates, backend, path, chunk_size=chunk_size,
+            outcome = ingest_document(store, backend, path, chunk_size=chunk_size,
                                       chunk_overlap=chunk_overlap, progress=progress,
                                       force=force)
             report.documents.append(outcome)
@@ -373,12 +371,12 @@ def ingest_files(
         if finished is not None:
             finished(outcome)
     if any(not document.already_present for document in report.documents):
-        report.labels_indexed = update_label_index(store, templates)
+        report.labels_indexed = update_label_index(store)
     return report
 
 
-def _facts_recorded(store: Store, templates: Templates, document: ox.NamedNode) -> int:
-    rows = store.select(templates.render("ingest_document_facts", document=document))
+def _facts_recorded(store: Store, document: ox.NamedNode) -> int:
+    rows = store.select(store.templates.render("ingest_document_facts", document=document))
     value = rows[0].get("facts") if rows else None
     return int(value.value) if isinstance(value, ox.Literal) else 0
 

@@ -11,7 +11,6 @@ from urllib.parse import unquote
 import pyoxigraph as ox
 
 from tgsparql.store import Store
-from tgsparql.templates import Templates
 from tgsparql.terms import Term
 
 LabelTriple = tuple[str, str, str]
@@ -58,14 +57,12 @@ def label_of(term: Term, labels: Mapping[ox.NamedNode, str]) -> str:
     return str(term)
 
 
-def fetch_labels(
-    store: Store, templates: Templates, terms: Sequence[ox.NamedNode]
-) -> dict[ox.NamedNode, str]:
+def fetch_labels(store: Store, terms: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, str]:
     """One label per term, chosen by `best_labels`."""
     unique = sorted(set(terms), key=lambda node: node.value)
     if not unique:
         return {}
-    rows = store.select(templates.render("fetch_labels", terms=unique))
+    rows = store.select(store.templates.render("fetch_labels", terms=unique))
     return best_labels((row.get("term"), row.get("label")) for row in rows)
 
 
@@ -120,6 +117,6 @@ def build_labelgraph(
     return graph
 
 
-def get_labelgraph(store: Store, templates: Templates, subgraph: Sequence[ox.Triple]) -> LabelGraph:
-    labels = fetch_labels(store, templates, label_terms(subgraph))
+def get_labelgraph(store: Store, subgraph: Sequence[ox.Triple]) -> LabelGraph:
+    labels = fetch_labels(store, label_terms(subgraph))
     return build_labelgraph(subgraph, labels)

@@ -9,7 +9,7 @@ from typing import Protocol
 import pyoxigraph as ox
 
 from tgsparql.store import Store
-from tgsparql.templates import InsertData, Templates
+from tgsparql.templates import InsertData
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,9 @@ def sha256_hex(text: str) -> str:
 class StoreLibrarian:
     """Keeps texts in `urn:graph:library` of the same store."""
 
-    def __init__(self, store: Store, templates: Templates) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.templates = templates
+        self.templates = store.templates
 
     def put(
         self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = "text/plain"

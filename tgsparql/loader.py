@@ -13,7 +13,6 @@ import pyoxigraph as ox
 
 from tgsparql.grounding import update_label_index
 from tgsparql.store import Store, StoreError
-from tgsparql.templates import Templates
 
 FORMATS: dict[str, ox.RdfFormat] = {
     ".ttl": ox.RdfFormat.TURTLE,
@@ -111,5 +110,5 @@ def load_files(
         except LoadError as error:
             report.failed[path] = str(error)
     if report.loaded:
-        report.labels_indexed = update_label_index(store, Templates(store.dialect))
+        report.labels_indexed = update_label_index(store)
     return report

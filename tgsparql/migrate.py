@@ -24,7 +24,6 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.provenance import call_usage, document_iris
 from tgsparql.store import Store
-from tgsparql.templates import Templates
 
 BATCH = 2000
 """Records (sessions or selections) per update."""
@@ -46,37 +45,37 @@ class Pending:
         return len(self.sessions) + len(self.selections) + len(self.calls) + len(self.sourced)
 
 
-def pending(store: Store, templates: Templates) -> Pending:
+def pending(store: Store) -> Pending:
     """The records of every collection that lack a field the current templates write."""
     sessions = [
         {"graph": row["graph"], "session": row["session"],
          "started": _datetime(row["started"]), "status": _text(row.get("status"))}
-        for row in store.select(templates.render("migrate/pending_sessions"))
+        for row in store.select(store.templates.render("migrate/pending_sessions"))
         if _datetime(row["started"]) is not None
     ]
     selections = [
         {"graph": row["graph"], "selection": row["selection"],
          "selected": int(row["selected"].value)}
-        for row in store.select(templates.render("migrate/pending_selections"))
+        for row in store.select(store.templates.render("migrate/pending_selections"))
     ]
     calls = [
         {"graph": row["graph"], "session": row["session"], "stage": row["stage"].value,
          "call": call_usage(row["model"].value, _integer(row.get("in")),
                             _integer(row.get("out")))}
-        for row in store.select(templates.render("migrate/pending_usage"))
+        for row in store.select(store.templates.render("migrate/pending_usage"))
         if isinstance(row["model"], ox.Literal)
     ]
     return Pending(sessions, selections, calls, _sourced(
-        store.select(templates.render("migrate/pending_documents")),
-        lambda: store.select(templates.render("migrate/fact_documents"))))
+        store.select(store.templates.render("migrate/pending_documents")),
+        lambda: store.select(store.templates.render("migrate/fact_documents"))))
 
 
-def migrate(store: Store, templates: Templates, todo: Pending, *, batch: int = BATCH,
+def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
             progress: Callable[[int], None] | None = None) -> int:
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
     for sessions, selections, calls, sourced in _batches(todo, batch):
-        store.update(templates.render("migrate/record_fields", dated_sessions=sessions,
+        store.update(store.templates.render("migrate/record_fields", dated_sessions=sessions,
                                       counted_selections=selections, used_models=calls,
                                       sourced_selections=sourced))
         updates += 1
@@ -85,9 +84,9 @@ def migrate(store: Store, templates: Templates, todo: Pending, *, batch: int = B
     return updates
 
 
-def needs_migration(store: Store, templates: Templates, graph: ox.NamedNode) -> bool:
+def needs_migration(store: Store, graph: ox.NamedNode) -> bool:
     """Whether the collection holds a record an older version wrote (checked when serving)."""
-    return store.ask(templates.render("migrate/collection_pending", graph=graph))
+    return store.ask(store.templates.render("migrate/collection_pending", graph=graph))
 
 
 def _sourced(

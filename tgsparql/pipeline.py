@@ -29,7 +29,7 @@ from tgsparql.provenance import Record, Recorder, now
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import ParsedSelection, SelectedEdge, parse_selection
 from tgsparql.store import Store
-from tgsparql.templates import InsertData, Templates, TemplateError
+from tgsparql.templates import InsertData, TemplateError
 from tgsparql.terms import check_text
 from tgsparql.trace import ChunkSource, facts_sources
 
@@ -91,20 +91,20 @@ class GraphRag:
         trip (the embedded store), not on a remote endpoint."""
         self.store = store
         self.backend = backend
-        self.templates = Templates(store.dialect)
+        self.templates = store.templates
         self.collection = collection
         self.recorder = Recorder(
-            store, self.templates, collection, record_retrieved_edges=record_retrieved_edges
+            store, collection, record_retrieved_edges=record_retrieved_edges
         )
         self.limits = limits or RetrievalLimits()
-        self.librarian = librarian or StoreLibrarian(store, self.templates)
+        self.librarian = librarian or StoreLibrarian(store)
         self.record = record
         self.output_limits = output_limits or OutputLimits()
         self.write_retrieval_early = (
             not store.round_trips if write_retrieval_early is None else write_retrieval_early
         )
         if index_labels:
-            update_label_index(store, self.templates)
+            update_label_index(store)
 
     def query(self, question: str, *, stream: bool = False) -> Iterator[GraphRagResponse]:
         """The messages of one session, in the order of docs/spec.md §6; never raises for bad input."""
@@ -209,7 +209,7 @@ class _Session:
         if rag.write_retrieval_early:
             self._write_held_in_background()
         labelgraph = _stage("retrieval",
-                            lambda: get_labelgraph(rag.store, rag.templates, subgraph))
+                            lambda: get_labelgraph(rag.store, subgraph))
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
         return [(ids.session, self.session), (ids.retrieval, retrieval)], labelgraph, selecting
@@ -242,7 +242,7 @@ class _Session:
         # Where the selected facts came from: the selection's record names their documents, and
         # the last message lists these sources.
         found = _stage("trace", lambda: facts_sources(
-            rag.store, rag.templates, [edge.triple for edge in parsed.edges]))
+            rag.store, [edge.triple for edge in parsed.edges]))
         selection = _stage("selection", lambda: self._build(
             lambda: rag.recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage,
                                            found)))
@@ -273,9 +273,9 @@ class _Session:
 
     def _retrieve(self) -> tuple[Grounding, Retrieved]:
         rag = self.rag
-        grounding = ground(rag.store, rag.templates, self.question, rag.limits.entity_limit)
+        grounding = ground(rag.store, self.question, rag.limits.entity_limit)
         retrieved = retrieve(
-            rag.store, rag.templates, grounding.seeds, rag.limits, grounding.schema_predicates,
+            rag.store, grounding.seeds, rag.limits, grounding.schema_predicates,
             grounding.stems,
         )
         return grounding, retrieved

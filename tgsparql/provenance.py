@@ -23,7 +23,7 @@ from tgsparql.llm.usage import Usage
 from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
-from tgsparql.templates import InsertData, Templates, to_literal
+from tgsparql.templates import InsertData, to_literal
 from tgsparql.trace import ChunkSource
 
 @dataclass(frozen=True)
@@ -143,13 +143,12 @@ class Recorder:
     def __init__(
         self,
         store: Store,
-        templates: Templates,
         collection: str = vocab.DEFAULT_COLLECTION,
         *,
         record_retrieved_edges: bool = True,
     ) -> None:
         self.store = store
-        self.templates = templates
+        self.templates = store.templates
         self.collection = collection
         self.graph = vocab.explainability_graph(collection)
         self.record_retrieved_edges = record_retrieved_edges

@@ -17,7 +17,6 @@ from tgsparql import vocab
 from tgsparql.iris import SessionIds
 from tgsparql.provenance import now
 from tgsparql.store import Store
-from tgsparql.templates import Templates
 
 BATCH = 200
 """Sessions per update: small enough for any endpoint's request size limit."""
@@ -60,7 +59,6 @@ class Selected:
 
 def select_sessions(
     store: Store,
-    templates: Templates,
     collection: str,
     *,
     older_than: dt.timedelta | None = None,
@@ -75,7 +73,8 @@ def select_sessions(
             cutoff = (at or now()) - older_than
         except OverflowError:
             raise RetentionError("the duration reaches back before year 1") from None
-        rows = store.select(templates.render("sessions_older_than", graph=graph, cutoff=cutoff))
+        rows = store.select(store.templates.render("sessions_older_than", graph=graph,
+                                                   cutoff=cutoff))
         ids = [SessionIds.from_session_iri(row["session"].value) for row in rows
                if isinstance(row.get("session"), ox.NamedNode)]
     else:
@@ -83,30 +82,27 @@ def select_sessions(
             ids = list(dict.fromkeys(SessionIds.from_session_iri(s) for s in sessions))
         except ValueError as error:
             raise RetentionError(str(error)) from None
-    counts = _owned(store, templates, graph, ids)
+    counts = _owned(store, graph, ids)
     missing = [i.session.value for i in ids if i.session.value not in counts]
     if older_than is None and missing:
         raise RetentionError(f"no session {missing[0]} in collection {collection!r}")
     return [Selected(i, counts[i.session.value]) for i in ids if i.session.value in counts]
 
 
-def delete_sessions(
-    store: Store, templates: Templates, collection: str, selected: Sequence[Selected]
-) -> int:
+def delete_sessions(store: Store, collection: str, selected: Sequence[Selected]) -> int:
     """Delete the sessions with every quad they own; the number of quads removed."""
     graph = vocab.explainability_graph(collection)
     for start in range(0, len(selected), BATCH):
         batch = [s.ids for s in selected[start : start + BATCH]]
-        store.update(templates.render("sessions_delete", graph=graph, sessions=batch))
+        store.update(store.templates.render("sessions_delete", graph=graph, sessions=batch))
     return sum(s.quads for s in selected)
 
 
-def _owned(
-    store: Store, templates: Templates, graph: ox.NamedNode, ids: Sequence[SessionIds]
-) -> dict[str, int]:
+def _owned(store: Store, graph: ox.NamedNode, ids: Sequence[SessionIds]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for start in range(0, len(ids), BATCH):
         batch = ids[start : start + BATCH]
-        for row in store.select(templates.render("sessions_owned", graph=graph, sessions=batch)):
+        query = store.templates.render("sessions_owned", graph=graph, sessions=batch)
+        for row in store.select(query):
             counts[row["session"].value] = int(row["quads"].value)
     return counts

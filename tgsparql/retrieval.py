@@ -22,7 +22,6 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.grounding import COMMON_STEM
 from tgsparql.store import Solution, Store
-from tgsparql.templates import Templates
 
 
 RANKING_RULE = vocab.TG + "QuestionPathRarityRanking"
@@ -77,19 +76,17 @@ class Retrieved:
 
 def retrieve_subgraph(
     store: Store,
-    templates: Templates,
     seeds: Sequence[ox.NamedNode],
     limits: RetrievalLimits,
     schema_predicates: Sequence[ox.NamedNode] | None = None,
     stems: Sequence[str] = (),
 ) -> list[ox.Triple]:
     """Edges within `max_path_length` hops of the seeds, in the order they were reached."""
-    return retrieve(store, templates, seeds, limits, schema_predicates, stems).edges
+    return retrieve(store, seeds, limits, schema_predicates, stems).edges
 
 
 def retrieve(
     store: Store,
-    templates: Templates,
     seeds: Sequence[ox.NamedNode],
     limits: RetrievalLimits,
     schema_predicates: Sequence[ox.NamedNode] | None = None,
@@ -109,10 +106,10 @@ def retrieve(
     excluded = (
         sorted(schema_predicates, key=str)
         if schema_predicates is not None
-        else _schema_predicates_in_use(store, templates)
+        else _schema_predicates_in_use(store)
     )
     query = RankedQuery(
-        store, templates, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
+        store, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
         limits.triple_limit,
     )
     return walk(query, limits)
@@ -164,7 +161,6 @@ class RankedQuery:
     """
 
     store: Store
-    templates: Templates
     excluded: Sequence[ox.NamedNode]
     stems: Sequence[str]
     seeds: Sequence[ox.NamedNode]
@@ -215,7 +211,7 @@ class RankedQuery:
         neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
         by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
         rows = self.store.select(
-            self.templates.render(
+            self.store.templates.render(
                 "retrieve_subgraph",
                 nodes=small,
                 hubs=hubs,
@@ -301,7 +297,7 @@ class RankedQuery:
         COUNT_UP_TO + 1, for the record); on the first hop also the stems' holders
         (`_stem_holders`)."""
         first = self.holders is None
-        rows = self.store.select(self.templates.render(
+        rows = self.store.select(self.store.templates.render(
             "retrieve_degrees",
             nodes=nodes,
             seeds=self.seeds,
@@ -320,7 +316,7 @@ class RankedQuery:
 
     def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
         return self.store.select(
-            self.templates.render(
+            self.store.templates.render(
                 "retrieve_ranked",
                 nodes=nodes,
                 triple_limit=self.triple_limit,
@@ -446,8 +442,8 @@ def _hop(
     return added
 
 
-def _schema_predicates_in_use(store: Store, templates: Templates) -> list[ox.NamedNode]:
-    query = templates.render(
+def _schema_predicates_in_use(store: Store) -> list[ox.NamedNode]:
+    query = store.templates.render(
         "schema_predicates", schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES
     )
     return sorted(

@@ -1,7 +1,8 @@
 """The store interface the pipeline talks to, and its embedded pyoxigraph implementation.
 
 The interface is four verbs over SPARQL text plus a bulk load, so a remote SPARQL 1.1 Protocol
-endpoint can implement it without the pipeline noticing.
+endpoint can implement it without the pipeline noticing. A store carries the query templates
+rendered for its dialect (`store.templates`), so whatever runs a step is given the store alone.
 """
 
 from __future__ import annotations

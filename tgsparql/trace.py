@@ -229,12 +229,12 @@ Trace = SessionTrace | EdgeTrace | DocumentTrace
 
 
 def session_chunk_sources(
-    store: Store, templates: Templates, collection: str, ids: SessionIds
+    store: Store, collection: str, ids: SessionIds
 ) -> dict[str, list[ChunkSource]]:
     """Every source of every selected edge of the session, from one query (`session_sources.rq`):
     by edge-selection IRI, each edge's by document, then chunk; an edge without one is absent."""
     found: dict[str, set[ChunkSource]] = {}
-    for row in _session_rows(store, templates, collection, ids, "_trace/session_sources"):
+    for row in _session_rows(store, collection, ids, "_trace/session_sources"):
         source = _chunk_source(row)
         if source is not None:
             found.setdefault(row["edgeSelection"].value, set()).add(source)
@@ -243,7 +243,6 @@ def session_chunk_sources(
 
 def session_sources(
     store: Store,
-    templates: Templates,
     collection: str,
     ids: SessionIds,
     edges: Mapping[ox.NamedNode, ox.Triple],
@@ -251,7 +250,7 @@ def session_sources(
     """The answer's view of `session_chunk_sources`: `edges` maps edge-selection IRIs to their
     triples, which resolves statement IRIs in the reification dialect; sources come back in
     edge-selection order, then document, then chunk."""
-    found = session_chunk_sources(store, templates, collection, ids)
+    found = session_chunk_sources(store, collection, ids)
     return [
         source.as_source(iri.value, triple)
         for iri, triple in edges.items()
@@ -259,14 +258,12 @@ def session_sources(
     ]
 
 
-def session_trace(
-    store: Store, templates: Templates, collection: str, ids: SessionIds
-) -> SessionTrace | None:
+def session_trace(store: Store, collection: str, ids: SessionIds) -> SessionTrace | None:
     """session → its selected edges → their sources, from one query (`session_trace.rq`).
 
     None if the session is not recorded; edges without a source are kept, in index order.
     """
-    rows = _session_rows(store, templates, collection, ids, "_trace/session_trace")
+    rows = _session_rows(store, collection, ids, "_trace/session_trace")
     if not rows:
         return None
     edges = _session_edges(rows)
@@ -276,11 +273,11 @@ def session_trace(
 
 
 def edge_sources(
-    store: Store, templates: Templates, collection: str, edge_selection: ox.NamedNode
+    store: Store, collection: str, edge_selection: ox.NamedNode
 ) -> list[ChunkSource]:
     """edge selection → every source of its edge, all levels (`edge_sources.rq`)."""
     rows = store.select(
-        templates.render(
+        store.templates.render(
             "_trace/edge_sources",
             graph=vocab.explainability_graph(collection),
             edge_selection=edge_selection,
@@ -289,18 +286,17 @@ def edge_sources(
     return _sorted_sources(s for s in map(_chunk_source, rows) if s is not None)
 
 
-def fact_sources(store: Store, templates: Templates, fact: ox.Triple) -> list[ChunkSource]:
+def fact_sources(store: Store, fact: ox.Triple) -> list[ChunkSource]:
     """fact → every chunk that states it (`fact_sources.rq`), by document then chunk."""
-    return facts_sources(store, templates, [fact]).get(fact, [])
+    return facts_sources(store, [fact]).get(fact, [])
 
 
-def facts_sources(
-    store: Store, templates: Templates, facts: Sequence[ox.Triple]
-) -> dict[ox.Triple, list[ChunkSource]]:
+def facts_sources(store: Store, facts: Sequence[ox.Triple]) -> dict[ox.Triple, list[ChunkSource]]:
     """Each fact → every chunk that states it, from one query; facts without a source are absent."""
     if not facts:
         return {}
-    rows = store.select(templates.render("_trace/fact_sources", facts=list(dict.fromkeys(facts))))
+    rows = store.select(store.templates.render("_trace/fact_sources",
+                                               facts=list(dict.fromkeys(facts))))
     found: dict[ox.Triple, set[ChunkSource]] = {}
     for row in rows:
         source = _chunk_source(row)
@@ -311,14 +307,14 @@ def facts_sources(
 
 
 def document_sessions(
-    store: Store, templates: Templates, collection: str, document: ox.NamedNode
+    store: Store, collection: str, document: ox.NamedNode
 ) -> DocumentTrace | None:
     """document → sessions and answers that used its facts (`document_sessions.rq`).
 
     None when the IRI is not a tg:Document of the source graph. Sessions come oldest first.
     """
     rows = store.select(
-        templates.render(
+        store.templates.render(
             "_trace/document_sessions",
             graph=vocab.explainability_graph(collection),
             document=document,
@@ -367,7 +363,7 @@ def document_sessions(
     return out
 
 
-def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trace:
+def trace(store: Store, collection: str, iri: str) -> Trace:
     """The tree behind an edge selection, a session (IRI or bare UUID) or a document.
 
     One query each: the IRI's form says which (docs/spec.md §2), and an edge selection is traced with
@@ -382,7 +378,7 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
                 f"malformed edge-selection IRI {iri!r} (expected {EDGE_SELECTION_PREFIX}<uuid>:<n>)"
             )
         ids, _ = named
-        session = session_trace(store, templates, collection, ids)
+        session = session_trace(store, collection, ids)
         edge = next((e for e in session.edges if e.edge_selection == text), None) \
             if session is not None else None
         if edge is None:
@@ -393,7 +389,7 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
             ids = SessionIds.from_session_iri(text)
         except ValueError as error:
             raise TraceError(str(error)) from None
-        session = session_trace(store, templates, collection, ids)
+        session = session_trace(store, collection, ids)
         if session is None:
             raise TraceError(f"no session {ids.session.value} in collection {collection!r}")
         return session
@@ -401,8 +397,9 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
         node = ox.NamedNode(text)
     except ValueError:
         raise TraceError(f"not an IRI: {iri!r}") from None
-    document = document_sessions(store, templates, collection, node)
-    if document is None and store.ask(templates.render("ingest_document_exists", document=node)):
+    document = document_sessions(store, collection, node)
+    if document is None and store.ask(
+            store.templates.render("ingest_document_exists", document=node)):
         raise TraceError(f"document {text} has no facts: no subgraph of "
                          f"{vocab.GRAPH_SOURCE.value} derives from it, so nothing traces to it")
     if document is None:
@@ -483,11 +480,9 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
     return f"{prefix} {offset}–{offset + length}"
 
 
-def _session_rows(
-    store: Store, templates: Templates, collection: str, ids: SessionIds, query: str
-) -> list[Solution]:
+def _session_rows(store: Store, collection: str, ids: SessionIds, query: str) -> list[Solution]:
     return store.select(
-        templates.render(
+        store.templates.render(
             query,
             graph=vocab.explainability_graph(collection),
             session=ids.session,

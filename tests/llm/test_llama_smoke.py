@@ -14,7 +14,6 @@ from tgsparql.iris import SessionIds
 from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.pipeline import GraphRag
-from tgsparql.templates import Templates
 
 pytestmark = pytest.mark.llama
 
@@ -118,6 +117,6 @@ def test_streamed_query_against_llama_cpp_is_recorded_completely(demo_store, lla
         assert reasoning.value.strip()
 
     streamed = "".join(m.response for m in chunks)
-    document = StoreLibrarian(demo_store, Templates("rdf12")).get(ids.answer_document)
+    document = StoreLibrarian(demo_store).get(ids.answer_document)
     assert document is not None and document.intact
     assert document.content == streamed

@@ -21,7 +21,6 @@ from tgsparql.llm.log import LLMLog
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.llm.usage import Usage
 from tgsparql.pipeline import GraphRag
-from tgsparql.templates import Templates
 from tgsparql.testing import assert_conforms
 
 from .fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
@@ -383,7 +382,7 @@ def test_pipeline_records_model_and_token_usage_on_selection_and_answer(
         recorded[edge] = reasoning.value
     assert recorded == expected
 
-    document = StoreLibrarian(demo_store, Templates("rdf12")).get(ids.answer_document)
+    document = StoreLibrarian(demo_store).get(ids.answer_document)
     assert document is not None and document.content == "".join(deltas) and document.intact
 
     select_request, answer_request = fake_openai.chat_requests
@@ -434,7 +433,7 @@ def test_broken_answer_stream_leaves_failed_session_with_selection_kept(
     assert objects(demo_store, ids.session, "status") == [ox.Literal("failed")]
     assert len(objects(demo_store, ids.selection, "selectedEdge")) == 2
     assert list(demo_store.oxigraph.quads_for_pattern(ids.answer, None, None, None)) == []
-    assert StoreLibrarian(demo_store, Templates("rdf12")).get(ids.answer_document) is None
+    assert StoreLibrarian(demo_store).get(ids.answer_document) is None
 
 
 # ---- answers a reader can check
@@ -499,7 +498,7 @@ def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
     sources = {s.edge_selection: s.citations for s in messages[-1].sources}
     assert sources[born.value] == (cited[born],) and sources[found.value] == (cited[found],)
     assert_conforms(demo_store, session=ids.session.value)
-    explained = explain_session(demo_store, Templates("rdf12"), "explainability", ids.uuid)
+    explained = explain_session(demo_store, "explainability", ids.uuid)
     assert explained.invalid_citations == 2
     assert {edge.iri: edge.citations for edge in explained.selected} == {
         born.value: [cited[born]], found.value: [cited[found]]}

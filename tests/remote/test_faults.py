@@ -194,7 +194,7 @@ def test_a_refused_write_mid_query_ends_as_a_failed_session(
     assert messages[-1].error is not None and messages[-1].error.message == expected
     assert messages[-1].end_of_session
     assert proxy.count("/update") == 3
-    explained = explain_session(remote, rag.templates, vocab.DEFAULT_COLLECTION,
+    explained = explain_session(remote, vocab.DEFAULT_COLLECTION,
                                 messages[0].explain_id or "")
     assert (explained.status, explained.error) == ("failed", expected)
     assert explained.selected and explained.answer is None
@@ -212,7 +212,7 @@ def test_an_unreachable_store_mid_query_gives_an_error_on_the_stream(
         f"answer failed: {down}; recording the failure also failed: {down}")
     assert proxy.count("/update") == 1 + 2 * ATTEMPTS
     proxy.inject(None)
-    explained = explain_session(remote, rag.templates, vocab.DEFAULT_COLLECTION,
+    explained = explain_session(remote, vocab.DEFAULT_COLLECTION,
                                 messages[0].explain_id or "")
     assert explained.status is None  # left open, never passed off as complete
 

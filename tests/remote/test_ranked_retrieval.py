@@ -16,7 +16,6 @@ from tgsparql.grounding import ground
 from tgsparql.loader import load_files
 from tgsparql.retrieval import RetrievalLimits, retrieve
 from tgsparql.store import Store, open_store
-from tgsparql.templates import Templates
 
 EX = "http://example.org/hub/"
 QUESTIONS = [
@@ -56,10 +55,10 @@ def hub_kg(path: Path) -> Path:
 
 
 def retrieved(store: Store, question: str) -> list[ox.Triple]:
-    templates = Templates(store.dialect)
-    grounding = ground(store, templates, question, 50)
+    templates = store.templates
+    grounding = ground(store, question, 50)
     limits = RetrievalLimits(max_path_length=2, triple_limit=10, max_subgraph_size=40)
-    return retrieve(store, templates, grounding.seeds, limits, grounding.schema_predicates,
+    return retrieve(store, grounding.seeds, limits, grounding.schema_predicates,
                     grounding.stems).edges
 
 

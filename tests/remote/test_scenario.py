@@ -148,8 +148,8 @@ def test_tracing_and_explaining_a_session_give_the_same_tree(
     trees = {}
     for name, side in sides.items():
         session = side.runs[question].session
-        traced = trace(side.store, side.rag.templates, vocab.DEFAULT_COLLECTION, session)
-        explained = explain_session(side.store, side.rag.templates, vocab.DEFAULT_COLLECTION,
+        traced = trace(side.store, vocab.DEFAULT_COLLECTION, session)
+        explained = explain_session(side.store, vocab.DEFAULT_COLLECTION,
                                     session)
         data = explained.to_json()
         data.pop("started", None), data.pop("ended", None)
@@ -167,8 +167,8 @@ def test_edge_and_document_traces_agree(sides: dict[str, Side]) -> None:
                               embedded.runs[DEMO_QUESTION].session.rsplit(":", 1)[1])
     documents = {source["document"] for source in remote.runs[DEMO_QUESTION].sources}
     for iri_remote, iri_local in [(edge, local_edge)] + [(d, d) for d in sorted(documents)]:
-        got = trace(remote.store, remote.rag.templates, vocab.DEFAULT_COLLECTION, iri_remote)
-        want = trace(embedded.store, embedded.rag.templates, vocab.DEFAULT_COLLECTION, iri_local)
+        got = trace(remote.store, vocab.DEFAULT_COLLECTION, iri_remote)
+        want = trace(embedded.store, vocab.DEFAULT_COLLECTION, iri_local)
         assert strip_times(anonymous(got.to_json())) == strip_times(anonymous(want.to_json()))
 
 
@@ -183,7 +183,7 @@ def strip_times(data: Any) -> Any:
 def test_sessions_are_listed_alike(sides: dict[str, Side]) -> None:
     listed = {
         name: sorted((s.question, s.status) for s in list_sessions(
-            side.store, side.rag.templates, vocab.DEFAULT_COLLECTION, 50))
+            side.store, vocab.DEFAULT_COLLECTION, 50))
         for name, side in sides.items()
     }
     assert listed["remote"] == listed["embedded"]

@@ -26,7 +26,6 @@ from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.serve import ServerConfig, pages, routes
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 
 from .browser import Browser, Tab, browser, installed_chromium
 from .conftest import ServeProcess, running, serve_process
@@ -80,7 +79,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
                    limits=RetrievalLimits(triple_limit=400, max_subgraph_size=1000))
     committee, curie, broken = (list(rag.query(q))[0].explain_id or "" for q in (
         COMMITTEE, "Who did Marie Curie marry?", "Where was Marie Curie born?"))
-    explained = explain_session(store, Templates(), "explainability", committee)
+    explained = explain_session(store, "explainability", committee)
     assert [e.labels[2] for e in explained.selected] == [
         SHARED + " at Paris", LONG, HOSTILE, SHARED + " at Sèvres"]
     store.close()

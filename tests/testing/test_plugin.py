@@ -86,7 +86,7 @@ def test_pipeline_fixture_takes_a_script_mapping(
 
 
 def test_assert_conforms_lists_every_violation_readably(tgsparql_store: Store) -> None:
-    recorder = Recorder(tgsparql_store, Templates())
+    recorder = Recorder(tgsparql_store)
     ids = SessionIds("00000000-0000-4000-8000-00000000000a")
     recorder.write(recorder.session(ids, "Who discovered radium?", now()))
     with pytest.raises(NonConformance) as raised:

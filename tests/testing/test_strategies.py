@@ -13,7 +13,6 @@ from tgsparql.labels import get_labelgraph
 from tgsparql.pipeline import GraphRag
 from tgsparql.selection import parse_selection
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.fakes import Script, ScriptedBackend, UnscriptedRequest
 from tgsparql.testing.strategies import (
@@ -81,7 +80,7 @@ def test_selection_texts_parse_exactly_as_announced(data, draw) -> None:
     kg, kind = data
     store = open_store()
     kg.load_into(store)
-    labelgraph = get_labelgraph(store, Templates(), list(kg.facts))
+    labelgraph = get_labelgraph(store, list(kg.facts))
     text = draw.draw(selection_texts(labelgraph.labeled_edges, kind))
     parsed = parse_selection(text.text, labelgraph.uri_map)
     assert tuple(edge.id for edge in parsed.edges) == text.expected_ids

@@ -32,7 +32,6 @@ from tgsparql.llm.usage import Usage
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Templates
 from tgsparql.terms import Dialect
 from tgsparql.validation.session import session_nodes
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
@@ -162,9 +161,9 @@ def load_demo(store: EmbeddedStore, path: Path) -> None:
     for quad in ox.parse(path=str(path)):
         graph = quad.graph_name if isinstance(quad.graph_name, ox.NamedNode) else None
         groups.setdefault(graph, []).append(quad.triple)
-    templates = Templates(store.dialect)
+    templates = store.templates
     store.update(templates.render("bulk_insert", groups=[_Group(g, t) for g, t in groups.items()]))
-    update_label_index(store, templates)
+    update_label_index(store)
 
 
 @pytest.fixture(params=["rdf12", "reification"])
@@ -359,7 +358,7 @@ def test_every_session_the_pipeline_records_has_no_violation(rag, validator, que
     if session is None:  # refused before anything was recorded
         assert messages[-1].error is not None
         return
-    nodes = session_nodes(rag.store, Templates(rag.store.dialect), session)
+    nodes = session_nodes(rag.store, session)
     assert validator.validate(rag.store, focus=nodes).violations == []
 
 
@@ -735,7 +734,7 @@ def test_a_session_validated_alone_gets_exactly_its_results_from_the_whole_store
         corrupted.corrupt(SESSION_CASES[case].update)
     session = (corrupted if validate_corrupted else other).ids.session.value
     try:
-        nodes = set(session_nodes(store, Templates(dialect), session))
+        nodes = set(session_nodes(store, session))
     except SessionNotFound:  # a case renamed the session itself
         assume(False)
     whole = sessions.bundled_validator(dialect).validate(store).results  # the same shapes graph
@@ -806,7 +805,7 @@ def test_an_unknown_edge_is_the_only_result_when_retrieved_edges_are_not_recorde
 def test_a_malformed_session_iri_is_reported_with_every_entity_that_no_longer_shares_it(
     recorded, validator
 ) -> None:
-    entities = set(map(plain, session_nodes(recorded.store, Templates(recorded.store.dialect),
+    entities = set(map(plain, session_nodes(recorded.store,
                                             recorded.ids.session.value)))
     entities.discard(recorded.ids.session.value)
     bad = "urn:trustgraph:session:not-a-uuid"

@@ -19,7 +19,6 @@ from tgsparql.cli.options import (
 )
 from tgsparql.explain import SessionNotFound
 from tgsparql.store import Store, StoreError
-from tgsparql.templates import Templates
 
 
 class CannotValidate(Failure):
@@ -78,7 +77,7 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
             for name in empty_graphs(store, graph):
                 raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")
             focus = (
-                session_nodes(store, Templates(store.dialect), session, graph) if session else None
+                session_nodes(store, session, graph) if session else None
             )
             report = validator.validate(store, default_graph=graph, focus=focus)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:

@@ -26,7 +26,6 @@ from tgsparql.cli.options import (
 from tgsparql.grounding import rebuild_label_index, update_label_index
 from tgsparql.loader import load_files
 from tgsparql.store import StoreError
-from tgsparql.templates import Templates
 from tgsparql.terms import DEFAULT_DIALECT
 
 if TYPE_CHECKING:
@@ -212,9 +211,8 @@ def _ingest_summary(report: IngestReport) -> str:
 def index(target: StoreTarget, rebuild: bool) -> None:
     """Bring the label index used by grounding up to date (after loading by other means)."""
     with opened(target) as store:
-        templates = Templates(store.dialect)
         try:
-            count = (rebuild_label_index if rebuild else update_label_index)(store, templates)
+            count = (rebuild_label_index if rebuild else update_label_index)(store)
         except StoreError as error:
             raise Failure(str(error)) from None
         click.echo(f"indexed {count} labels")
@@ -234,16 +232,15 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
     from tgsparql.migrate import pending
 
     with opened(target) as store, progress_bars() as bar:
-        templates = Templates(store.dialect)
         try:
-            todo = pending(store, templates)
+            todo = pending(store)
             summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections, "
                        f"{len(todo.calls)} LLM calls and the documents of "
                        f"{len(todo.sourced)} selections")
             if dry_run:
                 click.echo(f"dry run: {summary} would be migrated")
                 return
-            updates = run_migration(store, templates, todo, batch=batch,
+            updates = run_migration(store, todo, batch=batch,
                                     progress=bar("migrating", len(todo)))
         except StoreError as error:
             raise Failure(str(error)) from None

@@ -23,7 +23,6 @@ from tgsparql.explain import (
     render_text,
 )
 from tgsparql.store import Store, StoreError
-from tgsparql.templates import Templates
 from tgsparql.terminal import one_line
 
 
@@ -41,7 +40,7 @@ def sessions(ctx: click.Context, target: StoreTarget, collection: str, limit: in
         return
     with opened(target) as store:
         try:
-            found = list_sessions(store, Templates(store.dialect), collection, limit)
+            found = list_sessions(store, collection, limit)
         except (StoreError, vocab.CollectionError) as error:
             raise Failure(str(error)) from None
     if format_ == "json":
@@ -80,11 +79,10 @@ def sessions_delete(target: StoreTarget, collection: str, older_than: str | None
     except RetentionError as error:
         raise click.BadParameter(str(error), param_hint="--older-than") from None
     with opened(target) as store:
-        templates = Templates(store.dialect)
         try:
-            chosen = select_sessions(store, templates, collection, older_than=duration,
+            chosen = select_sessions(store, collection, older_than=duration,
                                      sessions=session_iris)
-            removed = 0 if dry_run else delete_sessions(store, templates, collection, chosen)
+            removed = 0 if dry_run else delete_sessions(store, collection, chosen)
         except (RetentionError, StoreError, vocab.CollectionError) as error:
             raise Failure(str(error)) from None
     for item in chosen:
@@ -116,7 +114,7 @@ def explain(target: StoreTarget, session: str, collection: str, format_: str,
             from tgsparql.serve import pages
 
             try:
-                view = pages.session_view(store, Templates(store.dialect), collection, session)
+                view = pages.session_view(store, collection, session)
             except (SessionNotFound, ValueError, StoreError) as error:
                 raise Failure(str(error)) from None
             text = {
@@ -154,7 +152,7 @@ def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
 
     with opened(target) as store:
         try:
-            found = trace_iri(store, Templates(store.dialect), collection, iri)
+            found = trace_iri(store, collection, iri)
         except (TraceError, StoreError, vocab.CollectionError) as error:
             raise Failure(str(error)) from None
     if format_ == "json":
@@ -165,6 +163,6 @@ def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
 
 def explained(store: Store, collection: str, session: str) -> Explanation:
     try:
-        return explain_session(store, Templates(store.dialect), collection, session)
+        return explain_session(store, collection, session)
     except (SessionNotFound, ValueError, StoreError) as error:
         raise Failure(str(error)) from None

@@ -50,7 +50,6 @@ from tgsparql.serve.readonly import open_served
 from tgsparql.serve.routes import Handler, Hosts
 from tgsparql.serve.workers import WorkerPool
 from tgsparql.store import StoreError
-from tgsparql.templates import Templates
 
 __all__ = ["ServerConfig", "TgsparqlServer", "describe", "is_loopback"]
 
@@ -63,7 +62,7 @@ class TgsparqlServer(ThreadingHTTPServer):
         self.hosts = Hosts.of(config)
         if config.endpoint is not None:  # fail here, once, rather than in every worker
             with open_served(config) as remote:
-                remote.ask(Templates(remote.dialect).render("serve/endpoint_reachable"))
+                remote.ask(remote.templates.render("serve/endpoint_reachable"))
         _refuse_unmigrated(config)
         self.asker: Asker | None = None
         if config.ask is not None:
@@ -102,7 +101,7 @@ def _refuse_unmigrated(config: ServerConfig) -> None:
     they would count wrong, so serving waits until the store is migrated."""
     with open_served(config) as store:
         graph = vocab.explainability_graph(config.collection)
-        if needs_migration(store, Templates(store.dialect), graph):
+        if needs_migration(store, graph):
             raise StoreError(f"{graph.value} holds sessions recorded by an older version, which "
                              f"the saved BI queries would miscount; {MIGRATE_HINT}")
 

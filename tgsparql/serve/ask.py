@@ -173,7 +173,7 @@ class Asker:
     def labels(self, terms: Sequence[ox.NamedNode]) -> Labels:
         """The terms' labels, for people; none when they cannot be read."""
         try:
-            return fetch_labels(self.rag.store, self.rag.templates, terms)
+            return fetch_labels(self.rag.store, terms)
         except StoreError:
             return {}
 

@@ -27,7 +27,8 @@ from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import Answer, QueryRequest, Queryable, Result, capped, check_query, \
     evaluate
 from tgsparql.store import QueryForm
-from tgsparql.templates import Templates
+from tgsparql.templates import templates_for
+from tgsparql.terms import DEFAULT_DIALECT
 
 HTML = "text/html; charset=utf-8"
 PAGE_ROWS = 1000
@@ -106,14 +107,14 @@ def _from_page(params: dict[str, list[str]]) -> bool:
 
 @cache
 def prefixes() -> str:
-    return Templates().render("_prefixes")
+    return templates_for(DEFAULT_DIALECT).render("_prefixes")
 
 
 @cache
 def examples(dialect: str, collection: str) -> tuple[Example, ...]:
     """The saved BI queries with their default parameters (the collection's graph), then the
     trace queries with placeholder IRIs, rendered for the served store's dialect."""
-    templates = Templates(dialect)  # type: ignore[arg-type]
+    templates = templates_for(dialect)  # type: ignore[arg-type]
     out = []
     for saved in saved_queries().values():
         params = saved.bind({"collection": [collection]} if any(

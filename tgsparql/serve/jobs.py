@@ -19,7 +19,6 @@ from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import Answer, ProtocolError, QueryRequest, execute, refuse_service, \
     serialize
 from tgsparql.store import StoreError
-from tgsparql.templates import Templates
 from tgsparql.validation.session import validate_session
 
 HTML = editor.HTML
@@ -40,7 +39,7 @@ class Job:
 
     html = False
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
         raise NotImplementedError
 
     def failure(self, config: ServerConfig, status: int, message: str) -> Answer:
@@ -64,10 +63,10 @@ class SparqlJob(Job):
     def on_page(self) -> bool:
         return (self.request.format or "").lower() == "html"
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
         if self.on_page:
             return editor.results_page(store, self.request, config.max_results,
-                                       templates.dialect, config.collection)
+                                       store.templates.dialect, config.collection)
         return execute(store, self.request, config.max_results)
 
     def failure(self, config: ServerConfig, status: int, message: str) -> Answer:
@@ -86,9 +85,9 @@ class SavedJob(Job):
     params: dict[str, list[str]]
     format: str
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
         saved = saved_queries()[self.name]
-        text = templates.render(saved.template, **saved.bind(self.params))
+        text = store.templates.render(saved.template, **saved.bind(self.params))
         refuse_service(text)
         if self.format in SHAPES:
             return serialize_records(store.query(text), self.format, config.max_results)
@@ -102,8 +101,8 @@ class SessionsJob(PageJob):
     text: str
     limit: int
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
-        found = list_sessions(store, templates, config.collection, self.limit, self.text)
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
+        found = list_sessions(store, config.collection, self.limit, self.text)
         return Answer(200, HTML, pages.render_sessions(found, self.text, self.limit)
                       .encode("utf-8"))
 
@@ -115,11 +114,11 @@ class SessionJob(PageJob):
     uuid: str
     conformance: dict[str, Any] | None = None
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
         conformance = pages.Conformance.from_json(self.conformance) if self.conformance \
             else None
         try:
-            view = pages.session_view(store, templates, config.collection, self.uuid,
+            view = pages.session_view(store, config.collection, self.uuid,
                                       conformance)
         except (SessionNotFound, ValueError):
             raise ProtocolError(404, f"no session {self.uuid} in collection "
@@ -134,7 +133,7 @@ class ValidateJob(Job):
 
     uuid: str
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
         try:
             report = validate_session(store, self.uuid)
         except (SessionNotFound, ValueError) as error:
@@ -151,20 +150,20 @@ class EntityJob(PageJob):
     iri: str
     page: int
 
-    def answer(self, store: Served, templates: Templates, config: ServerConfig) -> Answer:
+    def answer(self, store: Served, config: ServerConfig) -> Answer:
         try:
-            view = pages.entity_view(store, templates, self.iri, self.page)
+            view = pages.entity_view(store, self.iri, self.page)
         except ValueError:
             raise ProtocolError(400, f"iri={self.iri!r:.200} is not an IRI") from None
         return Answer(200, HTML, pages.render_entity(view).encode("utf-8"))
 
 
-def run(store: Served, templates: Templates, config: ServerConfig, job: Job) -> Answer:
+def run(store: Served, config: ServerConfig, job: Job) -> Answer:
     """The job's answer; a read that fails on a compacted-away file is retried once on a fresh
     handle, and a failing endpoint is answered 502 (the remote store has retried already)."""
     for attempt in (1, 2):
         try:
-            return job.answer(store, templates, config)
+            return job.answer(store, config)
         except (OSError, StoreError) as error:
             if isinstance(store, RemoteStore):
                 raise ProtocolError(502, str(error)) from None

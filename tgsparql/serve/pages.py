@@ -33,7 +33,6 @@ from tgsparql.explain import AnswerCitation, Explanation, SessionSummary, explai
 from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels, label_of, label_terms
 from tgsparql.store import Store
-from tgsparql.templates import Templates
 from tgsparql.trace import ChunkSource
 from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
@@ -202,11 +201,11 @@ class SessionView:
         return "/sparql?" + urlencode({"query": self.unselected_query, "format": "html"})
 
 
-def session_view(store: Store, templates: Templates, collection: str, session: str,
+def session_view(store: Store, collection: str, session: str,
                  conformance: Conformance | None = None) -> SessionView:
     """Everything the session page shows, read as `explain_session` reads it; raises
     SessionNotFound for an unknown session."""
-    explanation = explain_session(store, templates, collection, session, UNSELECTED_SHOWN)
+    explanation = explain_session(store, collection, session, UNSELECTED_SHOWN)
     cited: dict[int, list[AnswerCitation]] = {}
     for citation in explanation.citations:
         cited.setdefault(citation.edge_index, []).append(citation)
@@ -221,7 +220,7 @@ def session_view(store: Store, templates: Templates, collection: str, session: s
         )
         for edge in explanation.selected
     ]
-    unselected_query = templates.render(
+    unselected_query = store.templates.render(
         "_trace/session_unselected", graph=vocab.explainability_graph(collection),
         session=SessionIds.from_session_iri(session).session)
     return SessionView(explanation, edges, picture(explanation.question or "", edges),
@@ -285,16 +284,16 @@ ENTITY_PAGES = 1000
 edges of a hub; the SPARQL page reaches the rest)."""
 
 
-def entity_view(store: Store, templates: Templates, iri: str, page: int) -> EntityView:
+def entity_view(store: Store, iri: str, page: int) -> EntityView:
     """Page `page` (from 1) of the edges touching the entity, one query for the edges and one
     for their labels; raises ValueError for a text that is not an IRI."""
     entity = ox.NamedNode(iri)
-    rows = store.select(templates.render(
+    rows = store.select(store.templates.render(
         "serve/entity_edges", entity=entity, limit=ENTITY_PAGE_EDGES + 1,
         offset=(page - 1) * ENTITY_PAGE_EDGES))
     triples = [ox.Triple(row["subject"], row["predicate"], row["object"])  # type: ignore
                for row in rows[:ENTITY_PAGE_EDGES]]
-    labels = fetch_labels(store, templates, label_terms(triples) + [entity])
+    labels = fetch_labels(store, label_terms(triples) + [entity])
 
     def term(value: Any) -> TermView:
         return TermView(label_of(value, labels),

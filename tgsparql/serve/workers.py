@@ -23,7 +23,6 @@ from tgsparql.serve.jobs import Job, SparqlJob, run
 from tgsparql.serve.readonly import open_served
 from tgsparql.serve.sparql import Answer, ProtocolError
 from tgsparql.store import StoreError
-from tgsparql.templates import Templates
 
 OUT_OF_MEMORY_EXIT = 3
 OUT_OF_MEMORY = (OUT_OF_MEMORY_EXIT, -signal.SIGABRT, -signal.SIGKILL)
@@ -170,7 +169,6 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (config.max_memory, config.max_memory))
         os.environ["RUST_BACKTRACE"] = "0"  # a failed allocation: one line, not a backtrace
     store = open_served(config)
-    templates = Templates(store.dialect)
     if config.ask is not None:
         offer_in_nav()
     conn.send("ready")
@@ -180,7 +178,7 @@ def _worker_main(conn: Connection, config: ServerConfig) -> None:
         except EOFError:
             return
         try:
-            answer = run(store, templates, config, job)
+            answer = run(store, config, job)
         except MemoryError:
             os._exit(OUT_OF_MEMORY_EXIT)  # the pool answers 503 and starts a fresh process
         except ProtocolError as error:

@@ -37,14 +37,13 @@ def assert_conforms(
     allowed unless `warnings=False`. Returns the report; raises NonConformance listing each
     violation (shape, focus node, path, value, message) otherwise.
     """
-    from tgsparql.templates import Templates
     from tgsparql.validation.session import session_nodes
     from tgsparql.validation import Validator
 
     validator = Validator(_shapes(shapes, store.dialect), dialect=store.dialect)
     nodes: Collection[Any] | None = focus
     if session is not None:
-        nodes = session_nodes(store, Templates(store.dialect), session, default_graph)
+        nodes = session_nodes(store, session, default_graph)
     report = validator.validate(store, default_graph=default_graph, focus=nodes)
     failing = report.results if not warnings else report.violations
     if failing:

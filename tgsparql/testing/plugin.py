@@ -136,8 +136,7 @@ def _remote(endpoint: str, update_endpoint: str | None) -> Store:
         from tgsparql.remote import RemoteStore
     except ImportError as error:
         pytest.skip(f"--tgsparql-endpoint given, but tgsparql.remote cannot be used: {error}")
-    from tgsparql.templates import Templates
 
     store = RemoteStore(endpoint, update_endpoint=update_endpoint)
-    store.update(Templates(store.dialect).render("testing_clear"))
+    store.update(store.templates.render("testing_clear"))
     return store

@@ -33,7 +33,7 @@ from tgsparql.llm.usage import Usage
 from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
-from tgsparql.templates import Templates, to_literal
+from tgsparql.templates import to_literal
 from tgsparql.trace import facts_sources
 
 EX = "http://example.org/"
@@ -159,7 +159,7 @@ class KnowledgeGraph:
 def _load(store: Store, quads: Sequence[ox.Quad]) -> None:
     data = ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
     store.bulk_load(io.BytesIO(data), ox.RdfFormat.N_QUADS)
-    update_label_index(store, Templates(store.dialect))
+    update_label_index(store)
 
 
 @st.composite
@@ -460,8 +460,7 @@ class SessionRecord:
     error: str = field(default="the test made this stage fail")
 
     def record(self, store: Store, collection: str = vocab.DEFAULT_COLLECTION) -> None:
-        templates = Templates(store.dialect)
-        recorder = Recorder(store, templates, collection)
+        recorder = Recorder(store, collection)
         ids = self.ids
         recorder.write(recorder.session(ids, self.question, self.started))
         if self.outcome == "failed-retrieval":
@@ -473,12 +472,12 @@ class SessionRecord:
             recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
         edges = [SelectedEdge(f"e{i}", t, why) for i, (t, why) in enumerate(self.selected)]
-        found = facts_sources(store, templates, [edge.triple for edge in edges])
+        found = facts_sources(store, [edge.triple for edge in edges])
         recorder.write(recorder.selection(ids, edges, 0, self.usage, found))
         if self.outcome == "failed-answer":
             recorder.write(recorder.failure(ids, self.error, self.ended, started=self.started))
             return
-        StoreLibrarian(store, templates).put(ids.answer_document, self.answer,
+        StoreLibrarian(store).put(ids.answer_document, self.answer,
                                              title=f"GraphRAG answer {ids.uuid}")
         if self.outcome == "complete":
             recorder.write(recorder.answer(ids, self.usage, self.ended, started=self.started))

@@ -17,7 +17,6 @@ import pyoxigraph as ox
 from tgsparql.explain import SessionNotFound
 from tgsparql.iris import SessionIds
 from tgsparql.store import DataGraph, Store
-from tgsparql.templates import Templates
 from tgsparql.terms import Dialect
 from tgsparql.validation.report import ValidationReport
 from tgsparql.validation.shapes import Shapes
@@ -56,7 +55,7 @@ def empty_graphs(store: Store, graph: DataGraph) -> list[str]:
     """The graphs named on the command line that hold no triple: validating them proves nothing."""
     if graph == "union" or graph is None:
         return []
-    query = Templates(store.dialect).render("validation/any_triple")
+    query = store.templates.render("validation/any_triple")
     return [
         DEFAULT_GRAPH_NAME if isinstance(name, ox.DefaultGraph) else f"<{name.value}>"
         for name in graph
@@ -64,16 +63,14 @@ def empty_graphs(store: Store, graph: DataGraph) -> list[str]:
     ]
 
 
-def session_nodes(
-    store: Store, templates: Templates, session: str, graph: DataGraph = "union"
-) -> list[ox.NamedNode]:
+def session_nodes(store: Store, session: str, graph: DataGraph = "union") -> list[ox.NamedNode]:
     """The IRIs of the session's entities in the data graph; SessionNotFound when it has none.
 
     `session` is its IRI or bare UUID (ValueError for anything else).
     """
     ids = SessionIds.from_session_iri(session)
     rows = store.select(
-        templates.render(
+        store.templates.render(
             "session_nodes",
             session=ids.session,
             retrieval=ids.retrieval,
@@ -94,8 +91,8 @@ def validate_session(
 ) -> ValidationReport:
     """Validate one recorded session (the bundled shapes of the store's dialect unless others
     are given)."""
-    templates = Templates(store.dialect)
-    nodes = session_nodes(store, templates, session, graph)
+    templates = store.templates
+    nodes = session_nodes(store, session, graph)
     validator = (
         bundled_validator(store.dialect) if shapes is None else Validator(shapes, store.dialect)
     )

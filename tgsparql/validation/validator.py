@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from tgsparql.lexical import BY_VALUE, stored_forms
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
-from tgsparql.templates import Sparql, Templates, render_term, to_iri
+from tgsparql.templates import Sparql, render_term, templates_for, to_iri
 from tgsparql.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.validation.compiler import (
     FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
@@ -34,7 +34,7 @@ class Validator:
 
     def __init__(self, shapes: Shapes, dialect: Dialect = DEFAULT_DIALECT) -> None:
         self.shapes = shapes
-        self.templates = Templates(dialect)
+        self.templates = templates_for(dialect)
         self.paths = shapes.paths()
         self._compiled: dict[bool, list[CompiledQuery]] = {}
         self._by_shape: dict[tuple[int, bool], list[CompiledQuery]] = {}
