@@ -9,7 +9,11 @@ import pyoxigraph as ox
 import pytest
 
 from tgsparql import vocab
+from tgsparql.locking import TurnTakingStore
+from tgsparql.remote import RemoteStore
 from tgsparql.store import EmbeddedStore, Store, StoreError, open_store, query_form
+from tgsparql.templates import templates_for
+from tgsparql.terms import DEFAULT_DIALECT, DIALECTS, Dialect
 
 EX = "http://example.org/"
 MARIE = ox.NamedNode(EX + "Marie_Curie")
@@ -45,8 +49,21 @@ def test_open_store_gives_an_embedded_store_that_implements_the_protocol(tmp_pat
     assert isinstance(memory, EmbeddedStore) and memory.path is None
     assert isinstance(disk, EmbeddedStore) and disk.path == tmp_path / "db"
     assert isinstance(memory, Store) and isinstance(disk, Store)
-    assert memory.dialect == disk.dialect == "rdf12"
+    assert memory.dialect == disk.dialect == DEFAULT_DIALECT == "rdf12"
     assert (tmp_path / "db").is_dir()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_store_carries_the_templates_of_its_dialect(dialect: Dialect, tmp_path: Path) -> None:
+    """Code that runs a template is given the store alone: the store knows how to render."""
+    embedded = open_store()
+    embedded.dialect = dialect  # type: ignore[misc]
+    turns = TurnTakingStore(tmp_path / "db")
+    turns.dialect = dialect  # type: ignore[misc]
+    remote = RemoteStore("http://localhost:1/sparql", dialect=dialect)
+    for store in (embedded, turns, remote):
+        assert store.templates.dialect == dialect
+        assert store.templates is templates_for(dialect)  # one renderer per dialect
 
 
 def test_select_returns_one_dict_of_terms_per_row(any_store: EmbeddedStore) -> None:
