@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import hashlib
 import re
+from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
 import pyoxigraph as ox
 import pytest
 from hypothesis import example, given, settings
@@ -18,6 +22,7 @@ from tgsparql.grounding import IndexEntry, Probe
 from tgsparql.iris import SessionIds
 from tgsparql.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.retrieval import RANKING_RULE
+from tgsparql.serve.saved import saved_queries
 from tgsparql.store import EmbeddedStore, open_store
 from tgsparql.templates import Sparql, TemplateError, Templates, _environment
 from tgsparql.terms import DIALECTS
@@ -853,3 +858,75 @@ def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
     assert snippet("{{ x|utc_day }}", x=late_west) == '"2024-03-02"^^<http://www.w3.org/2001/XMLSchema#date>'
     with pytest.raises(TemplateError, match="a day is taken from a dateTime with a time zone"):
         snippet("{{ x|utc_day }}", x=dt.datetime(2024, 3, 1, 23, 30))
+
+
+# ---------------------------------------------------------------------------------------------
+# every template the code names exists, and every template is named
+
+
+QUERIES = Path(str(files("tgsparql.queries")))
+FOLDERS = {p.name for p in QUERIES.iterdir() if p.is_dir() and p.name != "__pycache__"}
+RENDERING = {"render", "render_block", "insert_data", "_render"}
+"""Calls whose first argument, given as a string, names a template."""
+
+
+def template_files() -> set[str]:
+    """Every template in `queries/`, private includes too, as the code names it."""
+    return {path.relative_to(QUERIES).with_suffix("").as_posix() for path in QUERIES.rglob("*.rq")}
+
+
+def names_in_code(source: str) -> set[str]:
+    """The template names a module's code writes: a string under one of `queries/`' folders
+    (`"validation/batch"`), the first argument of a rendering call, an `insert_update` that
+    runs another template `before`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            folder, _, rest = node.value.partition("/")
+            if folder in FOLDERS and re.fullmatch(r"_?[a-z][a-z0-9_]*", rest):
+                found.add(node.value)
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+            node.func, "id", "")
+        named = node.args[:1] if callee in RENDERING else []
+        named += [k.value for k in node.keywords if callee == "insert_update" and k.arg == "before"]
+        found |= {c.value for value in named if not isinstance(value, ast.JoinedStr)
+                  for c in ast.walk(value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return found
+
+
+def names_in_templates() -> set[str]:
+    """The templates other templates include, import or extend."""
+    env = jinja2.Environment()
+    return {
+        referenced.removesuffix(".rq")
+        for path in QUERIES.rglob("*.rq")
+        for referenced in jinja2.meta.find_referenced_templates(env.parse(path.read_text()))
+        if referenced is not None
+    }
+
+
+def test_the_scanner_finds_the_names_a_module_writes() -> None:
+    source = '''
+store.templates.render("ground", x=1)
+templates.render_block(name, "quads")
+Templates().render(f"_trace/{name}")
+templates.insert_update(parts, before="remove" if replaced else None)
+rows = _session_rows(store, ids, "_trace/session_trace")
+plain = ["text/plain", "bi/", "trace/x.rq", "ground"]
+'''
+    assert names_in_code(source) == {"ground", "remove", "_trace/session_trace"}
+
+
+def test_every_template_the_code_names_exists_and_every_template_is_named() -> None:
+    package = Path(str(files("tgsparql")))
+    named = set().union(*(names_in_code(path.read_text()) for path in package.rglob("*.py")))
+    shipped = template_files()
+    assert sorted(named - shipped) == []
+    used = named | names_in_templates()
+    # bi/: each saved query is named by the JSON beside it; trace/: the saved form of the
+    # _trace/ template of the same name (trace.saved_form), served as a folder.
+    used |= {f"bi/{name}" for name in saved_queries()}
+    used |= {f"trace/{name.removeprefix('_trace/')}" for name in used if name.startswith("_trace/")}
+    assert sorted(shipped - used) == []
