@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 import pyoxigraph as ox
@@ -223,22 +224,26 @@ class RankedQuery:
                 matches_up_to=MATCHES_UP_TO,
             )
         )
-        grown = []
-        seeds = set(self.seeds)
-        for node, found in _NodeEdges.gather(small, rows).items():
-            if len(found.edges) > RANK_WHOLE_UP_TO:
-                grown.append(node)
-            else:
-                self.best[node] = found.best(node, seeds, holders, self.triple_limit)
+        # One pass over the rows: a node read whole gets its edges (an edge with a blank node,
+        # which the template does not filter out, as that costs the store more than it costs
+        # here, is dropped), a bigger node its matches.
+        read: list[list[_Edge]] = [[] for _ in small]
         matches: dict[ox.NamedNode, list[tuple[str, ox.Triple, int]]] = {node: [] for node in hubs}
+        seeds = set(self.seeds)
         for row in rows:
             i, p = row.get("i"), row.get("p")
-            if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode) or _is_schema(p):
+            if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
                 continue
-            place = int(i.value) - len(small)
-            if place < 0:
+            place = int(i.value)
+            if place < len(small):
+                node = small[place]
+                s, o = row.get("s", node), row.get("o", node)
+                if not isinstance(s, ox.BlankNode) and not isinstance(o, ox.BlankNode):
+                    read[place].append((s, p, o))  # type: ignore[arg-type]
                 continue
-            node = hubs[place]
+            if _is_schema(p):
+                continue
+            node = hubs[place - len(small)]
             edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
             direction = row.get("dir")
             if isinstance(direction, ox.Literal):
@@ -252,6 +257,12 @@ class RankedQuery:
                 matches[node].append(("seed", edge, 4))
             if by_value:
                 matches[node].extend((way, edge, 1) for _ in holders.get(neighbour, ()))
+        grown = []
+        for node, edges in zip(small, read):
+            if len(edges) > RANK_WHOLE_UP_TO:
+                grown.append(node)
+            else:
+                self.best[node] = _best(node, edges, seeds, holders, self.triple_limit)
         for node, rows_of_node in matches.items():
             too_many = {
                 way for way, count in Counter(way for way, _, _ in rows_of_node).items()
@@ -354,56 +365,37 @@ class RankedQuery:
                 for node, found in ranked.items()}
 
 
-@dataclass
-class _NodeEdges:
-    """A node's edges as retrieve_subgraph.rq gives them, each as (subject, predicate, object):
-    a loop twice, once each way."""
+_Edge = tuple[ox.NamedNode | ox.Literal, ox.NamedNode, ox.NamedNode | ox.Literal]
+"""An edge as retrieve_subgraph.rq gives it, (subject, predicate, object): a loop twice, once
+each way. Only the edges kept become Triples: most of a node's edges are read to be ranked."""
 
-    edges: list[tuple[ox.NamedNode | ox.Literal, ox.NamedNode, ox.NamedNode | ox.Literal]] = (
-        field(default_factory=list)
-    )
 
-    @staticmethod
-    def gather(
-        nodes: Sequence[ox.NamedNode], rows: list[Solution]
-    ) -> dict[ox.NamedNode, _NodeEdges]:
-        """Each node's edges from rows that name the node by its place in `nodes` and leave
-        its own end of the edge unbound (rows with a place past `nodes` are others')."""
-        read = {node: _NodeEdges() for node in nodes}
-        for row in rows:
-            i, p = row.get("i"), row.get("p")
-            if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
-                continue
-            place = int(i.value)
-            if place >= len(nodes):
-                continue
-            node = nodes[place]
-            read[node].edges.append((row.get("s", node), p, row.get("o", node)))  # type: ignore[arg-type]
-        return read
-
-    def best(
-        self,
-        node: ox.NamedNode,
-        seeds: set[ox.NamedNode],
-        holders: dict[object, set[str]],
-        limit: int,
-    ) -> list[ox.Triple]:
-        """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to
-        another seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then
-        the predicate's rarity at the node, then the terms' strings. Only the edges kept
-        become Triples: most of a node's edges are read to be ranked, not kept."""
-        uses = Counter(p for _, p, _ in self.edges)
-        facts = {p for p in uses if not _is_schema(p)}
-        scored: dict[tuple[object, ...], tuple[object, ...]] = {}
-        for edge in self.edges:
-            s, p, o = edge
-            if p not in facts:
-                continue
-            neighbour = s if o == node else o
-            to_seed = neighbour != node and neighbour in seeds
-            score = 4 * to_seed + 2 * len(holders.get(p, ())) + len(holders.get(neighbour, ()))
-            scored[edge] = (-score, uses[p], _text(s), p.value, _text(o))
-        return [ox.Triple(*edge) for edge in sorted(scored, key=scored.__getitem__)[:limit]]  # type: ignore[arg-type]
+def _best(
+    node: ox.NamedNode,
+    edges: Sequence[_Edge],
+    seeds: set[ox.NamedNode],
+    holders: dict[object, set[str]],
+    limit: int,
+) -> list[ox.Triple]:
+    """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to another
+    seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then the predicate's
+    rarity at the node, then the terms' strings."""
+    uses = Counter(p for _, p, _ in edges)
+    facts = {p for p in uses if not _is_schema(p)}
+    own = _text(node)
+    scored: dict[_Edge, tuple[object, ...]] = {}
+    for edge in edges:
+        s, p, o = edge
+        if p not in facts:
+            continue
+        if o == node:
+            neighbour, key = s, (_text(s), p.value, own)
+        else:
+            neighbour, key = o, (own, p.value, _text(o))
+        to_seed = neighbour != node and neighbour in seeds
+        score = 4 * to_seed + 2 * len(holders.get(p, ())) + len(holders.get(neighbour, ()))
+        scored[edge] = (-score, uses[p], *key)
+    return [ox.Triple(*edge) for edge in sorted(scored, key=scored.__getitem__)[:limit]]  # type: ignore[arg-type]
 
 
 def _number(term: object) -> float:
@@ -456,7 +448,10 @@ def _schema_predicates_in_use(store: Store) -> list[ox.NamedNode]:
 _SCHEMA_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL)
 
 
+@lru_cache(maxsize=4096)
 def _is_schema(predicate: ox.NamedNode) -> bool:
+    """Remembered per predicate: a retrieval asks it for each of hundreds of rows, of a few
+    dozen predicates."""
     return predicate != vocab.RDF_TYPE and predicate.value.startswith(_SCHEMA_NAMESPACES)
 
 

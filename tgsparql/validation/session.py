@@ -91,7 +91,6 @@ def validate_session(
 ) -> ValidationReport:
     """Validate one recorded session (the bundled shapes of the store's dialect unless others
     are given)."""
-    templates = store.templates
     nodes = session_nodes(store, session, graph)
     validator = (
         bundled_validator(store.dialect) if shapes is None else Validator(shapes, store.dialect)
