@@ -19,7 +19,7 @@ from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 from tgsparql.terminal import one_line, visible
-from tgsparql.terms import term_integer, term_text
+from tgsparql.terms import edge_of, term_integer, term_text
 from tgsparql.trace import ChunkSource, RecordedEdge, session_chunk_sources
 
 
@@ -393,17 +393,9 @@ class _Facts:
         return {k: v for k, v in usage.items() if v is not None}
 
     def edge(self, reference: Term | None) -> ox.Triple | None:
-        """A triple term as is; a reified statement through its rdf:subject/predicate/object."""
-        if isinstance(reference, ox.Triple) or reference is None:
-            return reference
-        s = self.one(reference, vocab.RDF_SUBJECT)
-        p = self.one(reference, vocab.RDF_PREDICATE)
-        o = self.one(reference, vocab.RDF_OBJECT)
-        if not isinstance(p, ox.NamedNode) or s is None or o is None:
-            return None
-        if self.one(o, vocab.RDF_SUBJECT) is not None:
-            o = self.edge(o)  # a statement nested in the object
-        return ox.Triple(s, p, o) if o is not None else None  # type: ignore[arg-type]
+        return edge_of(reference, lambda statement: (
+            self.one(statement, vocab.RDF_SUBJECT), self.one(statement, vocab.RDF_PREDICATE),
+            self.one(statement, vocab.RDF_OBJECT)))
 
 
 def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:

@@ -28,7 +28,7 @@ from tgsparql.messages import Source, rdf_text
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 from tgsparql.terminal import one_line, visible
-from tgsparql.terms import term_integer, term_text
+from tgsparql.terms import edge_of, term_integer, term_text
 
 SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
                  "session_trace", "session_unselected")
@@ -523,13 +523,9 @@ def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
 def _edge(row: Solution) -> ox.Triple | None:
     """The edge of a row: its triple term, or the triple of its rdf:Statement's parts."""
     edge = row.get("edge")
-    if isinstance(edge, ox.Triple):
-        return edge
-    s, p, o = row.get("subject"), row.get("predicate"), row.get("object")
-    if isinstance(p, ox.NamedNode) and isinstance(s, (ox.NamedNode, ox.BlankNode)) \
-            and o is not None:
-        return ox.Triple(s, p, o)
-    return None
+    return edge_of(edge, lambda statement: (
+        (row.get("subject"), row.get("predicate"), row.get("object")) if statement == edge
+        else (None, None, None)))
 
 
 def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> None:
