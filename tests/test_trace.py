@@ -302,7 +302,7 @@ def traced_keys(found: object) -> set[tuple[str, ...]]:
                 for s in found.edge.sources}
     assert isinstance(found, DocumentTrace)
     return {(f"<{u.edge_selection}>", f"<{c.subgraph}>", f"<{c.chunk}>")
-            for use in found.sessions for u in use.edges for c in u.chunks}
+            for use in found.sessions for u in use.edges for c in u.sources}
 
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
@@ -504,7 +504,7 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
         found = document_sessions(demo_store, templates, "explainability", document)
         assert found is not None and found.document == document.value
         walked = walk_document_uses(ox_store, document)
-        assert {u.session: {e.edge_selection: {c.chunk for c in e.chunks} for e in u.edges}
+        assert {u.session: {e.edge_selection: {c.chunk for c in e.sources} for e in u.edges}
                 for u in found.sessions} == walked
         assert [u.session for u in found.sessions] == [s for s in sessions if s in walked]
         for use in found.sessions:

@@ -15,12 +15,12 @@ from tgsparql import vocab
 from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
-from tgsparql.messages import Source, rdf_text
+from tgsparql.messages import rdf_text
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import edge_of, term_integer, term_text
-from tgsparql.trace import ChunkSource, RecordedEdge, session_chunk_sources
+from tgsparql.trace import AnswerCitation, SelectedEdge, session_chunk_sources
 
 
 class SessionNotFound(LookupError):
@@ -52,65 +52,6 @@ class SessionSummary:
         return dict(self.__dict__)
 
 
-@dataclass
-class ExplainedEdge(RecordedEdge):
-    """A selected edge as `explain` reads it: the recorded edge with every chunk that states
-    it, whether its reason was cut, and the answer's sentences that cite it."""
-
-    chunk_sources: list[ChunkSource] = field(default_factory=list)
-    """Every chunk that states the edge, by document, then chunk."""
-    reasoning_truncated: bool = False
-    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
-    citations: list[str] = field(default_factory=list)
-    """The sentences of the answer that cite this edge, in answer order."""
-
-    @property
-    def iri(self) -> str:
-        """The edge selection's IRI, as `explain --format json` names it."""
-        return self.edge_selection
-
-    @property
-    def cited(self) -> bool:
-        return bool(self.citations)
-
-    @property
-    def sources(self) -> list[Source]:
-        """The answer's view of the chunk sources, as the final message carried them."""
-        return [source.as_source(self.iri, self.edge, tuple(self.citations))
-                for source in self.chunk_sources]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "iri": self.iri,
-            "index": self.index,
-            "edge": rdf_text(self.edge),
-            "labels": list(self.labels),
-            "reasoning": self.reasoning,
-            "reasoning_truncated": self.reasoning_truncated,
-            "citations": list(self.citations),
-            "sources": [source.to_json() for source in self.sources],
-        }
-
-
-@dataclass(frozen=True)
-class AnswerCitation:
-    """One tg:Citation: the answer's sentence that cites a selected edge, where it stands."""
-
-    iri: str
-    edge_index: int
-    sentence: str
-    offset: int | None
-    length: int | None
-
-    @property
-    def index(self) -> int:
-        """Its number among the answer's citations (the IRI's last part)."""
-        return trailing_index(self.iri)
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 @dataclass(frozen=True)
 class UnselectedEdge:
     """An edge the retrieval offered the selector and the selector did not choose."""
@@ -136,7 +77,7 @@ class Explanation:
     concepts: list[str] = field(default_factory=list)
     entities: list[tuple[str, str]] = field(default_factory=list)
     """Seed entities as (IRI, label)."""
-    selected: list[ExplainedEdge] = field(default_factory=list)
+    selected: list[SelectedEdge] = field(default_factory=list)
     invalid_ids: int | None = None
     selection_usage: dict[str, Any] = field(default_factory=dict)
     answer: str | None = None
@@ -161,7 +102,7 @@ class Explanation:
         data = {k: v for k, v in self.__dict__.items()
                 if k not in ("selected", "triples", "citations", "unselected")}
         data["entities"] = [{"iri": iri, "label": label} for iri, label in self.entities]
-        data["selected"] = [edge.to_json() for edge in self.selected]
+        data["selected"] = [_edge_json(edge) for edge in self.selected]
         data["citations"] = [citation.to_json() for citation in self.citations]
         data["unselected"] = [edge.to_json() for edge in self.unselected]
         return data
@@ -170,6 +111,20 @@ class Explanation:
         prefixes = {"tg": vocab.TG, "prov": vocab.PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
         data = ox.serialize(self.triples, format=ox.RdfFormat.TURTLE, prefixes=prefixes)
         return data.decode("utf-8") if data else ""
+
+
+def _edge_json(edge: SelectedEdge) -> dict[str, Any]:
+    """A selected edge as `explain --format json` gives it: its sources as the answer's."""
+    return {
+        "iri": edge.iri,
+        "index": edge.index,
+        "edge": rdf_text(edge.edge),
+        "labels": list(edge.labels or ()),
+        "reasoning": edge.reasoning,
+        "reasoning_truncated": edge.reasoning_truncated,
+        "citations": edge.cited_sentences,
+        "sources": [source.to_json() for source in edge.answer_sources()],
+    }
 
 
 def list_sessions(
@@ -206,7 +161,7 @@ def explain_session(
     facts = _Facts(triples)
     out = _stages(Explanation(session=ids.session.value, collection=collection,
                               triples=triples), facts, ids)
-    out.citations, cited_in = _citations(facts, ids.answer)
+    out.citations = _citations(facts, ids.answer)
     selected = _selected(facts, ids.selection)
     seeds = [e for e in facts.all(ids.retrieval, vocab.TG_ENTITY)
              if isinstance(e, ox.NamedNode)]
@@ -220,16 +175,16 @@ def explain_session(
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
     sources = session_chunk_sources(store, templates, collection, ids)
-    for _, iri, edge, reasoning in selected:
+    for index, iri, edge, reasoning in selected:
         out.selected.append(
-            ExplainedEdge(
+            SelectedEdge(
                 edge_selection=iri.value,
                 edge=edge,
                 labels=_names(edge, labels),
                 reasoning=reasoning,
-                chunk_sources=sources.get(iri.value, []),
+                sources=sources.get(iri.value, []),
                 reasoning_truncated=facts.flag(iri, vocab.TG_TRUNCATED),
-                citations=[sentence for _, sentence in sorted(cited_in.get(iri, []))],
+                citations=[c for c in out.citations if c.edge_index == index],
             )
         )
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
@@ -259,25 +214,20 @@ def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:
     return out
 
 
-def _citations(
-    facts: _Facts, answer: ox.NamedNode
-) -> tuple[list[AnswerCitation], dict[Term, list[tuple[int, str]]]]:
-    """The answer's citations in answer order, and each cited edge selection's (offset,
-    sentence) pairs."""
+def _citations(facts: _Facts, answer: ox.NamedNode) -> list[AnswerCitation]:
+    """The answer's citations in answer order."""
     citations: list[AnswerCitation] = []
-    cited_in: dict[Term, list[tuple[int, str]]] = {}
     for citation in facts.all(answer, vocab.TG_CITATION):
         edge_selection = facts.one(citation, vocab.TG_CITED_EDGE)
         sentence = facts.text(citation, vocab.TG_SENTENCE)
         if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
                 and sentence is not None:
-            offset = facts.integer(citation, vocab.TG_CHAR_OFFSET)
-            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
             citations.append(AnswerCitation(
-                citation.value, trailing_index(edge_selection.value), sentence, offset,
+                citation.value, trailing_index(edge_selection.value), sentence,
+                facts.integer(citation, vocab.TG_CHAR_OFFSET),
                 facts.integer(citation, vocab.TG_CHAR_LENGTH)))
     citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index, c.iri))
-    return citations, cited_in
+    return citations
 
 
 def _selected(
@@ -310,14 +260,14 @@ def render_text(e: Explanation) -> str:
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + visible(" — ".join(edge.labels)))
+            + visible(" — ".join(edge.labels or ())))
         cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
-        add(_wrap("why: " + edge.reasoning + cut, 8))
-        for sentence in edge.citations:
+        add(_wrap("why: " + (edge.reasoning or "") + cut, 8))
+        for sentence in edge.cited_sentences:
             add(_wrap(f"cited: “{one_line(sentence)}”", 8))
         if not edge.sources:
             add("        from: no recorded source")
-        for source in edge.sources:
+        for source in edge.answer_sources():
             where = f'"{visible(source.title)}"' if source.title else source.document
             if source.page_number is not None:
                 where += f", page {source.page_number}"

@@ -89,37 +89,73 @@ class ChunkSource:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class AnswerCitation:
+    """One tg:Citation: the answer's sentence that cites a selected edge, where it stands."""
+
+    iri: str
+    edge_index: int
+    sentence: str
+    offset: int | None
+    length: int | None
+
+    @property
+    def index(self) -> int:
+        """Its number among the answer's citations (the IRI's last part)."""
+        return trailing_index(self.iri)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass
-class RecordedEdge:
-    """An edge selection as the record holds it: its edge, the selector's reason and the
-    labels its terms are named by."""
+class SelectedEdge:
+    """An edge selection read back: its edge, the selector's reason, the labels its terms are
+    named by, every chunk that states it and the answer's citations of it. `explain`, `trace`
+    and the session page each show it their way."""
 
     edge_selection: str
     edge: ox.Triple
     reasoning: str | None = None
     labels: LabelTriple | None = None
+    sources: list[ChunkSource] = field(default_factory=list)
+    """Every chunk that states the edge, by document, then chunk."""
+    reasoning_truncated: bool = False
+    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
+    citations: list[AnswerCitation] = field(default_factory=list)
+    """The answer's citations of the edge, in answer order."""
 
     @property
     def index(self) -> int:
         return trailing_index(self.edge_selection)
 
+    @property
+    def iri(self) -> str:
+        """The edge selection's IRI, as `explain --format json` names it."""
+        return self.edge_selection
+
+    @property
+    def cited_sentences(self) -> list[str]:
+        """The sentences of the answer that cite the edge, by where they stand."""
+        return [c.sentence for c in sorted(self.citations, key=lambda c: (c.offset or 0,
+                                                                            c.sentence))]
+
+    def answer_sources(self) -> list[Source]:
+        """The answer's view of the chunk sources, as the final message carried them."""
+        return [source.as_source(self.iri, self.edge, tuple(self.cited_sentences))
+                for source in self.sources]
+
     def to_json(self) -> dict[str, Any]:
+        """The form `trace --format json` gives it."""
+        return {**self.recorded_json(), "sources": [source.to_json() for source in self.sources]}
+
+    def recorded_json(self) -> dict[str, Any]:
         return {
             "edge_selection": self.edge_selection,
             "edge": rdf_text(self.edge),
             "labels": list(self.labels) if self.labels else None,
             "reasoning": self.reasoning,
         }
-
-
-@dataclass
-class TracedEdge(RecordedEdge):
-    """A selected edge with its reason and every chunk that states it."""
-
-    sources: list[ChunkSource] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "sources": [source.to_json() for source in self.sources]}
 
 
 @dataclass
@@ -141,7 +177,7 @@ class RecordedSession:
 class SessionTrace(RecordedSession):
     """session → selected edges → sources."""
 
-    edges: list[TracedEdge] = field(default_factory=list)
+    edges: list[SelectedEdge] = field(default_factory=list)
     kind: Literal["session"] = "session"
 
     def to_json(self) -> dict[str, Any]:
@@ -159,37 +195,12 @@ class SessionTrace(RecordedSession):
 class EdgeTrace:
     """edge selection → sources."""
 
-    edge: TracedEdge
+    edge: SelectedEdge
     session: str
     kind: Literal["edge"] = "edge"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "session": self.session, **self.edge.to_json()}
-
-
-@dataclass(frozen=True)
-class UsedChunk:
-    """A chunk of the traced document whose fact a session selected."""
-
-    chunk: str
-    subgraph: str
-    chunk_index: int | None = None
-    page: str | None = None
-    page_number: int | None = None
-    evidence: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class UsedEdge(RecordedEdge):
-    """A selected edge of a session, with the chunks of the traced document that state it."""
-
-    chunks: list[UsedChunk] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "chunks": [chunk.to_json() for chunk in self.chunks]}
 
 
 @dataclass
@@ -199,12 +210,20 @@ class DocumentUse(RecordedSession):
     answer: str | None = None
     answer_document: str | None = None
     answer_text: str | None = None
-    edges: list[UsedEdge] = field(default_factory=list)
+    edges: list[SelectedEdge] = field(default_factory=list)
+    """Each with the chunks of the traced document that state it."""
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "edges"}
-        data["edges"] = [edge.to_json() for edge in self.edges]
+        data["edges"] = [{**edge.recorded_json(), "chunks": [_chunk_json(s) for s in edge.sources]}
+                         for edge in self.edges]
         return data
+
+
+def _chunk_json(source: ChunkSource) -> dict[str, Any]:
+    """A chunk of a traced document as `trace --format json` lists it under a session's edge."""
+    return {name: getattr(source, name)
+            for name in ("chunk", "subgraph", "chunk_index", "page", "page_number", "evidence")}
 
 
 @dataclass
@@ -328,7 +347,7 @@ def document_sessions(
         return None
     out = DocumentTrace(document=document.value, title=term_text(rows[0].get("title")))
     uses: dict[str, DocumentUse] = {}
-    used: dict[tuple[str, str], UsedEdge] = {}
+    used: dict[tuple[str, str], SelectedEdge] = {}
     for row in rows:
         session, selection, edge = row.get("session"), row.get("edgeSelection"), _edge(row)
         if session is None or selection is None or edge is None:
@@ -345,9 +364,10 @@ def document_sessions(
         )
         key = (session.value, selection.value)
         if key not in used:
-            used[key] = UsedEdge(selection.value, edge, term_text(row.get("reasoning")))
+            used[key] = SelectedEdge(selection.value, edge, term_text(row.get("reasoning")))
             use.edges.append(used[key])
-        chunk = UsedChunk(
+        chunk = ChunkSource(
+            document=document.value,
             chunk=row["chunk"].value,
             subgraph=row["subgraph"].value,
             chunk_index=term_integer(row.get("chunkIndex")),
@@ -355,13 +375,12 @@ def document_sessions(
             page_number=term_integer(row.get("pageNumber")),
             evidence=term_text(row.get("evidence")),
         )
-        if chunk not in used[key].chunks:
-            used[key].chunks.append(chunk)
+        if chunk not in used[key].sources:
+            used[key].sources.append(chunk)
     for use in uses.values():
         use.edges.sort(key=lambda e: e.index)
         for edge in use.edges:
-            edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
-                                            c.chunk, c.subgraph))
+            edge.sources = _sorted_sources(edge.sources)
     _label_edges(rows, used.values())
     out.sessions = sorted(uses.values(), key=lambda u: (u.started or "", u.session))
     return out
@@ -438,7 +457,7 @@ def render_text(found: Trace) -> str:
                 out.append(f"    answer: {one_line(use.answer_text)}")
             for edge in use.edges:
                 out.append(f"    [{edge.index}] {_edge_text(edge)}")
-                for chunk in edge.chunks:
+                for chunk in edge.sources:
                     out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
                                f"  {chunk.chunk}")
                     if chunk.evidence is not None:
@@ -446,7 +465,7 @@ def render_text(found: Trace) -> str:
     return "\n".join(out)
 
 
-def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
+def _edge_lines(out: list[str], edge: SelectedEdge, indent: int) -> None:
     pad = " " * indent
     out.append(f"{pad}[{edge.index}] {_edge_text(edge)}")
     if edge.reasoning:
@@ -467,7 +486,7 @@ def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
             out.append(f"{pad}        chunk text: “{one_line(source.chunk_text)}”")
 
 
-def _edge_text(edge: RecordedEdge) -> str:
+def _edge_text(edge: SelectedEdge) -> str:
     return visible(" — ".join(edge.labels) if edge.labels else rdf_text(edge.edge))
 
 
@@ -501,16 +520,16 @@ _SPANS = (("evidence", "evidenceOffset", "evidenceLength"),
 """The evidence span's columns: the subgraph's, then the chunk's."""
 
 
-def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
+def _session_edges(rows: Iterable[Solution]) -> list[SelectedEdge]:
     """The edge selections of `session_trace.rq` rows with their reasons and sources."""
-    edges: dict[str, TracedEdge] = {}
+    edges: dict[str, SelectedEdge] = {}
     sources: dict[str, set[ChunkSource]] = {}
     for row in rows:
         selection, edge = row.get("edgeSelection"), _edge(row)
         if selection is None or edge is None:
             continue
         edges.setdefault(selection.value,
-                         TracedEdge(selection.value, edge, term_text(row.get("reasoning"))))
+                         SelectedEdge(selection.value, edge, term_text(row.get("reasoning"))))
         found = sources.setdefault(selection.value, set())
         source = _chunk_source(row)
         if source is not None:
@@ -528,7 +547,7 @@ def _edge(row: Solution) -> ox.Triple | None:
         else (None, None, None)))
 
 
-def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> None:
+def _label_edges(rows: Sequence[Solution], edges: Iterable[SelectedEdge]) -> None:
     """Name each edge's terms by the labels its rows brought, chosen as for the selector's
     prompt (`best_labels`), so a trace names a term as the prompt did."""
     labels = best_labels(
@@ -568,17 +587,13 @@ def _chunk_source(row: Solution) -> ChunkSource | None:
 def _sorted_sources(sources: Iterable[ChunkSource]) -> list[ChunkSource]:
     return sorted(
         sources,
-        key=lambda s: (s.document, _page_key(s.page_number), _index_key(s.chunk_index), s.chunk,
-                       s.subgraph),
+        key=lambda s: (s.document, _number_key(s.page_number), _number_key(s.chunk_index),
+                       s.chunk, s.subgraph),
     )
 
 
-def _page_key(number: int | None) -> int:
+def _number_key(number: int | None) -> int:
     return number if number is not None else -1
-
-
-def _index_key(index: int | None) -> int:
-    return index if index is not None else -1
 
 
 def saved_form(name: str) -> str:
