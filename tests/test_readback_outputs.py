@@ -16,7 +16,7 @@ from tgsparql.explain import explain_session, render_text
 from tgsparql.pipeline import GraphRag
 from tgsparql.serve import pages
 from tgsparql.trace import render_text as trace_text
-from tgsparql.trace import trace
+from tgsparql.trace import trace, trace_json
 
 from conftest import FIXTURES
 
@@ -47,7 +47,7 @@ def outputs(rag: GraphRag, session: str) -> dict[str, str]:
                       ("document", DOCUMENT)):
         traced = trace(store, templates, "explainability", iri)
         found[f"trace-{name}.txt"] = trace_text(traced)
-        found[f"trace-{name}.json"] = json.dumps(traced.to_json(), ensure_ascii=False, indent=2)
+        found[f"trace-{name}.json"] = json.dumps(trace_json(traced), ensure_ascii=False, indent=2)
     return found
 
 

@@ -20,13 +20,12 @@ from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
+from tgsparql.readback import ChunkSource, Explanation
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
 from tgsparql.templates import Templates
 from tgsparql.trace import (
-    ChunkSource,
     DocumentTrace,
     EdgeTrace,
-    SessionTrace,
     TraceError,
     document_sessions,
     edge_sources,
@@ -37,6 +36,7 @@ from tgsparql.trace import (
     session_sources,
     session_trace,
     trace,
+    trace_json,
 )
 
 from conftest import REPO
@@ -294,9 +294,9 @@ def row_keys(rows: list[Solution]) -> set[tuple[str, ...]]:
 
 
 def traced_keys(found: object) -> set[tuple[str, ...]]:
-    if isinstance(found, SessionTrace):
+    if isinstance(found, Explanation):
         return {(f"<{e.edge_selection}>", f"<{s.subgraph}>", f"<{s.chunk}>")
-                for e in found.edges for s in e.sources}
+                for e in found.selected for s in e.sources}
     if isinstance(found, EdgeTrace):
         return {(f"<{found.edge.edge_selection}>", f"<{s.subgraph}>", f"<{s.chunk}>")
                 for s in found.edge.sources}
@@ -384,9 +384,9 @@ def test_session_trace_equals_the_walk(
         assert found is not None
         assert (found.session, found.question, found.status) == (session, question, "complete")
         walked = walk_selected(ox_store, ox.NamedNode(session))
-        assert [e.edge_selection for e in found.edges] == sorted(
+        assert [e.edge_selection for e in found.selected] == sorted(
             walked, key=lambda iri: int(iri.rsplit(":", 1)[1]))
-        for edge in found.edges:
+        for edge in found.selected:
             assert edge.edge == walked[edge.edge_selection]
             assert edge.sources == walk_chunk_sources(ox_store, edge.edge)
 
@@ -401,9 +401,9 @@ def test_session_sources_are_the_answer_view_of_the_full_trace(
         ids = SessionIds.from_session_iri(session)
         found = session_trace(demo_store, templates, "explainability", ids)
         assert found is not None
-        edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.edges}
+        edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.selected}
         sources = session_sources(demo_store, templates, "explainability", ids, edges)
-        expected = [(e, s) for e in found.edges for s in e.sources]
+        expected = [(e, s) for e in found.selected for s in e.sources]
         assert sources == [s.as_source(e.edge_selection, e.edge) for e, s in expected]
         assert all(s.text is not None and s.text == c.evidence
                    for s, (_, c) in zip(sources, expected))
@@ -535,12 +535,12 @@ def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
         ox_store.remove(quad)
     ids = SessionIds.from_session_iri(sessions[1])
     found = trace(demo_store, templates, "explainability", sessions[1])
-    assert isinstance(found, SessionTrace)
-    assert (found.edges[0].edge, found.edges[0].sources) == (MARRIED, [])
+    assert isinstance(found, Explanation)
+    assert (found.selected[0].edge, found.selected[0].sources) == (MARRIED, [])
     assert edge_sources(demo_store, templates, "explainability", ids.edge_selection(0)) == []
     lines = render_text(found).splitlines()
     assert lines[2:5] == ["  [0] Marie Curie — married — Pierre Curie",
-                          f"      why: {found.edges[0].reasoning}",
+                          f"      why: {found.selected[0].reasoning}",
                           "      no recorded source"]
 
 
@@ -622,8 +622,8 @@ def test_a_session_with_no_selected_edge_is_traced_with_its_question(
     counting = CountingStore(demo_store)
     found = trace(counting, templates, "explainability", sessions[1])
     assert len(counting.requests) == 1
-    assert isinstance(found, SessionTrace)
-    assert (found.question, found.status, found.edges) == (QUESTIONS[1], "complete", [])
+    assert isinstance(found, Explanation)
+    assert (found.question, found.status, found.selected) == (QUESTIONS[1], "complete", [])
     assert render_text(found).splitlines()[2] == "  no selected edges"
 
 
@@ -640,13 +640,13 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
     chosen = fetch_labels(demo_store, templates, [marie, married, MARRIED.object])
     assert chosen[marie] == "Madame Curie"
     session = trace(demo_store, templates, "explainability", sessions[1])
-    assert isinstance(session, SessionTrace)
-    assert session.edges[0].edge == MARRIED
-    assert session.edges[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
+    assert isinstance(session, Explanation)
+    assert session.selected[0].edge == MARRIED
+    assert session.selected[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
     document = trace(demo_store, templates, "explainability", DOC + "marie-curie")
     assert isinstance(document, DocumentTrace)
     used = [edge for use in document.sessions for edge in use.edges if edge.edge == MARRIED]
-    assert used and all(edge.labels == session.edges[0].labels for edge in used)
+    assert used and all(edge.labels == session.selected[0].labels for edge in used)
 
 
 def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
@@ -665,7 +665,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
     found = session_trace(demo_store, templates, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
-    [edge] = [e for e in found.edges if e.edge == LOCATED]
+    [edge] = [e for e in found.selected if e.edge == LOCATED]
     [source] = edge.sources
     assert (source.evidence, source.evidence_offset, source.evidence_length) == (
         "The Radium Institute was founded in Paris in 1909 by the University of Paris "
@@ -678,7 +678,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
     found = session_trace(demo_store, templates, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
-    [source] = [e for e in found.edges if e.edge == LOCATED][0].sources
+    [source] = [e for e in found.selected if e.edge == LOCATED][0].sources
     assert (source.evidence, source.evidence_offset, source.evidence_length) == (
         "founded in Paris", 28, 16)  # the subgraph's span wins
 
@@ -690,11 +690,11 @@ def test_trace_detects_the_kind_of_iri(
     ids = SessionIds.from_session_iri(session)
     by_iri = trace(demo_store, templates, "explainability", session)
     by_uuid = trace(demo_store, templates, "explainability", ids.uuid)
-    assert isinstance(by_iri, SessionTrace) and by_iri == by_uuid
-    assert by_iri.edges[0].labels == ("Marie Curie", "married", "Pierre Curie")
+    assert isinstance(by_iri, Explanation) and by_iri == by_uuid
+    assert by_iri.selected[0].labels == ("Marie Curie", "married", "Pierre Curie")
     edge = trace(demo_store, templates, "explainability", ids.edge_selection(0).value)
     assert isinstance(edge, EdgeTrace) and edge.session == session
-    assert edge.edge == by_iri.edges[0]
+    assert edge.edge == by_iri.selected[0]
     document = trace(demo_store, templates, "explainability", DOC + "pierre-curie")
     assert isinstance(document, DocumentTrace)
     users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
@@ -790,7 +790,7 @@ def test_cli_trace_text_and_json_match_the_api(
     code, out, err = cli("trace", iri, "--store", path, "--format", "json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert data == json.loads(json.dumps(expected.to_json()))
+    assert data == json.loads(json.dumps(trace_json(expected)))
     assert data["kind"] == {"uuid": "session"}.get(kind, kind)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -15,12 +15,12 @@ from tgsparql import vocab
 from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
-from tgsparql.messages import rdf_text
+from tgsparql.readback import AnswerCitation, Explanation, RecordedEdge, UnselectedEdge
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates, Term
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import edge_of, term_integer, term_text
-from tgsparql.trace import AnswerCitation, SelectedEdge, session_chunk_sources
+from tgsparql.trace import session_chunk_sources
 
 
 class SessionNotFound(LookupError):
@@ -50,81 +50,6 @@ class SessionSummary:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class UnselectedEdge:
-    """An edge the retrieval offered the selector and the selector did not choose."""
-
-    edge: ox.Triple
-    labels: LabelTriple
-
-    def to_json(self) -> dict[str, Any]:
-        return {"edge": rdf_text(self.edge), "labels": list(self.labels)}
-
-
-@dataclass
-class Explanation:
-    session: str
-    collection: str
-    question: str | None = None
-    status: str | None = None
-    error: str | None = None
-    started: str | None = None
-    ended: str | None = None
-    edge_count: int | None = None
-    retrieved_edges_recorded: int = 0
-    concepts: list[str] = field(default_factory=list)
-    entities: list[tuple[str, str]] = field(default_factory=list)
-    """Seed entities as (IRI, label)."""
-    selected: list[SelectedEdge] = field(default_factory=list)
-    invalid_ids: int | None = None
-    selection_usage: dict[str, Any] = field(default_factory=dict)
-    answer: str | None = None
-    answer_intact: bool | None = None
-    """Whether the answer's SHA-256 in the librarian matches its text."""
-    answer_usage: dict[str, Any] = field(default_factory=dict)
-    answer_truncated: bool = False
-    """The LLM's answer was longer than the limit: `answer` is its beginning (tg:truncated)."""
-    invalid_citations: int | None = None
-    """Markers in the answer that named no selected edge; None for an answer recorded
-    before citations were."""
-    citations: list[AnswerCitation] = field(default_factory=list)
-    """Every citation of the answer, in answer order."""
-    unselected_count: int = 0
-    """Retrieved edges that were not selected."""
-    unselected: list[UnselectedEdge] = field(default_factory=list)
-    """The first of them (as many as asked for), in the order of their terms."""
-    triples: list[ox.Triple] = field(default_factory=list)
-    """Every triple recorded for the session, as stored."""
-
-    def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items()
-                if k not in ("selected", "triples", "citations", "unselected")}
-        data["entities"] = [{"iri": iri, "label": label} for iri, label in self.entities]
-        data["selected"] = [_edge_json(edge) for edge in self.selected]
-        data["citations"] = [citation.to_json() for citation in self.citations]
-        data["unselected"] = [edge.to_json() for edge in self.unselected]
-        return data
-
-    def turtle(self) -> str:
-        prefixes = {"tg": vocab.TG, "prov": vocab.PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
-        data = ox.serialize(self.triples, format=ox.RdfFormat.TURTLE, prefixes=prefixes)
-        return data.decode("utf-8") if data else ""
-
-
-def _edge_json(edge: SelectedEdge) -> dict[str, Any]:
-    """A selected edge as `explain --format json` gives it: its sources as the answer's."""
-    return {
-        "iri": edge.iri,
-        "index": edge.index,
-        "edge": rdf_text(edge.edge),
-        "labels": list(edge.labels or ()),
-        "reasoning": edge.reasoning,
-        "reasoning_truncated": edge.reasoning_truncated,
-        "citations": edge.cited_sentences,
-        "sources": [source.to_json() for source in edge.answer_sources()],
-    }
 
 
 def list_sessions(
@@ -177,7 +102,7 @@ def explain_session(
     sources = session_chunk_sources(store, templates, collection, ids)
     for index, iri, edge, reasoning in selected:
         out.selected.append(
-            SelectedEdge(
+            RecordedEdge(
                 edge_selection=iri.value,
                 edge=edge,
                 labels=_names(edge, labels),

@@ -21,10 +21,10 @@ from tgsparql.iris import (
     UUID,
     ExtractionIds,
     SessionIds,
-    trailing_index,
 )
-from tgsparql.labels import LabelTriple, best_labels, label_of
+from tgsparql.labels import best_labels, label_of
 from tgsparql.messages import Source, rdf_text
+from tgsparql.readback import ChunkSource, Explanation, RecordedEdge
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 from tgsparql.terminal import one_line, visible
@@ -48,154 +48,11 @@ class TraceError(LookupError):
     """An IRI that names nothing traceable: malformed, or not in the store."""
 
 
-@dataclass(frozen=True)
-class ChunkSource:
-    """One chunk that states a fact: where it sits, and the words that state it."""
-
-    subgraph: str
-    chunk: str
-    document: str
-    title: str | None = None
-    page: str | None = None
-    page_number: int | None = None
-    chunk_index: int | None = None
-    char_offset: int | None = None
-    char_length: int | None = None
-    chunk_text: str | None = None
-    evidence: str | None = None
-    evidence_offset: int | None = None
-    evidence_length: int | None = None
-
-    def as_source(self, edge_selection: str | None, edge: ox.Triple,
-                  citations: tuple[str, ...] = ()) -> Source:
-        """The answer-side view (docs/spec.md §6 sources): the evidence span, else the chunk
-        text, with the answer's sentences that cite the edge."""
-        return Source(
-            edge_selection=edge_selection,
-            edge=edge,
-            document=self.document,
-            title=self.title,
-            page=self.page,
-            page_number=self.page_number,
-            chunk=self.chunk,
-            chunk_index=self.chunk_index,
-            char_offset=self.char_offset,
-            char_length=self.char_length,
-            text=self.evidence if self.evidence is not None else self.chunk_text,
-            citations=citations,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class AnswerCitation:
-    """One tg:Citation: the answer's sentence that cites a selected edge, where it stands."""
-
-    iri: str
-    edge_index: int
-    sentence: str
-    offset: int | None
-    length: int | None
-
-    @property
-    def index(self) -> int:
-        """Its number among the answer's citations (the IRI's last part)."""
-        return trailing_index(self.iri)
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class SelectedEdge:
-    """An edge selection read back: its edge, the selector's reason, the labels its terms are
-    named by, every chunk that states it and the answer's citations of it. `explain`, `trace`
-    and the session page each show it their way."""
-
-    edge_selection: str
-    edge: ox.Triple
-    reasoning: str | None = None
-    labels: LabelTriple | None = None
-    sources: list[ChunkSource] = field(default_factory=list)
-    """Every chunk that states the edge, by document, then chunk."""
-    reasoning_truncated: bool = False
-    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
-    citations: list[AnswerCitation] = field(default_factory=list)
-    """The answer's citations of the edge, in answer order."""
-
-    @property
-    def index(self) -> int:
-        return trailing_index(self.edge_selection)
-
-    @property
-    def iri(self) -> str:
-        """The edge selection's IRI, as `explain --format json` names it."""
-        return self.edge_selection
-
-    @property
-    def cited_sentences(self) -> list[str]:
-        """The sentences of the answer that cite the edge, by where they stand."""
-        return [c.sentence for c in sorted(self.citations, key=lambda c: (c.offset or 0,
-                                                                            c.sentence))]
-
-    def answer_sources(self) -> list[Source]:
-        """The answer's view of the chunk sources, as the final message carried them."""
-        return [source.as_source(self.iri, self.edge, tuple(self.cited_sentences))
-                for source in self.sources]
-
-    def to_json(self) -> dict[str, Any]:
-        """The form `trace --format json` gives it."""
-        return {**self.recorded_json(), "sources": [source.to_json() for source in self.sources]}
-
-    def recorded_json(self) -> dict[str, Any]:
-        return {
-            "edge_selection": self.edge_selection,
-            "edge": rdf_text(self.edge),
-            "labels": list(self.labels) if self.labels else None,
-            "reasoning": self.reasoning,
-        }
-
-
-@dataclass
-class RecordedSession:
-    """A session as a trace names it: its IRI, question, start and status."""
-
-    session: str
-    question: str | None = None
-    started: str | None = None
-    status: str | None = None
-
-    @staticmethod
-    def columns(row: Solution) -> dict[str, str | None]:
-        """The question, start and status of a trace query's row."""
-        return {name: term_text(row.get(name)) for name in ("question", "started", "status")}
-
-
-@dataclass
-class SessionTrace(RecordedSession):
-    """session → selected edges → sources."""
-
-    edges: list[SelectedEdge] = field(default_factory=list)
-    kind: Literal["session"] = "session"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "session": self.session,
-            "question": self.question,
-            "started": self.started,
-            "status": self.status,
-            "edges": [edge.to_json() for edge in self.edges],
-        }
-
-
 @dataclass
 class EdgeTrace:
     """edge selection → sources."""
 
-    edge: SelectedEdge
+    edge: RecordedEdge
     session: str
     kind: Literal["edge"] = "edge"
 
@@ -204,13 +61,17 @@ class EdgeTrace:
 
 
 @dataclass
-class DocumentUse(RecordedSession):
+class DocumentUse:
     """One session that selected facts of the document, with its answer."""
 
+    session: str
+    question: str | None = None
+    started: str | None = None
+    status: str | None = None
     answer: str | None = None
     answer_document: str | None = None
     answer_text: str | None = None
-    edges: list[SelectedEdge] = field(default_factory=list)
+    edges: list[RecordedEdge] = field(default_factory=list)
     """Each with the chunks of the traced document that state it."""
 
     def to_json(self) -> dict[str, Any]:
@@ -244,7 +105,22 @@ class DocumentTrace:
         }
 
 
-Trace = SessionTrace | EdgeTrace | DocumentTrace
+Trace = Explanation | EdgeTrace | DocumentTrace
+"""A session's trace is the session read back as far as `session_trace.rq` reads it."""
+
+
+def trace_json(found: Trace) -> dict[str, Any]:
+    """The trace as `trace --format json` gives it."""
+    if not isinstance(found, Explanation):
+        return found.to_json()
+    return {
+        "kind": "session",
+        "session": found.session,
+        "question": found.question,
+        "started": found.started,
+        "status": found.status,
+        "edges": [edge.to_json() for edge in found.selected],
+    }
 
 
 def session_chunk_sources(
@@ -280,7 +156,7 @@ def session_sources(
 
 def session_trace(
     store: Store, templates: Templates, collection: str, ids: SessionIds
-) -> SessionTrace | None:
+) -> Explanation | None:
     """session → its selected edges → their sources, from one query (`session_trace.rq`).
 
     None if the session is not recorded; edges without a source are kept, in index order.
@@ -290,8 +166,8 @@ def session_trace(
         return None
     edges = _session_edges(rows)
     _label_edges(rows, edges)
-    return SessionTrace(session=ids.session.value, **RecordedSession.columns(rows[0]),
-                        edges=edges)
+    return Explanation(session=ids.session.value, collection=collection,
+                       **_session_columns(rows[0]), selected=edges)
 
 
 def edge_sources(
@@ -347,7 +223,7 @@ def document_sessions(
         return None
     out = DocumentTrace(document=document.value, title=term_text(rows[0].get("title")))
     uses: dict[str, DocumentUse] = {}
-    used: dict[tuple[str, str], SelectedEdge] = {}
+    used: dict[tuple[str, str], RecordedEdge] = {}
     for row in rows:
         session, selection, edge = row.get("session"), row.get("edgeSelection"), _edge(row)
         if session is None or selection is None or edge is None:
@@ -356,7 +232,7 @@ def document_sessions(
             session.value,
             DocumentUse(
                 session=session.value,
-                **RecordedSession.columns(row),
+                **_session_columns(row),
                 answer=term_text(row.get("answer")),
                 answer_document=term_text(row.get("answerDocument")),
                 answer_text=term_text(row.get("answerText")),
@@ -364,7 +240,7 @@ def document_sessions(
         )
         key = (session.value, selection.value)
         if key not in used:
-            used[key] = SelectedEdge(selection.value, edge, term_text(row.get("reasoning")))
+            used[key] = RecordedEdge(selection.value, edge, term_text(row.get("reasoning")))
             use.edges.append(used[key])
         chunk = ChunkSource(
             document=document.value,
@@ -402,7 +278,7 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
             )
         ids, _ = named
         session = session_trace(store, templates, collection, ids)
-        edge = next((e for e in session.edges if e.edge_selection == text), None) \
+        edge = next((e for e in session.selected if e.edge_selection == text), None) \
             if session is not None else None
         if edge is None:
             raise TraceError(f"no edge selection {text} in collection {collection!r}")
@@ -435,12 +311,12 @@ def trace(store: Store, templates: Templates, collection: str, iri: str) -> Trac
 def render_text(found: Trace) -> str:
     """The trace as an indented tree for a person, down to the evidence sentence."""
     out: list[str] = []
-    if isinstance(found, SessionTrace):
+    if isinstance(found, Explanation):
         out.append(f"session {found.session}  [{found.status or 'open'}, started {found.started}]")
         out.append(f"  asked: {visible(found.question)}")
-        if not found.edges:
+        if not found.selected:
             out.append("  no selected edges")
-        for edge in found.edges:
+        for edge in found.selected:
             _edge_lines(out, edge, 2)
     elif isinstance(found, EdgeTrace):
         out.append(f"edge selection {found.edge.edge_selection}  (session {found.session})")
@@ -465,7 +341,7 @@ def render_text(found: Trace) -> str:
     return "\n".join(out)
 
 
-def _edge_lines(out: list[str], edge: SelectedEdge, indent: int) -> None:
+def _edge_lines(out: list[str], edge: RecordedEdge, indent: int) -> None:
     pad = " " * indent
     out.append(f"{pad}[{edge.index}] {_edge_text(edge)}")
     if edge.reasoning:
@@ -486,7 +362,7 @@ def _edge_lines(out: list[str], edge: SelectedEdge, indent: int) -> None:
             out.append(f"{pad}        chunk text: “{one_line(source.chunk_text)}”")
 
 
-def _edge_text(edge: SelectedEdge) -> str:
+def _edge_text(edge: RecordedEdge) -> str:
     return visible(" — ".join(edge.labels) if edge.labels else rdf_text(edge.edge))
 
 
@@ -500,6 +376,11 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
     if offset is None or length is None:
         return ""
     return f"{prefix} {offset}–{offset + length}"
+
+
+def _session_columns(row: Solution) -> dict[str, str | None]:
+    """The question, start and status of a trace query's row."""
+    return {name: term_text(row.get(name)) for name in ("question", "started", "status")}
 
 
 def _session_rows(
@@ -520,16 +401,16 @@ _SPANS = (("evidence", "evidenceOffset", "evidenceLength"),
 """The evidence span's columns: the subgraph's, then the chunk's."""
 
 
-def _session_edges(rows: Iterable[Solution]) -> list[SelectedEdge]:
+def _session_edges(rows: Iterable[Solution]) -> list[RecordedEdge]:
     """The edge selections of `session_trace.rq` rows with their reasons and sources."""
-    edges: dict[str, SelectedEdge] = {}
+    edges: dict[str, RecordedEdge] = {}
     sources: dict[str, set[ChunkSource]] = {}
     for row in rows:
         selection, edge = row.get("edgeSelection"), _edge(row)
         if selection is None or edge is None:
             continue
         edges.setdefault(selection.value,
-                         SelectedEdge(selection.value, edge, term_text(row.get("reasoning"))))
+                         RecordedEdge(selection.value, edge, term_text(row.get("reasoning"))))
         found = sources.setdefault(selection.value, set())
         source = _chunk_source(row)
         if source is not None:
@@ -547,7 +428,7 @@ def _edge(row: Solution) -> ox.Triple | None:
         else (None, None, None)))
 
 
-def _label_edges(rows: Sequence[Solution], edges: Iterable[SelectedEdge]) -> None:
+def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> None:
     """Name each edge's terms by the labels its rows brought, chosen as for the selector's
     prompt (`best_labels`), so a trace names a term as the prompt did."""
     labels = best_labels(

@@ -29,12 +29,12 @@ import jinja2
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.explain import Explanation, SessionSummary, explain_session
+from tgsparql.explain import SessionSummary, explain_session
 from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels, label_of, label_terms
 from tgsparql.store import Store
 from tgsparql.templates import Templates
-from tgsparql.trace import AnswerCitation, ChunkSource, SelectedEdge
+from tgsparql.readback import AnswerCitation, ChunkSource, Explanation, RecordedEdge
 from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
 COLUMNS = ("question", "edge", "chunk", "document")
@@ -169,7 +169,7 @@ class SessionView:
         return SessionIds.from_session_iri(self.explanation.session).uuid
 
     @property
-    def edges(self) -> list[SelectedEdge]:
+    def edges(self) -> list[RecordedEdge]:
         return self.explanation.selected
 
     @property
@@ -295,7 +295,7 @@ def highlight(source: ChunkSource) -> Highlighted | None:
     return Highlighted(text[:start], text[start:end], text[end:])
 
 
-def picture(question: str, edges: list[SelectedEdge]) -> Picture:
+def picture(question: str, edges: list[RecordedEdge]) -> Picture:
     columns: dict[str, list[tuple[str, str, str, str | None]]] = {kind: [] for kind in COLUMNS}
     links: list[tuple[str, str]] = []
     columns["question"].append(("q", question, question, "#question"))
