@@ -48,6 +48,11 @@ class SessionSummary:
             error=term_text(row.get("error")),
         )
 
+    @property
+    def uuid(self) -> str:
+        """The session's UUID, which names its page."""
+        return SessionIds.from_session_iri(self.session).uuid
+
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
