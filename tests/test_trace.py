@@ -302,7 +302,7 @@ def traced_keys(found: object) -> set[tuple[str, ...]]:
                 for s in found.edge.sources}
     assert isinstance(found, DocumentTrace)
     return {(f"<{u.edge_selection}>", f"<{c.subgraph}>", f"<{c.chunk}>")
-            for use in found.sessions for u in use.edges for c in u.sources}
+            for use in found.sessions for u in use.session.selected for c in u.sources}
 
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
@@ -504,16 +504,17 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
         found = document_sessions(demo_store, templates, "explainability", document)
         assert found is not None and found.document == document.value
         walked = walk_document_uses(ox_store, document)
-        assert {u.session: {e.edge_selection: {c.chunk for c in e.sources} for e in u.edges}
+        assert {u.session.session: {e.edge_selection: {c.chunk for c in e.sources}
+                                    for e in u.session.selected}
                 for u in found.sessions} == walked
-        assert [u.session for u in found.sessions] == [s for s in sessions if s in walked]
+        assert [u.session.session for u in found.sessions] == [s for s in sessions if s in walked]
         for use in found.sessions:
-            ids = SessionIds.from_session_iri(use.session)
-            assert use.question == QUESTIONS[sessions.index(use.session)]
+            ids = SessionIds.from_session_iri(use.session.session)
+            assert use.session.question == QUESTIONS[sessions.index(use.session.session)]
             assert (use.answer, use.answer_document) == (ids.answer.value,
                                                          ids.answer_document.value)
             stored = library.get(ids.answer_document)
-            assert stored is not None and use.answer_text == stored.content
+            assert stored is not None and use.session.answer == stored.content
         used_by_some += bool(found.sessions)
     assert used_by_some >= 3
 
@@ -645,7 +646,8 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
     assert session.selected[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
     document = trace(demo_store, templates, "explainability", DOC + "marie-curie")
     assert isinstance(document, DocumentTrace)
-    used = [edge for use in document.sessions for edge in use.edges if edge.edge == MARRIED]
+    used = [edge for use in document.sessions for edge in use.session.selected
+            if edge.edge == MARRIED]
     assert used and all(edge.labels == session.selected[0].labels for edge in used)
 
 
@@ -699,7 +701,7 @@ def test_trace_detects_the_kind_of_iri(
     assert isinstance(document, DocumentTrace)
     users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
     assert session in users
-    assert [u.session for u in document.sessions] == [s for s in sessions if s in users]
+    assert [u.session.session for u in document.sessions] == [s for s in sessions if s in users]
 
 
 @pytest.mark.parametrize("iri, message", [

@@ -139,7 +139,8 @@ class UnselectedEdge:
 @dataclass
 class Explanation:
     """A session read back: what its stages recorded, its selected edges, its answer. A trace
-    reads the question, start, status and selected edges; the rest keeps its default."""
+    reads the question, start, status and selected edges (a document's trace the answer's text
+    too); the rest keeps its default."""
 
     session: str
     collection: str

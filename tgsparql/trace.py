@@ -62,23 +62,27 @@ class EdgeTrace:
 
 @dataclass
 class DocumentUse:
-    """One session that selected facts of the document, with its answer."""
+    """One session that selected facts of the document: the session read back as far as
+    `document_sessions.rq` reads it (its question, start, status, answer text, and the edges
+    it selected with the document's chunks that state them), and its answer's IRIs."""
 
-    session: str
-    question: str | None = None
-    started: str | None = None
-    status: str | None = None
+    session: Explanation
     answer: str | None = None
     answer_document: str | None = None
-    answer_text: str | None = None
-    edges: list[RecordedEdge] = field(default_factory=list)
-    """Each with the chunks of the traced document that state it."""
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "edges"}
-        data["edges"] = [{**edge.recorded_json(), "chunks": [_chunk_json(s) for s in edge.sources]}
-                         for edge in self.edges]
-        return data
+        read = self.session
+        return {
+            "session": read.session,
+            "question": read.question,
+            "started": read.started,
+            "status": read.status,
+            "answer": self.answer,
+            "answer_document": self.answer_document,
+            "answer_text": read.answer,
+            "edges": [{**edge.recorded_json(), "chunks": [_chunk_json(s) for s in edge.sources]}
+                      for edge in read.selected],
+        }
 
 
 def _chunk_json(source: ChunkSource) -> dict[str, Any]:
@@ -228,37 +232,26 @@ def document_sessions(
         session, selection, edge = row.get("session"), row.get("edgeSelection"), _edge(row)
         if session is None or selection is None or edge is None:
             continue
-        use = uses.setdefault(
-            session.value,
-            DocumentUse(
-                session=session.value,
-                **_session_columns(row),
-                answer=term_text(row.get("answer")),
-                answer_document=term_text(row.get("answerDocument")),
-                answer_text=term_text(row.get("answerText")),
-            ),
-        )
+        use = uses.setdefault(session.value, DocumentUse(
+            Explanation(session.value, collection, **_session_columns(row),
+                        answer=term_text(row.get("answerText"))),
+            answer=term_text(row.get("answer")),
+            answer_document=term_text(row.get("answerDocument")),
+        ))
         key = (session.value, selection.value)
         if key not in used:
             used[key] = RecordedEdge(selection.value, edge, term_text(row.get("reasoning")))
-            use.edges.append(used[key])
-        chunk = ChunkSource(
-            document=document.value,
-            chunk=row["chunk"].value,
-            subgraph=row["subgraph"].value,
-            chunk_index=term_integer(row.get("chunkIndex")),
-            page=term_text(row.get("page")),
-            page_number=term_integer(row.get("pageNumber")),
-            evidence=term_text(row.get("evidence")),
-        )
-        if chunk not in used[key].sources:
+            use.session.selected.append(used[key])
+        chunk = _chunk_source(row)
+        if chunk is not None and chunk not in used[key].sources:
             used[key].sources.append(chunk)
     for use in uses.values():
-        use.edges.sort(key=lambda e: e.index)
-        for edge in use.edges:
+        use.session.selected.sort(key=lambda e: e.index)
+        for edge in use.session.selected:
             edge.sources = _sorted_sources(edge.sources)
     _label_edges(rows, used.values())
-    out.sessions = sorted(uses.values(), key=lambda u: (u.started or "", u.session))
+    out.sessions = sorted(uses.values(),
+                          key=lambda u: (u.session.started or "", u.session.session))
     return out
 
 
@@ -326,12 +319,13 @@ def render_text(found: Trace) -> str:
         out.append(f"document {found.document}{title}")
         if not found.sessions:
             out.append("  used by no session")
-        for use in found.sessions:
-            out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
-            out.append(f"    asked: {visible(use.question)}")
-            if use.answer_text is not None:
-                out.append(f"    answer: {one_line(use.answer_text)}")
-            for edge in use.edges:
+        for read in (use.session for use in found.sessions):
+            out.append(f"  session {read.session}  [{read.status or 'open'}, started "
+                       f"{read.started}]")
+            out.append(f"    asked: {visible(read.question)}")
+            if read.answer is not None:
+                out.append(f"    answer: {one_line(read.answer)}")
+            for edge in read.selected:
                 out.append(f"    [{edge.index}] {_edge_text(edge)}")
                 for chunk in edge.sources:
                     out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
