@@ -8,8 +8,7 @@ from tgsparql import vocab
 from tgsparql.terms import Parts, edge_of
 
 EX = "https://example.org/"
-MARIE, BORN, WARSAW = ox.NamedNode(EX + "marie"), ox.NamedNode(EX + "born"), ox.NamedNode(EX + "warsaw")
-SAID = ox.NamedNode(EX + "said")
+MARIE, BORN, WARSAW, SAID = (ox.NamedNode(EX + name) for name in ("marie", "born", "warsaw", "said"))
 EDGE = ox.Triple(MARIE, BORN, WARSAW)
 
 

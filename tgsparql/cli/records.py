@@ -145,7 +145,8 @@ def explain(target: StoreTarget, session: str, collection: str, format_: str,
 def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
     """Trace IRI — an edge selection, a session (IRI or UUID) or a document — to its sources,
     or a document to the sessions and answers that used its facts."""
-    from tgsparql.trace import TraceError, render_text as trace_text, trace as trace_iri, trace_json
+    from tgsparql.trace import TraceError, trace_json
+    from tgsparql.trace import render_text as trace_text, trace as trace_iri
 
     with opened(target) as store:
         try:

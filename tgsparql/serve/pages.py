@@ -32,9 +32,9 @@ from tgsparql import vocab
 from tgsparql.explain import SessionSummary, explain_session
 from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels, label_of, label_terms
+from tgsparql.readback import AnswerCitation, ChunkSource, Explanation, RecordedEdge
 from tgsparql.store import Store
 from tgsparql.templates import Templates
-from tgsparql.readback import AnswerCitation, ChunkSource, Explanation, RecordedEdge
 from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
 COLUMNS = ("question", "edge", "chunk", "document")
