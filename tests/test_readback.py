@@ -12,13 +12,16 @@ import re
 
 import pytest
 
+from tgsparql import vocab
 from tgsparql.explain import explain_session, render_text
+from tgsparql.iris import SessionIds
 from tgsparql.pipeline import GraphRag
 from tgsparql.serve import pages
 from tgsparql.trace import render_text as trace_text
 from tgsparql.trace import trace, trace_json
 
 from conftest import FIXTURES
+from tests.test_trace import CountingStore
 
 GOLDEN = FIXTURES / "readback"
 QUESTIONS = ("Where was the scientist who discovered polonium born?",
@@ -70,3 +73,15 @@ def test_read_back_outputs_are_as_pinned(rag: GraphRag) -> None:
                 (folder / name).write_text(text, encoding="utf-8")
         for name, text in found.items():
             assert text == (folder / name).read_text(encoding="utf-8"), f"session{number}/{name}"
+
+
+def test_the_session_page_reads_the_session_once_by_each_of_four_requests(rag: GraphRag) -> None:
+    """The record's triples (explain_session.rq), the labels, the sources and the answer's text:
+    one request each, four graphs; the page runs no trace query beside them."""
+    session = list(rag.query(QUESTIONS[0], stream=True))[0].explain_id
+    counting = CountingStore(rag.store)
+    pages.session_view(counting, rag.templates, "explainability", session)
+    assert len(counting.requests) == 4
+    traced = rag.templates.render("_trace/session_trace", graph=vocab.explainability_graph(),
+                                  session=SessionIds.from_session_iri(session).session)
+    assert traced not in counting.requests
