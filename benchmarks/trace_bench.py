@@ -483,7 +483,7 @@ def measure_document(store: CountingStore, document: str, samples: Samples) -> N
         samples.document, lambda: trace(store, COLLECTION, document)))
     assert isinstance(found, DocumentTrace)
     samples.document_sessions.append(len(found.sessions))
-    samples.document_edges.append(sum(len(use.edges) for use in found.sessions))
+    samples.document_edges.append(sum(len(use.session.selected) for use in found.sessions))
 
 
 # ---------------------------------------------------------------------------------------------

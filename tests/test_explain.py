@@ -13,7 +13,6 @@ from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
-from tgsparql.templates import Templates
 
 QUESTION = "Where was the scientist who discovered polonium born?"
 TG = "https://trustgraph.ai/ns/"
@@ -126,18 +125,19 @@ def test_explain_session_lists_selected_edges_in_index_order_with_labels_and_sou
         assert edge.reasoning == stored_reasoning(rag.store, edge.iri)
         assert edge.reasoning.startswith("offline selector: this edge matches ")
     assert [
-        [(s.edge_selection, s.document, s.chunk, s.page_number, s.char_offset) for s in e.sources]
+        [(s.edge_selection, s.document, s.chunk, s.page_number, s.char_offset)
+         for s in e.answer_sources()]
         for e in explanation.selected
     ] == [
         [(f"urn:trustgraph:prov:edge:{uuid}:0", DOC, CHUNK_1, 1, 302)],
         [(f"urn:trustgraph:prov:edge:{uuid}:1", DOC, CHUNK_0, 1, 0)],
         [(f"urn:trustgraph:prov:edge:{uuid}:2", DOC, CHUNK_0, 1, 0)],
     ]
-    assert explanation.selected[1].sources[0].text == (
+    assert explanation.selected[1].answer_sources()[0].text == (
         "Marie Curie was born Maria Skłodowska in Warsaw in 1867."
     )
     streamed_sources = messages[-1].sources
-    assert [s for e in explanation.selected for s in e.sources] == streamed_sources
+    assert [s for e in explanation.selected for s in e.answer_sources()] == streamed_sources
 
 
 def test_explain_session_returns_the_answer_text_intact(demo_session) -> None:
@@ -323,7 +323,6 @@ def test_list_sessions_includes_failed_sessions_with_their_error(demo_store) -> 
 def test_list_sessions_puts_a_new_query_first_and_reads_only_its_collection(rag: GraphRag) -> None:
     rag.store.update(HAND_SESSIONS)
     messages = asked(rag)
-    templates = Templates()
     listed = list_sessions(rag.store, "explainability", 10)
     assert [s.session for s in listed][:2] == [
         messages[0].explain_id, "urn:trustgraph:session:00000000-0000-4000-8000-00000000000b"

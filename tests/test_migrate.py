@@ -20,7 +20,6 @@ from tgsparql.pipeline import GraphRag
 from tgsparql.serve.app import ServerConfig, TgsparqlServer
 from tgsparql.serve.saved import saved_queries
 from tgsparql.store import EmbeddedStore, StoreError
-from tgsparql.templates import Templates
 from tgsparql.trace import facts_sources
 
 TG = vocab.TG
@@ -114,7 +113,6 @@ def objects(store: EmbeddedStore, subject: str, predicate: str) -> list[ox.Term]
 
 def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     store = old_store()
-    templates = Templates()
     todo = pending(store)
     assert (len(todo.sessions), len(todo.selections), len(todo.calls), len(todo.sourced)) == (
         3, 1, 2, 1)
@@ -180,7 +178,6 @@ def test_migrated_selections_name_the_documents_that_state_their_facts() -> None
     selection's documents as the extraction provenance walks its fact to them, each of them
     once on its Selection, and their number; batches cut between Selections, never inside one."""
     store = old_store(sessions=30)
-    templates = Templates()
     todo = pending(store)
     assert len(todo.sourced) == 30  # 29 generated (one in twenty failed first) and the fixture's
     migrate(store, todo, batch=7)
@@ -220,7 +217,6 @@ class FailingAfter(EmbeddedStore):
 def test_an_interrupted_migration_keeps_whole_batches_and_a_rerun_finishes_it() -> None:
     store = FailingAfter(None)
     store.oxigraph.load(io.StringIO(OLD_RECORDS), format=ox.RdfFormat.TRIG)
-    templates = Templates()
     with pytest.raises(StoreError, match="the disk is full"):
         migrate(store, pending(store), batch=2)
     left = pending(store)
@@ -244,7 +240,6 @@ def test_query_on_an_unmigrated_store_records_the_new_fields() -> None:
     store = old_store()
     rag = GraphRag(store, OfflineBackend())
     list(rag.query("Who discovered radium?"))
-    templates = Templates()
     assert len(pending(store).sessions) == 3  # the old ones wait for `migrate`
     rows = store.select("""PREFIX tg: <https://trustgraph.ai/ns/>
         SELECT ?session WHERE { GRAPH <urn:graph:explainability> {
@@ -258,7 +253,6 @@ def test_every_saved_query_answers_on_migrated_records_as_its_old_text_did_on_ol
     old = old_store(sessions=30)
     new = EmbeddedStore(None)
     new.oxigraph.extend(list(old.oxigraph))
-    templates = Templates()
     migrate(new, pending(new))
     cases = {name: [{}] for name in saved_queries()}
     cases["failed_sessions"] += [{"limit": "1"}, {"limit": "2"}, {"error_contains": "TIMED OUT (RUN 19"}]

@@ -29,7 +29,6 @@ from tgsparql.retention import (
     select_sessions,
 )
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Templates
 from tgsparql.testing import assert_conforms
 from tgsparql.testing.strategies import (
     SessionRecord,
@@ -106,7 +105,6 @@ def test_deleting_a_session_removes_what_it_owns_and_leaves_everything_else_byte
     assert any(line.startswith(f"<{gone.answer_document.value}> ") for line in owned)
     assert any(":0> <https://trustgraph.ai/ns/edge> <<( " in line for line in owned)
 
-    templates = Templates()
     (chosen,) = select_sessions(store, "explainability", sessions=[sessions[1]])
     assert chosen.quads == len(owned)
     assert delete_sessions(store, "explainability", [chosen]) == len(owned)
@@ -125,7 +123,6 @@ def test_a_failed_session_goes_with_its_failure_fields(demo_store: EmbeddedStore
     failed.record(demo_store)
     assert any(line.startswith(f"<{failed.ids.session.value}> <{vocab.TG}error> ")
                for line in dump(demo_store))
-    templates = Templates()
     chosen = select_sessions(demo_store, "explainability", sessions=[failed.ids.uuid])
     delete_sessions(demo_store, "explainability", chosen)
     assert dump(demo_store) == before
@@ -175,7 +172,6 @@ def test_reified_edges_go_when_no_session_refers_to_them_any_more(
     first = rag.ask(QUESTIONS[0])[1][0].explain_id
     with_first = dump(store)
     second = rag.ask(QUESTIONS[0])[1][0].explain_id  # the same edges, shared statements
-    templates = Templates("reification")
     delete_sessions(store, "explainability",
                     select_sessions(store, "explainability", sessions=[second]))
     assert dump(store) == with_first

@@ -13,7 +13,6 @@ from tgsparql.retrieval import (
     RANKING_RULE, RetrievalLimits, _schema_predicates_in_use, retrieve, retrieve_subgraph,
 )
 from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.templates import Templates
 
 EX = "http://example.org/"
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -359,7 +358,6 @@ def test_limits_accept_one_everywhere() -> None:
 )
 def test_star_retrieval_respects_every_limit(sizes: list[int], triple_limit: int, cap: int) -> None:
     store = open_store()
-    templates = Templates("rdf12")
     hubs = {f"h{i}": hub(store, f"h{i}", size) for i, size in enumerate(sizes)}
     seeds = [ex(name) for name in hubs]
     edges = retrieve_subgraph(

@@ -20,13 +20,12 @@ from tgsparql.librarian import StoreLibrarian
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
+from tgsparql.readback import ChunkSource, Explanation
 from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
 from tgsparql.templates import Templates
 from tgsparql.trace import (
-    ChunkSource,
     DocumentTrace,
     EdgeTrace,
-    SessionTrace,
     TraceError,
     document_sessions,
     edge_sources,
@@ -37,6 +36,7 @@ from tgsparql.trace import (
     session_sources,
     session_trace,
     trace,
+    trace_json,
 )
 
 from conftest import REPO
@@ -294,15 +294,15 @@ def row_keys(rows: list[Solution]) -> set[tuple[str, ...]]:
 
 
 def traced_keys(found: object) -> set[tuple[str, ...]]:
-    if isinstance(found, SessionTrace):
+    if isinstance(found, Explanation):
         return {(f"<{e.edge_selection}>", f"<{s.subgraph}>", f"<{s.chunk}>")
-                for e in found.edges for s in e.sources}
+                for e in found.selected for s in e.sources}
     if isinstance(found, EdgeTrace):
         return {(f"<{found.edge.edge_selection}>", f"<{s.subgraph}>", f"<{s.chunk}>")
                 for s in found.edge.sources}
     assert isinstance(found, DocumentTrace)
     return {(f"<{u.edge_selection}>", f"<{c.subgraph}>", f"<{c.chunk}>")
-            for use in found.sessions for u in use.edges for c in u.chunks}
+            for use in found.sessions for u in use.session.selected for c in u.sources}
 
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
@@ -383,9 +383,9 @@ def test_session_trace_equals_the_walk(
         assert found is not None
         assert (found.session, found.question, found.status) == (session, question, "complete")
         walked = walk_selected(ox_store, ox.NamedNode(session))
-        assert [e.edge_selection for e in found.edges] == sorted(
+        assert [e.edge_selection for e in found.selected] == sorted(
             walked, key=lambda iri: int(iri.rsplit(":", 1)[1]))
-        for edge in found.edges:
+        for edge in found.selected:
             assert edge.edge == walked[edge.edge_selection]
             assert edge.sources == walk_chunk_sources(ox_store, edge.edge)
 
@@ -400,9 +400,9 @@ def test_session_sources_are_the_answer_view_of_the_full_trace(
         ids = SessionIds.from_session_iri(session)
         found = session_trace(demo_store, "explainability", ids)
         assert found is not None
-        edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.edges}
+        edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.selected}
         sources = session_sources(demo_store, "explainability", ids, edges)
-        expected = [(e, s) for e in found.edges for s in e.sources]
+        expected = [(e, s) for e in found.selected for s in e.sources]
         assert sources == [s.as_source(e.edge_selection, e.edge) for e, s in expected]
         assert all(s.text is not None and s.text == c.evidence
                    for s, (_, c) in zip(sources, expected))
@@ -495,16 +495,17 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
         found = document_sessions(demo_store, "explainability", document)
         assert found is not None and found.document == document.value
         walked = walk_document_uses(ox_store, document)
-        assert {u.session: {e.edge_selection: {c.chunk for c in e.chunks} for e in u.edges}
+        assert {u.session.session: {e.edge_selection: {c.chunk for c in e.sources}
+                                    for e in u.session.selected}
                 for u in found.sessions} == walked
-        assert [u.session for u in found.sessions] == [s for s in sessions if s in walked]
+        assert [u.session.session for u in found.sessions] == [s for s in sessions if s in walked]
         for use in found.sessions:
-            ids = SessionIds.from_session_iri(use.session)
-            assert use.question == QUESTIONS[sessions.index(use.session)]
+            ids = SessionIds.from_session_iri(use.session.session)
+            assert use.session.question == QUESTIONS[sessions.index(use.session.session)]
             assert (use.answer, use.answer_document) == (ids.answer.value,
                                                          ids.answer_document.value)
             stored = library.get(ids.answer_document)
-            assert stored is not None and use.answer_text == stored.content
+            assert stored is not None and use.session.answer == stored.content
         used_by_some += bool(found.sessions)
     assert used_by_some >= 3
 
@@ -526,12 +527,12 @@ def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
         ox_store.remove(quad)
     ids = SessionIds.from_session_iri(sessions[1])
     found = trace(demo_store, "explainability", sessions[1])
-    assert isinstance(found, SessionTrace)
-    assert (found.edges[0].edge, found.edges[0].sources) == (MARRIED, [])
+    assert isinstance(found, Explanation)
+    assert (found.selected[0].edge, found.selected[0].sources) == (MARRIED, [])
     assert edge_sources(demo_store, "explainability", ids.edge_selection(0)) == []
     lines = render_text(found).splitlines()
     assert lines[2:5] == ["  [0] Marie Curie — married — Pierre Curie",
-                          f"      why: {found.edges[0].reasoning}",
+                          f"      why: {found.selected[0].reasoning}",
                           "      no recorded source"]
 
 
@@ -614,8 +615,8 @@ def test_a_session_with_no_selected_edge_is_traced_with_its_question(
     counting = CountingStore(demo_store)
     found = trace(counting, "explainability", sessions[1])
     assert len(counting.requests) == 1
-    assert isinstance(found, SessionTrace)
-    assert (found.question, found.status, found.edges) == (QUESTIONS[1], "complete", [])
+    assert isinstance(found, Explanation)
+    assert (found.question, found.status, found.selected) == (QUESTIONS[1], "complete", [])
     assert render_text(found).splitlines()[2] == "  no selected edges"
 
 
@@ -632,13 +633,14 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
     chosen = fetch_labels(demo_store, [marie, married, MARRIED.object])
     assert chosen[marie] == "Madame Curie"
     session = trace(demo_store, "explainability", sessions[1])
-    assert isinstance(session, SessionTrace)
-    assert session.edges[0].edge == MARRIED
-    assert session.edges[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
+    assert isinstance(session, Explanation)
+    assert session.selected[0].edge == MARRIED
+    assert session.selected[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
     document = trace(demo_store, "explainability", DOC + "marie-curie")
     assert isinstance(document, DocumentTrace)
-    used = [edge for use in document.sessions for edge in use.edges if edge.edge == MARRIED]
-    assert used and all(edge.labels == session.edges[0].labels for edge in used)
+    used = [edge for use in document.sessions for edge in use.session.selected
+            if edge.edge == MARRIED]
+    assert used and all(edge.labels == session.selected[0].labels for edge in used)
 
 
 def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
@@ -657,7 +659,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
     found = session_trace(demo_store, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
-    [edge] = [e for e in found.edges if e.edge == LOCATED]
+    [edge] = [e for e in found.selected if e.edge == LOCATED]
     [source] = edge.sources
     assert (source.evidence, source.evidence_offset, source.evidence_length) == (
         "The Radium Institute was founded in Paris in 1909 by the University of Paris "
@@ -670,7 +672,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
     found = session_trace(demo_store, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
-    [source] = [e for e in found.edges if e.edge == LOCATED][0].sources
+    [source] = [e for e in found.selected if e.edge == LOCATED][0].sources
     assert (source.evidence, source.evidence_offset, source.evidence_length) == (
         "founded in Paris", 28, 16)  # the subgraph's span wins
 
@@ -682,16 +684,16 @@ def test_trace_detects_the_kind_of_iri(
     ids = SessionIds.from_session_iri(session)
     by_iri = trace(demo_store, "explainability", session)
     by_uuid = trace(demo_store, "explainability", ids.uuid)
-    assert isinstance(by_iri, SessionTrace) and by_iri == by_uuid
-    assert by_iri.edges[0].labels == ("Marie Curie", "married", "Pierre Curie")
+    assert isinstance(by_iri, Explanation) and by_iri == by_uuid
+    assert by_iri.selected[0].labels == ("Marie Curie", "married", "Pierre Curie")
     edge = trace(demo_store, "explainability", ids.edge_selection(0).value)
     assert isinstance(edge, EdgeTrace) and edge.session == session
-    assert edge.edge == by_iri.edges[0]
+    assert edge.edge == by_iri.selected[0]
     document = trace(demo_store, "explainability", DOC + "pierre-curie")
     assert isinstance(document, DocumentTrace)
     users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
     assert session in users
-    assert [u.session for u in document.sessions] == [s for s in sessions if s in users]
+    assert [u.session.session for u in document.sessions] == [s for s in sessions if s in users]
 
 
 @pytest.mark.parametrize("iri, message", [
@@ -780,7 +782,7 @@ def test_cli_trace_text_and_json_match_the_api(
     code, out, err = cli("trace", iri, "--store", path, "--format", "json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert data == json.loads(json.dumps(expected.to_json()))
+    assert data == json.loads(json.dumps(trace_json(expected)))
     assert data["kind"] == {"uuid": "session"}.get(kind, kind)
 
 

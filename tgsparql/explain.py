@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -15,12 +15,11 @@ from tgsparql import vocab
 from tgsparql.iris import SessionIds, trailing_index
 from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
 from tgsparql.librarian import StoreLibrarian
-from tgsparql.messages import Source, rdf_text
+from tgsparql.readback import AnswerCitation, Explanation, RecordedEdge, UnselectedEdge
 from tgsparql.store import Solution, Store
-from tgsparql.terms import Term
 from tgsparql.terminal import one_line, visible
-from tgsparql.terms import term_integer, term_text
-from tgsparql.trace import ChunkSource, RecordedEdge, session_chunk_sources
+from tgsparql.terms import Term, edge_of, term_integer, term_text
+from tgsparql.trace import session_chunk_sources
 
 
 class SessionNotFound(LookupError):
@@ -48,128 +47,13 @@ class SessionSummary:
             error=term_text(row.get("error")),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class ExplainedEdge(RecordedEdge):
-    """A selected edge as `explain` reads it: the recorded edge with every chunk that states
-    it, whether its reason was cut, and the answer's sentences that cite it."""
-
-    chunk_sources: list[ChunkSource] = field(default_factory=list)
-    """Every chunk that states the edge, by document, then chunk."""
-    reasoning_truncated: bool = False
-    """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
-    citations: list[str] = field(default_factory=list)
-    """The sentences of the answer that cite this edge, in answer order."""
-
     @property
-    def iri(self) -> str:
-        """The edge selection's IRI, as `explain --format json` names it."""
-        return self.edge_selection
-
-    @property
-    def cited(self) -> bool:
-        return bool(self.citations)
-
-    @property
-    def sources(self) -> list[Source]:
-        """The answer's view of the chunk sources, as the final message carried them."""
-        return [source.as_source(self.iri, self.edge, tuple(self.citations))
-                for source in self.chunk_sources]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "iri": self.iri,
-            "index": self.index,
-            "edge": rdf_text(self.edge),
-            "labels": list(self.labels),
-            "reasoning": self.reasoning,
-            "reasoning_truncated": self.reasoning_truncated,
-            "citations": list(self.citations),
-            "sources": [source.to_json() for source in self.sources],
-        }
-
-
-@dataclass(frozen=True)
-class AnswerCitation:
-    """One tg:Citation: the answer's sentence that cites a selected edge, where it stands."""
-
-    iri: str
-    edge_index: int
-    sentence: str
-    offset: int | None
-    length: int | None
-
-    @property
-    def index(self) -> int:
-        """Its number among the answer's citations (the IRI's last part)."""
-        return trailing_index(self.iri)
+    def uuid(self) -> str:
+        """The session's UUID, which names its page."""
+        return SessionIds.from_session_iri(self.session).uuid
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class UnselectedEdge:
-    """An edge the retrieval offered the selector and the selector did not choose."""
-
-    edge: ox.Triple
-    labels: LabelTriple
-
-    def to_json(self) -> dict[str, Any]:
-        return {"edge": rdf_text(self.edge), "labels": list(self.labels)}
-
-
-@dataclass
-class Explanation:
-    session: str
-    collection: str
-    question: str | None = None
-    status: str | None = None
-    error: str | None = None
-    started: str | None = None
-    ended: str | None = None
-    edge_count: int | None = None
-    retrieved_edges_recorded: int = 0
-    concepts: list[str] = field(default_factory=list)
-    entities: list[tuple[str, str]] = field(default_factory=list)
-    """Seed entities as (IRI, label)."""
-    selected: list[ExplainedEdge] = field(default_factory=list)
-    invalid_ids: int | None = None
-    selection_usage: dict[str, Any] = field(default_factory=dict)
-    answer: str | None = None
-    answer_intact: bool | None = None
-    """Whether the answer's SHA-256 in the librarian matches its text."""
-    answer_usage: dict[str, Any] = field(default_factory=dict)
-    answer_truncated: bool = False
-    """The LLM's answer was longer than the limit: `answer` is its beginning (tg:truncated)."""
-    invalid_citations: int | None = None
-    """Markers in the answer that named no selected edge; None for an answer recorded
-    before citations were."""
-    citations: list[AnswerCitation] = field(default_factory=list)
-    """Every citation of the answer, in answer order."""
-    unselected_count: int = 0
-    """Retrieved edges that were not selected."""
-    unselected: list[UnselectedEdge] = field(default_factory=list)
-    """The first of them (as many as asked for), in the order of their terms."""
-    triples: list[ox.Triple] = field(default_factory=list)
-    """Every triple recorded for the session, as stored."""
-
-    def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items()
-                if k not in ("selected", "triples", "citations", "unselected")}
-        data["entities"] = [{"iri": iri, "label": label} for iri, label in self.entities]
-        data["selected"] = [edge.to_json() for edge in self.selected]
-        data["citations"] = [citation.to_json() for citation in self.citations]
-        data["unselected"] = [edge.to_json() for edge in self.unselected]
-        return data
-
-    def turtle(self) -> str:
-        prefixes = {"tg": vocab.TG, "prov": vocab.PROV, "rdfs": vocab.RDFS, "xsd": vocab.XSD}
-        data = ox.serialize(self.triples, format=ox.RdfFormat.TURTLE, prefixes=prefixes)
-        return data.decode("utf-8") if data else ""
 
 
 def list_sessions(
@@ -206,7 +90,7 @@ def explain_session(
     facts = _Facts(triples)
     out = _stages(Explanation(session=ids.session.value, collection=collection,
                               triples=triples), facts, ids)
-    out.citations, cited_in = _citations(facts, ids.answer)
+    out.citations = _citations(facts, ids.answer)
     selected = _selected(facts, ids.selection)
     seeds = [e for e in facts.all(ids.retrieval, vocab.TG_ENTITY)
              if isinstance(e, ox.NamedNode)]
@@ -220,16 +104,16 @@ def explain_session(
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
     sources = session_chunk_sources(store, collection, ids)
-    for _, iri, edge, reasoning in selected:
+    for index, iri, edge, reasoning in selected:
         out.selected.append(
-            ExplainedEdge(
+            RecordedEdge(
                 edge_selection=iri.value,
                 edge=edge,
                 labels=_names(edge, labels),
                 reasoning=reasoning,
-                chunk_sources=sources.get(iri.value, []),
+                sources=sources.get(iri.value, []),
                 reasoning_truncated=facts.flag(iri, vocab.TG_TRUNCATED),
-                citations=[sentence for _, sentence in sorted(cited_in.get(iri, []))],
+                citations=[c for c in out.citations if c.edge_index == index],
             )
         )
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
@@ -259,25 +143,20 @@ def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:
     return out
 
 
-def _citations(
-    facts: _Facts, answer: ox.NamedNode
-) -> tuple[list[AnswerCitation], dict[Term, list[tuple[int, str]]]]:
-    """The answer's citations in answer order, and each cited edge selection's (offset,
-    sentence) pairs."""
+def _citations(facts: _Facts, answer: ox.NamedNode) -> list[AnswerCitation]:
+    """The answer's citations in answer order."""
     citations: list[AnswerCitation] = []
-    cited_in: dict[Term, list[tuple[int, str]]] = {}
     for citation in facts.all(answer, vocab.TG_CITATION):
         edge_selection = facts.one(citation, vocab.TG_CITED_EDGE)
         sentence = facts.text(citation, vocab.TG_SENTENCE)
         if isinstance(edge_selection, ox.NamedNode) and isinstance(citation, ox.NamedNode) \
                 and sentence is not None:
-            offset = facts.integer(citation, vocab.TG_CHAR_OFFSET)
-            cited_in.setdefault(edge_selection, []).append((offset or 0, sentence))
             citations.append(AnswerCitation(
-                citation.value, trailing_index(edge_selection.value), sentence, offset,
+                citation.value, trailing_index(edge_selection.value), sentence,
+                facts.integer(citation, vocab.TG_CHAR_OFFSET),
                 facts.integer(citation, vocab.TG_CHAR_LENGTH)))
     citations.sort(key=lambda c: (c.offset if c.offset is not None else -1, c.edge_index, c.iri))
-    return citations, cited_in
+    return citations
 
 
 def _selected(
@@ -310,14 +189,14 @@ def render_text(e: Explanation) -> str:
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + visible(" — ".join(edge.labels)))
+            + visible(" — ".join(edge.labels or ())))
         cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
-        add(_wrap("why: " + edge.reasoning + cut, 8))
-        for sentence in edge.citations:
+        add(_wrap("why: " + (edge.reasoning or "") + cut, 8))
+        for sentence in edge.cited_sentences:
             add(_wrap(f"cited: “{one_line(sentence)}”", 8))
         if not edge.sources:
             add("        from: no recorded source")
-        for source in edge.sources:
+        for source in edge.answer_sources():
             where = f'"{visible(source.title)}"' if source.title else source.document
             if source.page_number is not None:
                 where += f", page {source.page_number}"
@@ -393,17 +272,9 @@ class _Facts:
         return {k: v for k, v in usage.items() if v is not None}
 
     def edge(self, reference: Term | None) -> ox.Triple | None:
-        """A triple term as is; a reified statement through its rdf:subject/predicate/object."""
-        if isinstance(reference, ox.Triple) or reference is None:
-            return reference
-        s = self.one(reference, vocab.RDF_SUBJECT)
-        p = self.one(reference, vocab.RDF_PREDICATE)
-        o = self.one(reference, vocab.RDF_OBJECT)
-        if not isinstance(p, ox.NamedNode) or s is None or o is None:
-            return None
-        if self.one(o, vocab.RDF_SUBJECT) is not None:
-            o = self.edge(o)  # a statement nested in the object
-        return ox.Triple(s, p, o) if o is not None else None  # type: ignore[arg-type]
+        return edge_of(reference, lambda statement: (
+            self.one(statement, vocab.RDF_SUBJECT), self.one(statement, vocab.RDF_PREDICATE),
+            self.one(statement, vocab.RDF_OBJECT)))
 
 
 def _names(edge: ox.Triple, labels: Mapping[ox.NamedNode, str]) -> LabelTriple:

@@ -10,6 +10,7 @@ import pyoxigraph as ox
 
 from tgsparql.store import Store
 from tgsparql.templates import InsertData
+from tgsparql.terms import term_text
 
 
 @dataclass(frozen=True)
@@ -67,15 +68,10 @@ class StoreLibrarian:
         if not rows:
             return None
         row = rows[0]
-
-        def text(name: str) -> str | None:
-            value = row.get(name)
-            return value.value if isinstance(value, ox.Literal) else None
-
         return Document(
             iri=iri,
-            content=text("content") or "",
-            mime_type=text("mimeType"),
-            sha256=text("sha256"),
-            title=text("title"),
+            content=term_text(row.get("content")) or "",
+            mime_type=term_text(row.get("mimeType")),
+            sha256=term_text(row.get("sha256")),
+            title=term_text(row.get("title")),
         )

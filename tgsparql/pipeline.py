@@ -26,12 +26,13 @@ from tgsparql.llm.usage import Usage
 from tgsparql.locking import stepping_aside
 from tgsparql.messages import Error, GraphRagResponse, Source
 from tgsparql.provenance import Record, Recorder, now
+from tgsparql.readback import ChunkSource
 from tgsparql.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.selection import ParsedSelection, SelectedEdge, parse_selection
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, TemplateError
 from tgsparql.terms import check_text
-from tgsparql.trace import ChunkSource, facts_sources
+from tgsparql.trace import facts_sources
 
 MAX_QUESTION_CHARS = 10_000
 T = TypeVar("T")

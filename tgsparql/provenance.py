@@ -20,11 +20,12 @@ from tgsparql.citations import Citations
 from tgsparql.grounding import Grounding
 from tgsparql.iris import SessionIds, llm_iri
 from tgsparql.llm.usage import Usage
+from tgsparql.readback import ChunkSource
 from tgsparql.retrieval import COUNT_UP_TO, Retrieved
 from tgsparql.selection import SelectedEdge
 from tgsparql.store import Store
 from tgsparql.templates import InsertData, to_literal
-from tgsparql.trace import ChunkSource
+
 
 @dataclass(frozen=True)
 class SeedCut:

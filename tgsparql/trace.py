@@ -21,14 +21,14 @@ from tgsparql.iris import (
     UUID,
     ExtractionIds,
     SessionIds,
-    trailing_index,
 )
-from tgsparql.labels import LabelTriple, best_labels, label_of
+from tgsparql.labels import best_labels, label_of
 from tgsparql.messages import Source, rdf_text
+from tgsparql.readback import ChunkSource, Explanation, RecordedEdge
 from tgsparql.store import Solution, Store
 from tgsparql.templates import Templates
 from tgsparql.terminal import one_line, visible
-from tgsparql.terms import term_integer, term_text
+from tgsparql.terms import edge_of, term_integer, term_text
 
 SAVED_QUERIES = ("document_sessions", "edge_sources", "fact_sources", "session_sources",
                  "session_trace", "session_unselected")
@@ -48,118 +48,11 @@ class TraceError(LookupError):
     """An IRI that names nothing traceable: malformed, or not in the store."""
 
 
-@dataclass(frozen=True)
-class ChunkSource:
-    """One chunk that states a fact: where it sits, and the words that state it."""
-
-    subgraph: str
-    chunk: str
-    document: str
-    title: str | None = None
-    page: str | None = None
-    page_number: int | None = None
-    chunk_index: int | None = None
-    char_offset: int | None = None
-    char_length: int | None = None
-    chunk_text: str | None = None
-    evidence: str | None = None
-    evidence_offset: int | None = None
-    evidence_length: int | None = None
-
-    def as_source(self, edge_selection: str | None, edge: ox.Triple,
-                  citations: tuple[str, ...] = ()) -> Source:
-        """The answer-side view (docs/spec.md §6 sources): the evidence span, else the chunk
-        text, with the answer's sentences that cite the edge."""
-        return Source(
-            edge_selection=edge_selection,
-            edge=edge,
-            document=self.document,
-            title=self.title,
-            page=self.page,
-            page_number=self.page_number,
-            chunk=self.chunk,
-            chunk_index=self.chunk_index,
-            char_offset=self.char_offset,
-            char_length=self.char_length,
-            text=self.evidence if self.evidence is not None else self.chunk_text,
-            citations=citations,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class RecordedEdge:
-    """An edge selection as the record holds it: its edge, the selector's reason and the
-    labels its terms are named by."""
-
-    edge_selection: str
-    edge: ox.Triple
-    reasoning: str | None = None
-    labels: LabelTriple | None = None
-
-    @property
-    def index(self) -> int:
-        return trailing_index(self.edge_selection)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "edge_selection": self.edge_selection,
-            "edge": rdf_text(self.edge),
-            "labels": list(self.labels) if self.labels else None,
-            "reasoning": self.reasoning,
-        }
-
-
-@dataclass
-class TracedEdge(RecordedEdge):
-    """A selected edge with its reason and every chunk that states it."""
-
-    sources: list[ChunkSource] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "sources": [source.to_json() for source in self.sources]}
-
-
-@dataclass
-class RecordedSession:
-    """A session as a trace names it: its IRI, question, start and status."""
-
-    session: str
-    question: str | None = None
-    started: str | None = None
-    status: str | None = None
-
-    @staticmethod
-    def columns(row: Solution) -> dict[str, str | None]:
-        """The question, start and status of a trace query's row."""
-        return {name: term_text(row.get(name)) for name in ("question", "started", "status")}
-
-
-@dataclass
-class SessionTrace(RecordedSession):
-    """session → selected edges → sources."""
-
-    edges: list[TracedEdge] = field(default_factory=list)
-    kind: Literal["session"] = "session"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "session": self.session,
-            "question": self.question,
-            "started": self.started,
-            "status": self.status,
-            "edges": [edge.to_json() for edge in self.edges],
-        }
-
-
 @dataclass
 class EdgeTrace:
     """edge selection → sources."""
 
-    edge: TracedEdge
+    edge: RecordedEdge
     session: str
     kind: Literal["edge"] = "edge"
 
@@ -167,44 +60,35 @@ class EdgeTrace:
         return {"kind": self.kind, "session": self.session, **self.edge.to_json()}
 
 
-@dataclass(frozen=True)
-class UsedChunk:
-    """A chunk of the traced document whose fact a session selected."""
-
-    chunk: str
-    subgraph: str
-    chunk_index: int | None = None
-    page: str | None = None
-    page_number: int | None = None
-    evidence: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 @dataclass
-class UsedEdge(RecordedEdge):
-    """A selected edge of a session, with the chunks of the traced document that state it."""
+class DocumentUse:
+    """One session that selected facts of the document: the session read back as far as
+    `document_sessions.rq` reads it (its question, start, status, answer text, and the edges
+    it selected with the document's chunks that state them), and its answer's IRIs."""
 
-    chunks: list[UsedChunk] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "chunks": [chunk.to_json() for chunk in self.chunks]}
-
-
-@dataclass
-class DocumentUse(RecordedSession):
-    """One session that selected facts of the document, with its answer."""
-
+    session: Explanation
     answer: str | None = None
     answer_document: str | None = None
-    answer_text: str | None = None
-    edges: list[UsedEdge] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "edges"}
-        data["edges"] = [edge.to_json() for edge in self.edges]
-        return data
+        read = self.session
+        return {
+            "session": read.session,
+            "question": read.question,
+            "started": read.started,
+            "status": read.status,
+            "answer": self.answer,
+            "answer_document": self.answer_document,
+            "answer_text": read.answer,
+            "edges": [{**edge.recorded_json(), "chunks": [_chunk_json(s) for s in edge.sources]}
+                      for edge in read.selected],
+        }
+
+
+def _chunk_json(source: ChunkSource) -> dict[str, Any]:
+    """A chunk of a traced document as `trace --format json` lists it under a session's edge."""
+    return {name: getattr(source, name)
+            for name in ("chunk", "subgraph", "chunk_index", "page", "page_number", "evidence")}
 
 
 @dataclass
@@ -225,7 +109,22 @@ class DocumentTrace:
         }
 
 
-Trace = SessionTrace | EdgeTrace | DocumentTrace
+Trace = Explanation | EdgeTrace | DocumentTrace
+"""A session's trace is the session read back as far as `session_trace.rq` reads it."""
+
+
+def trace_json(found: Trace) -> dict[str, Any]:
+    """The trace as `trace --format json` gives it."""
+    if not isinstance(found, Explanation):
+        return found.to_json()
+    return {
+        "kind": "session",
+        "session": found.session,
+        "question": found.question,
+        "started": found.started,
+        "status": found.status,
+        "edges": [edge.to_json() for edge in found.selected],
+    }
 
 
 def session_chunk_sources(
@@ -258,7 +157,7 @@ def session_sources(
     ]
 
 
-def session_trace(store: Store, collection: str, ids: SessionIds) -> SessionTrace | None:
+def session_trace(store: Store, collection: str, ids: SessionIds) -> Explanation | None:
     """session → its selected edges → their sources, from one query (`session_trace.rq`).
 
     None if the session is not recorded; edges without a source are kept, in index order.
@@ -268,8 +167,8 @@ def session_trace(store: Store, collection: str, ids: SessionIds) -> SessionTrac
         return None
     edges = _session_edges(rows)
     _label_edges(rows, edges)
-    return SessionTrace(session=ids.session.value, **RecordedSession.columns(rows[0]),
-                        edges=edges)
+    return Explanation(session=ids.session.value, collection=collection,
+                       **_session_columns(rows[0]), selected=edges)
 
 
 def edge_sources(
@@ -324,42 +223,31 @@ def document_sessions(
         return None
     out = DocumentTrace(document=document.value, title=term_text(rows[0].get("title")))
     uses: dict[str, DocumentUse] = {}
-    used: dict[tuple[str, str], UsedEdge] = {}
+    used: dict[tuple[str, str], RecordedEdge] = {}
     for row in rows:
         session, selection, edge = row.get("session"), row.get("edgeSelection"), _edge(row)
         if session is None or selection is None or edge is None:
             continue
-        use = uses.setdefault(
-            session.value,
-            DocumentUse(
-                session=session.value,
-                **RecordedSession.columns(row),
-                answer=term_text(row.get("answer")),
-                answer_document=term_text(row.get("answerDocument")),
-                answer_text=term_text(row.get("answerText")),
-            ),
-        )
+        use = uses.setdefault(session.value, DocumentUse(
+            Explanation(session.value, collection, **_session_columns(row),
+                        answer=term_text(row.get("answerText"))),
+            answer=term_text(row.get("answer")),
+            answer_document=term_text(row.get("answerDocument")),
+        ))
         key = (session.value, selection.value)
         if key not in used:
-            used[key] = UsedEdge(selection.value, edge, term_text(row.get("reasoning")))
-            use.edges.append(used[key])
-        chunk = UsedChunk(
-            chunk=row["chunk"].value,
-            subgraph=row["subgraph"].value,
-            chunk_index=term_integer(row.get("chunkIndex")),
-            page=term_text(row.get("page")),
-            page_number=term_integer(row.get("pageNumber")),
-            evidence=term_text(row.get("evidence")),
-        )
-        if chunk not in used[key].chunks:
-            used[key].chunks.append(chunk)
+            used[key] = RecordedEdge(selection.value, edge, term_text(row.get("reasoning")))
+            use.session.selected.append(used[key])
+        chunk = _chunk_source(row)
+        if chunk is not None and chunk not in used[key].sources:
+            used[key].sources.append(chunk)
     for use in uses.values():
-        use.edges.sort(key=lambda e: e.index)
-        for edge in use.edges:
-            edge.chunks.sort(key=lambda c: (_page_key(c.page_number), _index_key(c.chunk_index),
-                                            c.chunk, c.subgraph))
+        use.session.selected.sort(key=lambda e: e.index)
+        for edge in use.session.selected:
+            edge.sources = _sorted_sources(edge.sources)
     _label_edges(rows, used.values())
-    out.sessions = sorted(uses.values(), key=lambda u: (u.started or "", u.session))
+    out.sessions = sorted(uses.values(),
+                          key=lambda u: (u.session.started or "", u.session.session))
     return out
 
 
@@ -379,7 +267,7 @@ def trace(store: Store, collection: str, iri: str) -> Trace:
             )
         ids, _ = named
         session = session_trace(store, collection, ids)
-        edge = next((e for e in session.edges if e.edge_selection == text), None) \
+        edge = next((e for e in session.selected if e.edge_selection == text), None) \
             if session is not None else None
         if edge is None:
             raise TraceError(f"no edge selection {text} in collection {collection!r}")
@@ -413,12 +301,12 @@ def trace(store: Store, collection: str, iri: str) -> Trace:
 def render_text(found: Trace) -> str:
     """The trace as an indented tree for a person, down to the evidence sentence."""
     out: list[str] = []
-    if isinstance(found, SessionTrace):
+    if isinstance(found, Explanation):
         out.append(f"session {found.session}  [{found.status or 'open'}, started {found.started}]")
         out.append(f"  asked: {visible(found.question)}")
-        if not found.edges:
+        if not found.selected:
             out.append("  no selected edges")
-        for edge in found.edges:
+        for edge in found.selected:
             _edge_lines(out, edge, 2)
     elif isinstance(found, EdgeTrace):
         out.append(f"edge selection {found.edge.edge_selection}  (session {found.session})")
@@ -428,14 +316,15 @@ def render_text(found: Trace) -> str:
         out.append(f"document {found.document}{title}")
         if not found.sessions:
             out.append("  used by no session")
-        for use in found.sessions:
-            out.append(f"  session {use.session}  [{use.status or 'open'}, started {use.started}]")
-            out.append(f"    asked: {visible(use.question)}")
-            if use.answer_text is not None:
-                out.append(f"    answer: {one_line(use.answer_text)}")
-            for edge in use.edges:
+        for read in (use.session for use in found.sessions):
+            out.append(f"  session {read.session}  [{read.status or 'open'}, started "
+                       f"{read.started}]")
+            out.append(f"    asked: {visible(read.question)}")
+            if read.answer is not None:
+                out.append(f"    answer: {one_line(read.answer)}")
+            for edge in read.selected:
                 out.append(f"    [{edge.index}] {_edge_text(edge)}")
-                for chunk in edge.chunks:
+                for chunk in edge.sources:
                     out.append(f"        from {_where(chunk.page_number, chunk.chunk_index)}"
                                f"  {chunk.chunk}")
                     if chunk.evidence is not None:
@@ -443,7 +332,7 @@ def render_text(found: Trace) -> str:
     return "\n".join(out)
 
 
-def _edge_lines(out: list[str], edge: TracedEdge, indent: int) -> None:
+def _edge_lines(out: list[str], edge: RecordedEdge, indent: int) -> None:
     pad = " " * indent
     out.append(f"{pad}[{edge.index}] {_edge_text(edge)}")
     if edge.reasoning:
@@ -480,6 +369,11 @@ def _span(prefix: str, offset: int | None, length: int | None) -> str:
     return f"{prefix} {offset}–{offset + length}"
 
 
+def _session_columns(row: Solution) -> dict[str, str | None]:
+    """The question, start and status of a trace query's row."""
+    return {name: term_text(row.get(name)) for name in ("question", "started", "status")}
+
+
 def _session_rows(store: Store, collection: str, ids: SessionIds, query: str) -> list[Solution]:
     return store.select(
         store.templates.render(
@@ -496,16 +390,16 @@ _SPANS = (("evidence", "evidenceOffset", "evidenceLength"),
 """The evidence span's columns: the subgraph's, then the chunk's."""
 
 
-def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
+def _session_edges(rows: Iterable[Solution]) -> list[RecordedEdge]:
     """The edge selections of `session_trace.rq` rows with their reasons and sources."""
-    edges: dict[str, TracedEdge] = {}
+    edges: dict[str, RecordedEdge] = {}
     sources: dict[str, set[ChunkSource]] = {}
     for row in rows:
         selection, edge = row.get("edgeSelection"), _edge(row)
         if selection is None or edge is None:
             continue
         edges.setdefault(selection.value,
-                         TracedEdge(selection.value, edge, term_text(row.get("reasoning"))))
+                         RecordedEdge(selection.value, edge, term_text(row.get("reasoning"))))
         found = sources.setdefault(selection.value, set())
         source = _chunk_source(row)
         if source is not None:
@@ -518,13 +412,9 @@ def _session_edges(rows: Iterable[Solution]) -> list[TracedEdge]:
 def _edge(row: Solution) -> ox.Triple | None:
     """The edge of a row: its triple term, or the triple of its rdf:Statement's parts."""
     edge = row.get("edge")
-    if isinstance(edge, ox.Triple):
-        return edge
-    s, p, o = row.get("subject"), row.get("predicate"), row.get("object")
-    if isinstance(p, ox.NamedNode) and isinstance(s, (ox.NamedNode, ox.BlankNode)) \
-            and o is not None:
-        return ox.Triple(s, p, o)
-    return None
+    return edge_of(edge, lambda statement: (
+        (row.get("subject"), row.get("predicate"), row.get("object")) if statement == edge
+        else (None, None, None)))
 
 
 def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> None:
@@ -567,17 +457,13 @@ def _chunk_source(row: Solution) -> ChunkSource | None:
 def _sorted_sources(sources: Iterable[ChunkSource]) -> list[ChunkSource]:
     return sorted(
         sources,
-        key=lambda s: (s.document, _page_key(s.page_number), _index_key(s.chunk_index), s.chunk,
-                       s.subgraph),
+        key=lambda s: (s.document, _number_key(s.page_number), _number_key(s.chunk_index),
+                       s.chunk, s.subgraph),
     )
 
 
-def _page_key(number: int | None) -> int:
+def _number_key(number: int | None) -> int:
     return number if number is not None else -1
-
-
-def _index_key(index: int | None) -> int:
-    return index if index is not None else -1
 
 
 def saved_form(name: str) -> str:

@@ -500,7 +500,7 @@ def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
     assert_conforms(demo_store, session=ids.session.value)
     explained = explain_session(demo_store, "explainability", ids.uuid)
     assert explained.invalid_citations == 2
-    assert {edge.iri: edge.citations for edge in explained.selected} == {
+    assert {edge.iri: edge.cited_sentences for edge in explained.selected} == {
         born.value: [cited[born]], found.value: [cited[found]]}
 
 

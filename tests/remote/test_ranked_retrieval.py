@@ -55,7 +55,6 @@ def hub_kg(path: Path) -> Path:
 
 
 def retrieved(store: Store, question: str) -> list[ox.Triple]:
-    templates = store.templates
     grounding = ground(store, question, 50)
     limits = RetrievalLimits(max_path_length=2, triple_limit=10, max_subgraph_size=40)
     return retrieve(store, grounding.seeds, limits, grounding.schema_predicates,

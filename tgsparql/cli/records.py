@@ -15,13 +15,8 @@ from tgsparql.cli.options import (
     opened,
     store_option,
 )
-from tgsparql.explain import (
-    Explanation,
-    SessionNotFound,
-    explain_session,
-    list_sessions,
-    render_text,
-)
+from tgsparql.explain import SessionNotFound, explain_session, list_sessions, render_text
+from tgsparql.readback import Explanation
 from tgsparql.store import Store, StoreError
 from tgsparql.terminal import one_line
 
@@ -148,7 +143,8 @@ def explain(target: StoreTarget, session: str, collection: str, format_: str,
 def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
     """Trace IRI — an edge selection, a session (IRI or UUID) or a document — to its sources,
     or a document to the sessions and answers that used its facts."""
-    from tgsparql.trace import TraceError, render_text as trace_text, trace as trace_iri
+    from tgsparql.trace import TraceError, trace_json
+    from tgsparql.trace import render_text as trace_text, trace as trace_iri
 
     with opened(target) as store:
         try:
@@ -156,7 +152,7 @@ def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
         except (TraceError, StoreError, vocab.CollectionError) as error:
             raise Failure(str(error)) from None
     if format_ == "json":
-        click.echo(json.dumps(found.to_json(), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(trace_json(found), ensure_ascii=False, indent=2))
     else:
         click.echo(trace_text(found))
 

@@ -20,7 +20,7 @@ import hashlib
 import json
 import re
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 from urllib.parse import urlencode
@@ -29,11 +29,11 @@ import jinja2
 import pyoxigraph as ox
 
 from tgsparql import vocab
-from tgsparql.explain import AnswerCitation, Explanation, SessionSummary, explain_session
+from tgsparql.explain import SessionSummary, explain_session
 from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels, label_of, label_terms
+from tgsparql.readback import AnswerCitation, ChunkSource, Explanation, RecordedEdge
 from tgsparql.store import Store
-from tgsparql.trace import ChunkSource
 from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
 COLUMNS = ("question", "edge", "chunk", "document")
@@ -55,23 +55,6 @@ class Highlighted:
     before: str
     evidence: str
     after: str
-
-
-@dataclass
-class SourceView:
-    source: ChunkSource
-    text: Highlighted | None
-
-
-@dataclass
-class EdgeView:
-    index: int
-    iri: str
-    labels: tuple[str, str, str]
-    reasoning: str
-    sources: list[SourceView] = field(default_factory=list)
-    citations: list[AnswerCitation] = field(default_factory=list)
-    """The answer's citations of the edge, in answer order."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +157,6 @@ class Picture:
 @dataclass
 class SessionView:
     explanation: Explanation
-    edges: list[EdgeView]
     picture: Picture
     conformance: Conformance | None = None
     """None where the page does not validate (`explain --format html`)."""
@@ -184,6 +166,10 @@ class SessionView:
     @property
     def uuid(self) -> str:
         return SessionIds.from_session_iri(self.explanation.session).uuid
+
+    @property
+    def edges(self) -> list[RecordedEdge]:
+        return self.explanation.selected
 
     @property
     def answer(self) -> list[Passage]:
@@ -206,24 +192,10 @@ def session_view(store: Store, collection: str, session: str,
     """Everything the session page shows, read as `explain_session` reads it; raises
     SessionNotFound for an unknown session."""
     explanation = explain_session(store, collection, session, UNSELECTED_SHOWN)
-    cited: dict[int, list[AnswerCitation]] = {}
-    for citation in explanation.citations:
-        cited.setdefault(citation.edge_index, []).append(citation)
-    edges = [
-        EdgeView(
-            index=edge.index,
-            iri=edge.iri,
-            labels=edge.labels,
-            reasoning=edge.reasoning,
-            sources=[SourceView(s, highlight(s)) for s in edge.chunk_sources],
-            citations=cited.get(edge.index, []),
-        )
-        for edge in explanation.selected
-    ]
     unselected_query = store.templates.render(
         "_trace/session_unselected", graph=vocab.explainability_graph(collection),
         session=SessionIds.from_session_iri(session).session)
-    return SessionView(explanation, edges, picture(explanation.question or "", edges),
+    return SessionView(explanation, picture(explanation.question or "", explanation.selected),
                        conformance, unselected_query)
 
 
@@ -322,19 +294,18 @@ def highlight(source: ChunkSource) -> Highlighted | None:
     return Highlighted(text[:start], text[start:end], text[end:])
 
 
-def picture(question: str, edges: list[EdgeView]) -> Picture:
+def picture(question: str, edges: list[RecordedEdge]) -> Picture:
     columns: dict[str, list[tuple[str, str, str, str | None]]] = {kind: [] for kind in COLUMNS}
     links: list[tuple[str, str]] = []
     columns["question"].append(("q", question, question, "#question"))
     seen: set[str] = set()
     for edge in edges:
         edge_id = f"e{edge.index}"
-        label = f"[{edge.index}] " + " — ".join(edge.labels)
+        label = f"[{edge.index}] " + " — ".join(edge.labels or ())
         columns["edge"].append((edge_id, label, f"{label}\nwhy: {edge.reasoning}",
                                 f"#edge-{edge.index}"))
         links.append(("q", edge_id))
-        for view in edge.sources:
-            s = view.source
+        for s in edge.sources:
             chunk_id, doc_id = _node_id("c", s.chunk), _node_id("d", s.document)
             if chunk_id not in seen:
                 seen.add(chunk_id)
@@ -422,6 +393,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     environment.tests["web_link"] = lambda iri: bool(_WEB_LINK.match(iri))
+    environment.filters["highlight"] = highlight
     return environment
 
 
