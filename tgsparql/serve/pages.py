@@ -423,6 +423,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     environment.tests["web_link"] = lambda iri: bool(_WEB_LINK.match(iri))
+    environment.filters["session_uuid"] = lambda iri: SessionIds.from_session_iri(iri).uuid
     return environment
 
 
