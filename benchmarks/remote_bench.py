@@ -164,7 +164,7 @@ def ask(side: Side, rag: GraphRag, question: str, kg: set[ox.Triple], record: bo
         return
     explains = [m for m in messages if m.message_type == "explain"]
     selected = sorted(str(t.object) for t in explains[2].explain_triples
-                      if t.predicate.value == vocab.TG + "edge")
+                      if t.predicate == vocab.TG_EDGE)
     side.wall_ns.append(wall)
     side.calls.append(calls)
     side.http.append(sent)

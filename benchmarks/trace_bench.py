@@ -144,11 +144,10 @@ def _library_quads(iri: ox.NamedNode, text: str, title: str) -> list[ox.Quad]:
     """What `library_put.rq` writes for one text."""
     graph = vocab.GRAPH_LIBRARY
     return [
-        ox.Quad(iri, ox.NamedNode(vocab.TG + "content"), ox.Literal(text), graph),
-        ox.Quad(iri, ox.NamedNode(vocab.TG + "mimeType"), ox.Literal("text/plain"), graph),
-        ox.Quad(iri, ox.NamedNode(vocab.TG + "contentSha256"), ox.Literal(sha256_hex(text)),
-                graph),
-        ox.Quad(iri, ox.NamedNode(vocab.DC + "title"), ox.Literal(title), graph),
+        ox.Quad(iri, vocab.TG_CONTENT, ox.Literal(text), graph),
+        ox.Quad(iri, vocab.TG_MIME_TYPE, ox.Literal("text/plain"), graph),
+        ox.Quad(iri, vocab.TG_CONTENT_SHA256, ox.Literal(sha256_hex(text)), graph),
+        ox.Quad(iri, vocab.DC_TITLE, ox.Literal(title), graph),
     ]
 
 

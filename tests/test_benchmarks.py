@@ -16,6 +16,7 @@ import pytest
 from benchmarks.harness import BenchParser, Size
 from conftest import REPO
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tgsparql import vocab
 
 # The tiny sizes (`--tiny`) of the pipeline and remote benchmarks, and of validate --session's
 # samples in the validation benchmark.
@@ -24,7 +25,6 @@ QUESTIONS = 5
 SAMPLES = 3
 ENTITIES = FACTS // 10
 LABELS = ENTITIES + 50 + 8  # entities, predicates, classes
-RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
 
 TIMING_ROWS = [
     "grounding",
@@ -171,7 +171,7 @@ def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: P
     store = ox.Store.read_only(str(store_dir))
     default = list(store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
     assert len(default) == FACTS + LABELS
-    assert sum(1 for quad in default if quad.predicate == RDFS_LABEL) == LABELS
+    assert sum(1 for quad in default if quad.predicate == vocab.RDFS_LABEL) == LABELS
     del store
 
     assert numbers(text, "ranked subgraphs") == []  # no reference recorded for this KG
@@ -274,32 +274,7 @@ def test_tiny_session_validation_benchmark_measures_a_baseline_beside_this_code(
     assert numbers(text, "stores") == [200]
 
 
-TRACE_TIMING_ROWS = [
-    "session → sources (session_sources)",
-    "session → sources, same session again",
-    "session → sources of an unrecorded session",
-    "trace of a session (trace), warm",
-    "trace of an edge selection (trace), warm",
-    "edge selection → sources (edge_sources)",
-    "fact → sources (fact_sources)",
-    "trace of a document (document_sessions)",
-]
-TRACE_REQUEST_ROWS = [
-    "store requests per trace of a session",
-    "store requests per trace of an edge selection",
-    "store requests per trace of a document",
-]
-TRACE_COUNT_ROWS = [
-    "sources per session",
-    "selected edges traced per session",
-    "sources per fact",
-    "sessions per document",
-    "edge selections per document",
-]
-TG = "https://trustgraph.ai/ns/"
-TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-SOURCE = ox.NamedNode("urn:graph:source")
-SPAN = {ox.NamedNode(TG + name) for name in ("sourceText", "sourceCharOffset", "sourceCharLength")}
+SPAN = {vocab.TG_SOURCE_TEXT, vocab.TG_SOURCE_CHAR_OFFSET, vocab.TG_SOURCE_CHAR_LENGTH}
 
 
 def run_table(tmp_path: Path, module: str, *args: object) -> tuple[str, dict[str, list[str]]]:
@@ -315,10 +290,12 @@ def shapes(store: ox.Store, kinds: list[ox.NamedNode]) -> dict[str, set[ox.Named
     """Per type of the source graph, the predicates its members carry."""
     found: dict[str, set[ox.NamedNode]] = {}
     for kind in kinds:
-        members = [q.subject for q in store.quads_for_pattern(None, TYPE, kind, SOURCE)]
+        members = [q.subject for q in store.quads_for_pattern(
+            None, vocab.RDF_TYPE, kind, vocab.GRAPH_SOURCE)]
         assert members, kind
         found[kind.value] = {q.predicate for member in members
-                             for q in store.quads_for_pattern(member, None, None, SOURCE)} - SPAN
+                             for q in store.quads_for_pattern(
+                                 member, None, None, vocab.GRAPH_SOURCE)} - SPAN
     return found
 
 
@@ -326,6 +303,7 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
     tmp_path: Path,
 ) -> None:
     from benchmarks.ingest_bench import ScriptedBackend, write_corpus
+    from benchmarks.trace_bench import ROW_NAMES, TIMING_ROWS
     from tgsparql.ingest import ingest_files
     from tgsparql.store import open_store
 
@@ -336,11 +314,13 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
     text = out.read_text(encoding="utf-8")
     assert first.stdout.strip() == text.strip()
     rows = table_rows(text)
-    assert list(rows) == TRACE_TIMING_ROWS + TRACE_REQUEST_ROWS + TRACE_COUNT_ROWS
-    for name in TRACE_TIMING_ROWS:
+    assert list(rows) == ROW_NAMES
+    # timings, then the store requests of a trace of a session, an edge selection, a document
+    timings, requests = ROW_NAMES[:TIMING_ROWS], ROW_NAMES[TIMING_ROWS:TIMING_ROWS + 3]
+    for name in timings:
         assert 0 < float(rows[name][0]) <= float(rows[name][1]), name
-    assert rows[TRACE_TIMING_ROWS[0]][2] == "≤ 5 ms p50"
-    for name in TRACE_REQUEST_ROWS:  # a trace is one request to the store (issue 5)
+    assert rows[timings[0]][2] == "≤ 5 ms p50"
+    for name in requests:  # a trace is one request to the store (issue 5)
         assert rows[name][:2] == ["1", "1"], name
     assert rows["selected edges traced per session"][:2] == ["10", "10"]
     assert float(rows["sources per session"][0]) >= 10
@@ -354,12 +334,12 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
     (store_dir,) = [path / "store" for path in work.iterdir()]
     store = ox.Store.read_only(str(store_dir))
     contained = {q.object for q in store.quads_for_pattern(
-        None, ox.NamedNode(TG + "contains"), None, SOURCE)}
+        None, vocab.TG_CONTAINS, None, vocab.GRAPH_SOURCE)}
     facts = [q.triple for q in store.quads_for_pattern(None, None, None, ox.DefaultGraph())
-             if q.predicate != RDFS_LABEL]
+             if q.predicate != vocab.RDFS_LABEL]
     assert len(facts) == FACTS and set(facts) <= contained
-    kinds = [ox.NamedNode(TG + k) for k in ("Document", "Page", "Chunk", "Subgraph")]
-    kinds.append(ox.NamedNode("http://www.w3.org/ns/prov#Activity"))
+    kinds = [ox.NamedNode(vocab.TG + k) for k in ("Document", "Page", "Chunk", "Subgraph")]
+    kinds.append(vocab.PROV_ACTIVITY)
     generated = shapes(store, kinds)
     del store
     corpus = write_corpus(tmp_path / "documents", 2, 7)
