@@ -83,7 +83,7 @@ def utc_now() -> str:
         "+00:00", "Z")
 
 
-def cpu_model() -> str:
+def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("model name"):
@@ -101,20 +101,19 @@ def load_average() -> Load:
         return (math.nan, math.nan, math.nan)
 
 
-def machine() -> list[str]:
-    """The lines that say when and on what a benchmark ran."""
+def head(title: str, produced_by: str) -> list[str]:
+    """A results file's first lines: its title, the command that wrote it, and when and on what
+    it ran."""
     return [
+        f"# {title}",
+        "",
+        f"Produced by `{produced_by}`; see `benchmarks/README.md`.",
+        "",
         f"- date: {utc_now()}",
-        f"- machine: {os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} "
+        f"- machine: {os.cpu_count()} CPUs ({_cpu_model()}), {platform.system()} "
         f"{platform.machine()}",
         f"- python {platform.python_version()}, pyoxigraph {ox.__version__}",
     ]
-
-
-def head(title: str, produced_by: str) -> list[str]:
-    """A results file's first lines: its title, the command that wrote it, then `machine()`."""
-    return [f"# {title}", "", f"Produced by `{produced_by}`; see `benchmarks/README.md`.", "",
-            *machine()]
 
 
 def load_line(before: Load, after: Load | None = None) -> str:

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-from benchmarks.harness import BenchParser, Size, load_average, machine, utc_now, write
+from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
 from tgsparql import vocab
 from tgsparql.grounding import STOPWORDS, ground, update_label_index
 from tgsparql.iris import SessionIds
@@ -988,11 +988,7 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         + (", reused from the cache for this run" if info.cached else "")
     )
     lines = [
-        "# Pipeline benchmark",
-        "",
-        "Produced by `python -m benchmarks.pipeline_bench`; see `benchmarks/README.md`.",
-        "",
-        *machine(),
+        *head("Pipeline benchmark", "python -m benchmarks.pipeline_bench"),
         f"- KG: {info.facts:,} facts, {info.entities:,} entities, {info.predicates} predicates, "
         f"{info.labels:,} rdfs:labels ({info.quads_loaded:,} quads), on-disk store",
         f"- hubs: two entities with {info.facts // HUB_SHARES[0]:,} and "
