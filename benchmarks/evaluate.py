@@ -87,10 +87,6 @@ NOISE_SEED: Final = 17
 HUB_RECALL_TARGETS: Final = {0: 0.97, 1000: 0.90}
 HUB_PRECISION_TARGET: Final = 0.90
 LEAD_END: Final = ". From the knowledge graph"
-RETRIEVED_EDGE: Final = ox.NamedNode(vocab.TG + "retrievedEdge")
-SELECTED_EDGE: Final = ox.NamedNode(vocab.TG + "edge")
-SEED: Final = ox.NamedNode(vocab.TG + "entity")
-EDGE_COUNT: Final = ox.NamedNode(vocab.TG + "edgeCount")
 RECALL_TARGET: Final = 0.95
 
 
@@ -208,9 +204,9 @@ def run_question(rag: GraphRag, question: Question, imported: TwoWikiImport) -> 
     messages = list(rag.query(question.question))
     gold = set(question.evidence)
     errors = [m.error for m in messages if m.error is not None]
-    retrieved = set(_objects(messages, RETRIEVED_EDGE))
-    seeds = set(_objects(messages, SEED))
-    selected = list(dict.fromkeys(_objects(messages, SELECTED_EDGE)))
+    retrieved = set(_objects(messages, vocab.TG_RETRIEVED_EDGE))
+    seeds = set(_objects(messages, vocab.TG_ENTITY))
+    selected = list(dict.fromkeys(_objects(messages, vocab.TG_EDGE)))
     answer = "".join(m.response for m in messages if m.message_type == "chunk")
     prediction = answer_lead(answer)
     result = QuestionResult(

@@ -18,11 +18,8 @@ Run: python -m benchmarks.ingest_bench --documents 100 --rounds 3
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import os
-import platform
 import random
 import shutil
 import sys
@@ -36,15 +33,8 @@ from typing import Any, BinaryIO, TypeVar
 import pyoxigraph as ox
 
 import tgsparql.ingest
-from benchmarks.pipeline_bench import (
-    ENTITY_PREDICATES,
-    _cpu_model,
-    _load,
-    _utc_now,
-    _Words,
-    median,
-    p95,
-)
+from benchmarks.harness import BenchParser, Size, head, load_average, write
+from benchmarks.pipeline_bench import ENTITY_PREDICATES, _Words, median, p95
 from tgsparql import vocab
 from tgsparql.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
 from tgsparql.llm.base import ExtractionOutput, ExtractionRequest, SelectionOutput
@@ -52,11 +42,10 @@ from tgsparql.store import EmbeddedStore, Solution, open_store
 from tgsparql.templates import Templates
 from tgsparql.terms import Dialect
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_WORK = HERE / "cache"
-DEFAULT_OUT = HERE / "results" / "ingest.md"
-DEFAULT_DOCUMENTS = 100
-DEFAULT_ROUNDS = 3
+SIZES = {
+    "documents": Size(100, 3, "documents ingested per run", least=2),
+    "rounds": Size(3, 1, "runs per store kind"),
+}
 DEFAULT_SEED = 20240601
 PAGES = 3
 SENTENCES_PER_PAGE = 40
@@ -319,14 +308,7 @@ def report(documents: int, corpus: Corpus, runs: list[Run], rounds: int, wall_s:
         stage_rows.append(f"| {stage} | {' | '.join(cells)} |")
     walls = [median([run.wall_ns / 1e6 for run in by_kind[kind]]) for kind in kinds]
     lines = [
-        "# Ingestion benchmark",
-        "",
-        "Produced by `python -m benchmarks.ingest_bench`; see `benchmarks/README.md`.",
-        "",
-        f"- date: {_utc_now()}",
-        f"- machine: {os.cpu_count()} CPUs ({_cpu_model()}), {platform.system()} "
-        f"{platform.machine()}",
-        f"- python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        *head("Ingestion benchmark", "python -m benchmarks.ingest_bench"),
         f"- corpus: {documents:,} plain-text documents of {PAGES} pages, {corpus.sentences:,} "
         f"sentences (one fact each), {first.chunks:,} chunks (size {DEFAULT_CHUNK_SIZE}, "
         f"overlap {DEFAULT_CHUNK_OVERLAP}); scripted backend, no LLM time",
@@ -379,7 +361,7 @@ def run(documents: int, rounds: int, work: Path, out: Path, *, seed: int = DEFAU
         log(f"writing {documents:,} documents ...")
         corpus = write_corpus(root / "documents", documents, seed)
         runs: list[Run] = []
-        load_before = _load()
+        load_before = load_average()
         start = time.perf_counter_ns()
         for round_number in range(rounds):
             order = ["in memory", "on disk"]
@@ -389,30 +371,14 @@ def run(documents: int, rounds: int, work: Path, out: Path, *, seed: int = DEFAU
                 log(f"round {round_number + 1}: {kind} ...")
                 runs.append(ingest_once(kind, corpus, root))
         wall_s = (time.perf_counter_ns() - start) / 1e9
-        table = report(documents, corpus, runs, rounds, wall_s, (load_before, _load()))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table, encoding="utf-8")
-    log(f"wrote {out}")
-    return table
+        table = report(documents, corpus, runs, rounds, wall_s, (load_before, load_average()))
+    return write(out, table, log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.ingest_bench", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--documents", type=int, default=DEFAULT_DOCUMENTS,
-                        help="documents ingested per run (100)")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help="runs per store kind (3)")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
-                        help="scratch space for documents and the on-disk store "
-                             "(benchmarks/cache)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="results table (benchmarks/results/ingest.md)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
-    args = parser.parse_args(argv)
-    if args.documents < 2 or args.rounds < 1:
-        parser.error("--documents must be at least 2 and --rounds at least 1")
+    args = BenchParser("benchmarks.ingest_bench", __doc__.split("\n\n")[0], SIZES,
+                       out="ingest.md", seed=DEFAULT_SEED,
+                       work="scratch space for documents and the on-disk store").parse(argv)
     print(run(args.documents, args.rounds, args.work, args.out, seed=args.seed))
     return 0
 

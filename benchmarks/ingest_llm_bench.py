@@ -21,11 +21,8 @@ Run: python -m benchmarks.ingest_llm_bench --paragraphs 10
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
-import os
-import platform
 import random
 import sys
 import tempfile
@@ -37,7 +34,8 @@ from typing import Any, Final
 
 from benchmarks.data import MissingData, data_path
 from benchmarks.importers.twowiki import CORPUS, read_corpus
-from benchmarks.pipeline_bench import _cpu_model, _load, _utc_now, median, p95
+from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
+from benchmarks.pipeline_bench import median, p95
 from tgsparql.extraction import to_fact
 from tgsparql.ingest import ingest_files, locate
 from tgsparql.jsonl import object_lines
@@ -46,9 +44,7 @@ from tgsparql.llm.log import LLMLog
 from tgsparql.llm.openai_backend import OpenAIBackend
 from tgsparql.store import open_store
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results" / "ingest_llm.md"
-DEFAULT_PARAGRAPHS = 10
+SIZES = {"paragraphs": Size(10, 2, "paragraphs ingested in each mode")}
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_SEED = 20261203
 GGUF_NAME: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -196,7 +192,7 @@ def _share(part: int, whole: int) -> str:
 
 
 def report(modes: dict[str, Mode], paragraphs: int, planned: int, model: str, max_tokens: int,
-           where: str, wall_s: float, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+           where: str, wall_s: float, loads: tuple[Load, Load]) -> str:
     none, grammar = modes["none"], modes["grammar"]
 
     def row(name: str, cell: Callable[[Mode], str]) -> str:
@@ -207,14 +203,8 @@ def report(modes: dict[str, Mode], paragraphs: int, planned: int, model: str, ma
         return f"{value(grammar) / base:.2f}" if base else "–"
 
     lines = [
-        "# Ingestion with a real small LLM",
-        "",
-        "Produced by `python -m benchmarks.ingest_llm_bench`; see `benchmarks/README.md`.",
-        "",
-        f"- date: {_utc_now()}",
-        f"- machine: {os.cpu_count()} CPUs ({_cpu_model()}), {platform.system()} "
-        f"{platform.machine()}, shared with other work (load average {load[0][0]:.2f} "
-        f"before, {load[1][0]:.2f} after)",
+        *head("Ingestion with a real small LLM", "python -m benchmarks.ingest_llm_bench"),
+        load_line(*loads),
         f"- model: {model} ({where}), temperature 0, at most {max_tokens} tokens a reply",
         f"- corpus: {paragraphs} 2WikiMultiHopQA paragraphs (Wikipedia), a seeded sample, one "
         "plain-text document each (one chunk), each ingested in both modes, alternating which "
@@ -261,7 +251,7 @@ def run(paragraphs: int, out: Path, *, corpus: Path, seed: int, max_tokens: int,
                 where = f"xllamacpp, {threads} threads"
             else:
                 where = "an OpenAI-compatible server"
-            load_before = _load()
+            load_before = load_average()
             start = time.perf_counter()
             table = ""
 
@@ -269,27 +259,21 @@ def run(paragraphs: int, out: Path, *, corpus: Path, seed: int, max_tokens: int,
                 """Rewrite the table after each paragraph: a run cut short still reports."""
                 nonlocal table
                 table = report(modes, done, len(paths), model, max_tokens, where,
-                               time.perf_counter() - start, (load_before, _load()))
-                out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_text(table, encoding="utf-8")
+                               time.perf_counter() - start, (load_before, load_average()))
+                write(out, table, progress)
 
             measure(paths, base_url, model, max_tokens, log, progress, checkpoint)
         if log is not None:
             log.close()
-    progress(f"wrote {out}")
     return table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.ingest_llm_bench", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--paragraphs", type=int, default=DEFAULT_PARAGRAPHS,
-                        help=f"paragraphs ingested in each mode ({DEFAULT_PARAGRAPHS})")
+    parser = BenchParser("benchmarks.ingest_llm_bench", __doc__.split("\n\n")[0], SIZES,
+                         out="ingest_llm.md", seed=DEFAULT_SEED)
     parser.add_argument("--corpus", type=Path,
                         help="2WikiMultiHopQA corpus.json (a list of {title, text}); default: "
                         "$TGSPARQL_DATA/" + "/".join(CORPUS))
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="sample seed")
     parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
                         help=f"tokens a reply may hold ({DEFAULT_MAX_TOKENS})")
     parser.add_argument("--base-url", help="an OpenAI-compatible server to use instead of "
@@ -297,11 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default=MODEL_ALIAS, help=f"model name ({MODEL_ALIAS})")
     parser.add_argument("--threads", type=int, default=2, help="xllamacpp threads (2)")
     parser.add_argument("--log-llm", type=Path, help="log every prompt and reply (JSON Lines)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="results table (benchmarks/results/ingest_llm.md)")
-    args = parser.parse_args(argv)
-    if args.paragraphs < 1 or args.max_tokens < 1:
-        parser.error("--paragraphs and --max-tokens must be at least 1")
+    args = parser.parse(argv)
+    if args.max_tokens < 1:
+        parser.error("--max-tokens must be at least 1")
     try:
         corpus = args.corpus or data_path(*CORPUS)
     except MissingData as error:

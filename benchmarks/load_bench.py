@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
 import shutil
 import subprocess
@@ -34,17 +33,17 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from benchmarks.pipeline_bench import _cpu_model, _load, _utc_now, generate, median
+from benchmarks.harness import BenchParser, Load, Size, head, load_average, write
+from benchmarks.pipeline_bench import generate, median
 from tgsparql.grounding import INDEX_VERSION, IndexEntry
 from tgsparql.loader import check_file, load_files
 from tgsparql.store import BULK_BATCH, EmbeddedStore
 from tgsparql.text import normalize_label
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_WORK = HERE / "cache"
-DEFAULT_OUT = HERE / "results" / "load.md"
-DEFAULT_MEGABYTES = 200
-DEFAULT_ROUNDS = 1
+SIZES = {
+    "megabytes": Size(200.0, 0.5, "size of the generated N-Triples file", least=0.01),
+    "rounds": Size(1, 1, "loads of each way"),
+}
 DEFAULT_SEED = 20240601
 BYTES_PER_FACT = 112
 """About what a fact of the generated KG (with its share of labels and types) takes in N-Triples."""
@@ -156,7 +155,7 @@ def kg_file(megabytes: float, work: Path, seed: int, log: Callable[[str], None])
 
 
 def report(path: Path, runs: dict[str, list[dict[str, object]]], rounds: int,
-           wall_s: float, load_before: tuple[float, ...], load_after: tuple[float, ...]) -> str:
+           wall_s: float, load_before: Load, load_after: Load) -> str:
     file_mb = path.stat().st_size / 1_000_000
     first = runs["tgsparql"][0]
 
@@ -169,13 +168,7 @@ def report(path: Path, runs: dict[str, list[dict[str, object]]], rounds: int,
     else:
         verdict = f"not judged: the file is under {TARGET_FILE_MB:.0f} MB"
     lines = [
-        "# Load benchmark",
-        "",
-        "Produced by `python -m benchmarks.load_bench`; see `benchmarks/README.md`.",
-        "",
-        f"- date: {_utc_now()}",
-        f"- machine: {_cpu_model()}, {platform.system()} {platform.machine()}",
-        f"- python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        *head("Load benchmark", "python -m benchmarks.load_bench"),
         f"- file: {file_mb:,.1f} MB of N-Triples, {first['quads']:,} triples, "
         f"{first['labels']:,} labels indexed",
         f"- rounds: {rounds}, the two ways alternating, each load in a fresh child process "
@@ -216,30 +209,25 @@ def report(path: Path, runs: dict[str, list[dict[str, object]]], rounds: int,
 def run(megabytes: float, rounds: int, work: Path, out: Path, seed: int) -> str:
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     path = kg_file(megabytes, work, seed, log)
-    load_before, started = _load(), time.perf_counter()
+    load_before, started = load_average(), time.perf_counter()
     runs: dict[str, list[dict[str, object]]] = {way: [] for way in WAYS}
     for index in range(rounds):
         order = list(WAYS) if index % 2 == 0 else list(reversed(WAYS))
         for way in order:
             log(f"round {index + 1}: {way}")
             runs[way].append(run_child(way, path, work))
-    text = report(path, runs, rounds, time.perf_counter() - started, load_before, _load())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    return text
+    return write(out, report(path, runs, rounds, time.perf_counter() - started, load_before,
+                             load_average()), log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--megabytes", type=float, default=DEFAULT_MEGABYTES)
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser = BenchParser("benchmarks.load_bench", __doc__.splitlines()[0], SIZES,
+                         out="load.md", seed=DEFAULT_SEED,
+                         work="the generated file and the scratch stores")
     parser.add_argument("--child", choices=sorted(WAYS), help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parser.parse(argv)
     if args.child:
         print(json.dumps(child(args.child, args.file, args.store)))
         return 0

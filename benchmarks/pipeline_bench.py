@@ -21,14 +21,11 @@ Run: python -m benchmarks.pipeline_bench --facts 1000000 --questions 200
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import datetime as dt
 import hashlib
 import json
 import math
-import os
-import platform
 import random
 import shutil
 import statistics
@@ -41,6 +38,7 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
+from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
 from tgsparql import vocab
 from tgsparql.grounding import STOPWORDS, ground, update_label_index
 from tgsparql.iris import SessionIds
@@ -60,11 +58,8 @@ from tgsparql.templates import Templates
 from tgsparql.text import normalize_label
 from tgsparql.trace import facts_sources
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_WORK = HERE / "cache"
-DEFAULT_OUT = HERE / "results" / "pipeline.md"
-DEFAULT_FACTS = 1_000_000
-DEFAULT_QUESTIONS = 200
+SIZES = {"facts": Size(1_000_000, 2000, "KG facts"),
+         "questions": Size(200, 5, "questions measured")}
 DEFAULT_SEED = 20240601
 WARMUP_QUESTIONS = 5
 BUILD_FORMAT = 3
@@ -414,7 +409,7 @@ def build(n_facts: int, work: Path, seed: int, log: Callable[[str], None]) -> Bu
         generate_s=_s(t1 - t0),
         load_s=_s(t2 - t1),
         index_s=_s(t3 - t2),
-        built_at=_utc_now(),
+        built_at=utc_now(),
         questions=questions,
     )
     meta = {k: v for k, v in info.__dict__.items() if k != "cached"}
@@ -886,22 +881,6 @@ def p95(values: Sequence[float]) -> float:
     return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)])
 
 
-def _utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace(
-        "+00:00", "Z"
-    )
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _verdict(ok: bool) -> str:
     return "pass" if ok else "**FAIL**"
 
@@ -953,13 +932,6 @@ class RunInfo:
     load_after: tuple[float, float, float]
     reference: list[str] | None = None
     """The reference subgraphs' digests (REFERENCE), when recorded for this KG."""
-
-
-def _load() -> tuple[float, float, float]:
-    try:
-        return os.getloadavg()
-    except OSError:
-        return (math.nan, math.nan, math.nan)
 
 
 def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> str:
@@ -1060,14 +1032,7 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         + (", reused from the cache for this run" if info.cached else "")
     )
     lines = [
-        "# Pipeline benchmark",
-        "",
-        "Produced by `python -m benchmarks.pipeline_bench`; see `benchmarks/README.md`.",
-        "",
-        f"- date: {_utc_now()}",
-        f"- machine: {os.cpu_count()} CPUs ({_cpu_model()}), {platform.system()} "
-        f"{platform.machine()}",
-        f"- python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        *head("Pipeline benchmark", "python -m benchmarks.pipeline_bench"),
         f"- KG: {info.facts:,} facts, {info.entities:,} entities, {info.predicates} predicates, "
         f"{info.labels:,} rdfs:labels ({info.quads_loaded:,} quads), on-disk store",
         f"- hubs: two entities with {info.facts // HUB_SHARES[0]:,} and "
@@ -1163,7 +1128,7 @@ def run(
         samples = Samples()
         profiler = cProfile.Profile() if profile else None
         log(f"measuring {questions} questions ...")
-        load_before = _load()
+        load_before = load_average()
         cpu_start = time.process_time_ns()
         start = time.perf_counter_ns()
         if profiler:
@@ -1177,7 +1142,7 @@ def run(
             wall_s=_s(time.perf_counter_ns() - start),
             cpu_s=_s(time.process_time_ns() - cpu_start),
             load_before=load_before,
-            load_after=_load(),
+            load_after=load_average(),
             reference=reference_digests(out.parent / REFERENCE, facts, seed, questions),
         )
         if write_reference:
@@ -1187,28 +1152,12 @@ def run(
             ) + "\n", encoding="utf-8")
     finally:
         store.close()
-    table = report(info, samples, questions, run)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table, encoding="utf-8")
-    log(f"wrote {out}")
-    return table
+    return write(out, report(info, samples, questions, run), log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.pipeline_bench", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--facts", type=int, default=DEFAULT_FACTS, help="KG facts (default 1M)")
-    parser.add_argument(
-        "--questions", type=int, default=DEFAULT_QUESTIONS, help="questions measured (200)"
-    )
-    parser.add_argument(
-        "--work", type=Path, default=DEFAULT_WORK, help="cache of built stores (benchmarks/cache)"
-    )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="results table (benchmarks/results/pipeline.md)"
-    )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
+    parser = BenchParser("benchmarks.pipeline_bench", __doc__.split("\n\n")[0], SIZES,
+                         out="pipeline.md", seed=DEFAULT_SEED, work="cache of built stores")
     parser.add_argument(
         "--profile", type=Path, default=None, help="write cProfile stats of the measured loop"
     )
@@ -1216,9 +1165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--write-reference", action="store_true",
         help=f"record this run's ranked subgraphs as the reference ({REFERENCE}, beside --out)",
     )
-    args = parser.parse_args(argv)
-    if args.facts < 1 or args.questions < 1:
-        parser.error("--facts and --questions must be positive")
+    args = parser.parse(argv)
     print(
         run(args.facts, args.questions, args.work, args.out, seed=args.seed, profile=args.profile,
             write_reference=args.write_reference)

@@ -14,11 +14,7 @@ Run: python -m benchmarks.remote_bench --facts 40000 --questions 50
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime as dt
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -30,6 +26,7 @@ from typing import BinaryIO
 
 import pyoxigraph as ox
 
+from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
 from benchmarks.pipeline_bench import DEFAULT_SEED, generate, median, p95
 from tests.remote.conftest import (
     Server, oxigraph_binary, serve_oxigraph, serve_virtuoso, virtuoso_binaries,
@@ -44,12 +41,13 @@ from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, open_store
 from tgsparql.terms import Dialect
 from tgsparql.trace import trace
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results" / "remote.md"
-DEFAULT_FACTS = 40_000
-"""About 4,000 labels: Virtuoso's SPARQL parser gives up ("memory exhausted") on an INSERT
-DATA of 5,000 statements or more, which `update_label_index` sends (INDEX_BATCH) past that."""
-DEFAULT_QUESTIONS = 50
+SIZES = {
+    "facts": Size(40_000, 2000, "KG facts"),
+    "questions": Size(50, 5, "questions measured per store"),
+}
+"""40 k facts make about 4,000 labels: Virtuoso's SPARQL parser gives up ("memory exhausted")
+on an INSERT DATA of 5,000 statements or more, which `update_label_index` sends (INDEX_BATCH)
+past that."""
 WARMUP_QUESTIONS = 3
 TARGET_REQUESTS = 6
 """Grounding, retrieval and recording of one session together (issue 5)."""
@@ -167,7 +165,7 @@ def ask(side: Side, rag: GraphRag, question: str, kg: set[ox.Triple], record: bo
         return
     explains = [m for m in messages if m.message_type == "explain"]
     selected = sorted(str(t.object) for t in explains[2].explain_triples
-                      if t.predicate.value == vocab.TG + "edge")
+                      if t.predicate == vocab.TG_EDGE)
     side.wall_ns.append(wall)
     side.calls.append(calls)
     side.http.append(sent)
@@ -225,7 +223,7 @@ def _times(values: Sequence[int]) -> str:
 
 
 def report(found: list[Side], missing: list[str], facts: int, questions: int,
-           load_info: str) -> str:
+           load_info: str, load_before: Load) -> str:
     reference = found[0].answers
 
     def stage(name: str) -> Callable[[Side], str]:
@@ -264,21 +262,16 @@ def report(found: list[Side], missing: list[str], facts: int, questions: int,
                       f"{len(reference)}"),
         ("failed sessions", lambda side: str(len(side.errors))),
     ]
-    head = "| measure | " + " | ".join(side.name for side in found) + " |"
+    columns = "| measure | " + " | ".join(side.name for side in found) + " |"
     lines = [
-        "# Remote benchmark",
-        "",
-        "Produced by `python -m benchmarks.remote_bench`; see `benchmarks/README.md`.",
-        "",
-        f"- date: {dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()}",
-        f"- machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}; "
-        f"python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        *head("Remote benchmark", "python -m benchmarks.remote_bench"),
+        load_line(load_before),
         f"- KG: {facts:,} facts of the pipeline benchmark's generator ({load_info})",
         f"- questions: {questions} measured per store (after {WARMUP_QUESTIONS} warm-up), the "
         "stores in turn for each question; offline backend; default retrieval limits",
         "- not run: " + (", ".join(missing) + " (not installed)" if missing else "none"),
         "",
-        head,
+        columns,
         "|---|" + "---:|" * len(found),
         *("| " + name + " | " + " | ".join(cell(side) for side in found) + " |"
           for name, cell in rows),
@@ -336,30 +329,19 @@ def run(facts: int, questions: int, out: Path, *, seed: int = DEFAULT_SEED,
                 rags[side.name] = GraphRag(side.store, OfflineBackend(), index_labels=False)
             kg = kg_facts(found[0])
             log(f"measuring {questions} questions ...")
+            load_before = load_average()
             for i, text in enumerate(warmup + measured):
                 turn = found[i % len(found):] + found[:i % len(found)]
                 for side in turn:
                     ask(side, rags[side.name], text, kg, record=i >= WARMUP_QUESTIONS)
             table = report(found, missing, facts, questions,
-                           f"{facts + labels:,} triples with the labels")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table, encoding="utf-8")
-    log(f"wrote {out}")
-    return table
+                           f"{facts + labels:,} triples with the labels", load_before)
+    return write(out, table, log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.remote_bench",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--facts", type=int, default=DEFAULT_FACTS, help="KG facts (40 k)")
-    parser.add_argument("--questions", type=int, default=DEFAULT_QUESTIONS,
-                        help="questions measured per store (50)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="results table (benchmarks/results/remote.md)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
-    args = parser.parse_args(argv)
-    if args.facts < 1 or args.questions < 1:
-        parser.error("--facts and --questions must be positive")
+    args = BenchParser("benchmarks.remote_bench", __doc__.split("\n\n")[0], SIZES,
+                       out="remote.md", seed=DEFAULT_SEED).parse(argv)
     print(run(args.facts, args.questions, args.out, seed=args.seed))
     return 0
 

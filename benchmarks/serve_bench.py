@@ -28,7 +28,6 @@ import datetime as dt
 import http.client
 import json
 import os
-import platform
 import random
 import shutil
 import socket
@@ -44,9 +43,14 @@ from urllib.parse import quote, urlencode
 
 import pyoxigraph as ox
 
+from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
 from tgsparql.serve.saved import saved_queries
 from tgsparql.templates import Templates
 
+SIZES = {
+    "sessions": Size(100_000, 200, "recorded sessions in the store"),
+    "seconds": Size(10.0, 0.3, "seconds each query is measured on each server", least=0.1),
+}
 QUERIES = [("sessions_per_day", {}), ("tokens_by_model", {}),
            ("failed_sessions", {"limit": "20"})]
 """Measured by default, with these parameters (any other saved query runs with its defaults)."""
@@ -277,7 +281,7 @@ def run(args: argparse.Namespace) -> str:
     store and on the migrated one), and each query is measured on each of them back to back, so
     that the rows of one query meet the same load on a shared machine."""
     old_store, new_store, info = build(args.work, args.sessions, args.seed)
-    info["load"] = os.getloadavg()
+    info["load"] = load_average()
     queries = selected(args.queries)
     rows: Rows = {}
     cpu: dict[tuple[str, str, str], float] = {}
@@ -365,11 +369,10 @@ def selected(names: list[str] | None) -> list[tuple[str, dict[str, str]]]:
 
 def report(info: dict[str, Any], names: list[str], rows: Rows, args: argparse.Namespace,
            cpu: dict[tuple[str, str, str], float] | None = None) -> str:
-    load = info.get("load", (0.0,))
-    out = ["# Serve benchmark", "",
+    out = [*head("Serve benchmark", "python -m benchmarks.serve_bench"), "",
            f"Saved BI queries over HTTP, {args.clients} concurrent clients on loopback, "
-           f"{args.seconds:g} s per query, version and server (after a 1 s warm-up); "
-           "`python -m benchmarks.serve_bench`. *today*: the query as it stood at "
+           f"{args.seconds:g} s per query, version and server (after a 1 s warm-up). "
+           f"*today*: the query as it stood at "
            f"`{BASELINE[:7]}` on the store as that version wrote it (through `tgsparql serve`: "
            "on the migrated store, which it answers alike); *new*: the current query on the "
            "migrated store. Every server runs throughout, and each query is measured on "
@@ -407,10 +410,7 @@ def report(info: dict[str, Any], names: list[str], rows: Rows, args: argparse.Na
             f"{info['generate_s']} s, bulk loaded in {info['load_s']} s; "
             f"`tgsparql migrate` of a copy in {info['migrate_s']} s ({info['migrated']})",
             f"- tgsparql serve: {args.workers} worker processes, read-only handles",
-            f"- load average (1 min) at the start and at the end: {load[0]:.2f}, "
-            f"{os.getloadavg()[0]:.2f}",
-            f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, Python "
-            f"{platform.python_version()}, pyoxigraph {ox.__version__}"]
+            load_line(info["load"])]
     return "\n".join(out) + "\n"
 
 
@@ -421,26 +421,19 @@ def _p(numbers: dict[str, float], key: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=100_000)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=20240601)
+    parser = BenchParser("benchmarks.serve_bench", __doc__.split("\n")[0], SIZES,
+                         out="serve.md", seed=20240601, work="cache of built stores")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent clients (4)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="query worker processes of tgsparql serve (2)")
     parser.add_argument("--give-up", type=float, default=60.0, metavar="SECONDS",
                         help="a query unanswered after this long is reported as not finishing")
     parser.add_argument("--query", action="append", dest="queries", metavar="NAME",
                         choices=["all", *saved_queries()],
                         help="a saved query to measure (repeatable; 'all' for every one); "
                              "default: " + ", ".join(name for name, _ in QUERIES))
-    parser.add_argument("--work", type=Path, default=Path("benchmarks/cache"),
-                        help="cache of built stores")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/serve.md"))
-    args = parser.parse_args(argv)
-    text = run(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    args = parser.parse(argv)
+    print(write(args.out, run(args)), end="")
     return 0
 
 

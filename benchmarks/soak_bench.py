@@ -21,7 +21,6 @@ import ctypes
 import gc
 import http.client
 import os
-import platform
 import random
 import re
 import shutil
@@ -42,6 +41,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from benchmarks.harness import (RESULTS, BenchParser, Load, Size, head, load_average, load_line,
+                               write)
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.locking import exclusive_store
@@ -58,7 +59,17 @@ QUESTIONS = [
     "What did Marie Curie discover?",
     "Where is the Radium Institute?",
 ]
-RESULTS = Path(__file__).parent / "results"
+SIZES = {
+    "sessions": Size(10_000, 30, "sessions of the soak"),
+    "window": Size(500, 10, "sessions per latency window"),
+    "validate-every": Size(1000, 20, "validate the last window's sessions every N sessions"),
+    "filler": Size(400_000, 4000, "quads written and read to fill the block caches before the "
+                   "soak", least=0),
+    "traced-sessions": Size(2000, 20, "sessions of the second soak, which traces Python's heap"),
+    "writers": Size("1,2,4,8", "1,2", "writer counts to measure", least=None),
+    "throughput-sessions": Size(400, 6, "sessions recorded per writer count and kind"),
+    "batch": Size(50, 3, "sessions a writer process records per turn on the store"),
+}
 REPO = Path(__file__).parent.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FLAT_MIB = 16.0
@@ -409,7 +420,8 @@ def remote_throughput(endpoints: tuple[str, str], writers: int, total: int) -> f
 
 
 def render(result: Soak, traced: Soak, sessions: int,
-           throughput: dict[str, dict[int, float]], plot: Path | None) -> str:
+           throughput: dict[str, dict[int, float]], plot: Path | None,
+           load_before: Load) -> str:
     first, last = result.windows[0], result.windows[-1]
     middle = _middle(result)
     validated = sum(w.validated for w in result.windows)
@@ -417,8 +429,8 @@ def render(result: Soak, traced: Soak, sessions: int,
     drift = last.median_ms / first.median_ms
     growth = last.rss_mib - middle.rss_mib
     lines = [
-        "# Soak and concurrency benchmark",
-        "",
+        *head("Soak and concurrency benchmark", "python -m benchmarks.soak_bench"),
+        load_line(load_before),
         f"- soak: {sessions:,} sessions through `GraphRag` (offline backend) into one on-disk "
         f"store holding the demo KG, in {result.seconds:.1f} s "
         f"({sessions / result.seconds:.1f} sessions/s)",
@@ -437,9 +449,6 @@ def render(result: Soak, traced: Soak, sessions: int,
            if result.trimmed_mib is not None else ""),
         *_allocator_lines(result),
         *_python_lines(traced),
-        f"- machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, load "
-        f"average {os.getloadavg()[0]:.2f} at the end; python {platform.python_version()}, "
-        f"pyoxigraph {ox.__version__}",
         "",
         "## Latency and memory per window",
         "",
@@ -574,29 +583,17 @@ def draw(result: Soak, traced: Soak, throughput: dict[str, dict[int, float]],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--window", type=int, default=500, help="Sessions per latency window.")
-    parser.add_argument("--validate-every", type=int, default=1000,
-                        help="Validate the last window's sessions every N sessions.")
-    parser.add_argument("--filler", type=int, default=400_000,
-                        help="Quads written and read to fill the block caches before the soak.")
-    parser.add_argument("--traced-sessions", type=int, default=2000,
-                        help="Sessions of the second soak, which traces Python's heap.")
-    parser.add_argument("--writers", default="1,2,4,8", help="Writer counts to measure.")
-    parser.add_argument("--throughput-sessions", type=int, default=400,
-                        help="Sessions recorded per writer count and kind.")
-    parser.add_argument("--batch", type=int, default=50,
-                        help="Sessions a writer process records per turn on the store.")
+    parser = BenchParser("benchmarks.soak_bench", __doc__.split("\n\n")[0], SIZES,
+                         out="soak.md")
     parser.add_argument("--work", type=Path, help="Scratch directory (default: a temporary one).")
-    parser.add_argument("--out", type=Path, default=RESULTS / "soak.md")
     parser.add_argument("--plot", type=Path, default=RESULTS / "soak.png")
     parser.add_argument("--writer", nargs=3, metavar=("STORE", "COUNT", "BATCH"),
                         help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parser.parse(argv)
     if args.writer:
         writer(args.writer[0], int(args.writer[1]), int(args.writer[2]))
         return 0
+    load_before = load_average()
     counts = [int(n) for n in args.writers.split(",")]
     work = args.work or Path(tempfile.mkdtemp(prefix="tgsparql-soak-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -636,12 +633,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 throughput["Oxigraph server (HTTP), threads"][n] = rate
                 print(f"Oxigraph server, {n} writers: {rate:.1f} sessions/s", file=sys.stderr)
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     plot = args.plot
+    plot.parent.mkdir(parents=True, exist_ok=True)
     draw(result, traced, throughput, plot)
-    text = render(result, traced, args.sessions, throughput, plot)
-    args.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    print(write(args.out, render(result, traced, args.sessions, throughput, plot, load_before)),
+          end="")
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0

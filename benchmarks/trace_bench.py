@@ -22,11 +22,8 @@ Run: python -m benchmarks.trace_bench --facts 1000000 --sessions 100000 --measur
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
-import os
-import platform
 import random
 import shutil
 import sys
@@ -39,14 +36,8 @@ from typing import Any, BinaryIO
 
 import pyoxigraph as ox
 
-from benchmarks.pipeline_bench import (
-    _cpu_model,
-    _load,
-    _utc_now,
-    generate,
-    median,
-    p95,
-)
+from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
+from benchmarks.pipeline_bench import generate, median, p95
 from tgsparql import vocab
 from tgsparql.grounding import Grounding
 from tgsparql.ingest import AGENT_LABEL, ChunkRow, PageRow, SubgraphRow
@@ -61,14 +52,13 @@ from tgsparql.templates import Templates
 from tgsparql.terms import DEFAULT_DIALECT, Dialect
 from tgsparql.trace import DocumentTrace, edge_sources, fact_sources, session_sources, trace
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_WORK = HERE / "cache"
-DEFAULT_OUT = HERE / "results" / "trace.md"
-DEFAULT_FACTS = 1_000_000
-DEFAULT_SESSIONS = 100_000
-DEFAULT_MEASURE = 200
-DEFAULT_DOCUMENTS = 100
-DEFAULT_RETRIEVED = 20
+SIZES = {
+    "facts": Size(1_000_000, 2000, "KG facts"),
+    "sessions": Size(100_000, 200, "recorded sessions"),
+    "retrieved-edges": Size(20, 20, "tg:retrievedEdge per session, the selected ones included"),
+    "measure": Size(200, 20, "sessions traced"),
+    "documents": Size(100, 2, "documents traced"),
+}
 DEFAULT_SEED = 20240601
 WARMUP = 5
 REPEATS = 3
@@ -155,11 +145,10 @@ def _library_quads(iri: ox.NamedNode, text: str, title: str) -> list[ox.Quad]:
     """What `library_put.rq` writes for one text."""
     graph = vocab.GRAPH_LIBRARY
     return [
-        ox.Quad(iri, ox.NamedNode(vocab.TG + "content"), ox.Literal(text), graph),
-        ox.Quad(iri, ox.NamedNode(vocab.TG + "mimeType"), ox.Literal("text/plain"), graph),
-        ox.Quad(iri, ox.NamedNode(vocab.TG + "contentSha256"), ox.Literal(sha256_hex(text)),
-                graph),
-        ox.Quad(iri, ox.NamedNode(vocab.DC + "title"), ox.Literal(title), graph),
+        ox.Quad(iri, vocab.TG_CONTENT, ox.Literal(text), graph),
+        ox.Quad(iri, vocab.TG_MIME_TYPE, ox.Literal("text/plain"), graph),
+        ox.Quad(iri, vocab.TG_CONTENT_SHA256, ox.Literal(sha256_hex(text)), graph),
+        ox.Quad(iri, vocab.DC_TITLE, ox.Literal(title), graph),
     ]
 
 
@@ -274,8 +263,8 @@ def write_sessions(
             recorder.selection(ids, edges, 0, None, {}),
             recorder.answer(ids, None, started + dt.timedelta(milliseconds=80), started=started),
         ]
-        for write in writes:
-            trig.write(write.trig.encode())
+        for record in writes:
+            trig.write(record.trig.encode())
         library.extend(_library_quads(ids.answer_document, answer, f"GraphRAG answer {ids.uuid}"))
         if n in pool:
             sampled.append(SampledSession(ids.uuid, [str(f) for f in chosen]))
@@ -347,7 +336,7 @@ def build(
         quads=quads,
         generate_s=(t1 - t0) / 1e9,
         load_s=(t2 - t1) / 1e9,
-        built_at=_utc_now(),
+        built_at=utc_now(),
         pool_sessions=sampled,
         pool_documents=sample_documents,
     )
@@ -547,14 +536,7 @@ def report(info: TraceBuild, samples: Samples, run: RunInfo) -> str:
         f"built {info.built_at}" + (", reused from the cache for this run" if info.cached else "")
     )
     lines = [
-        "# Trace benchmark",
-        "",
-        "Produced by `python -m benchmarks.trace_bench`; see `benchmarks/README.md`.",
-        "",
-        f"- date: {_utc_now()}",
-        f"- machine: {os.cpu_count()} CPUs ({_cpu_model()}), {platform.system()} "
-        f"{platform.machine()}",
-        f"- python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        *head("Trace benchmark", "python -m benchmarks.trace_bench"),
         f"- KG: {info.facts:,} facts with provenance: {info.documents:,} documents, "
         f"{info.pages:,} pages, {info.chunks:,} chunks and subgraphs ({FACTS_PER_CHUNK} facts "
         f"each, {info.restated:,} chunks restating a fact of another chunk)",
@@ -615,7 +597,7 @@ def run(
             measure_session(store, i, sampled, Samples())
         samples = Samples()
         log(f"measuring {measure} sessions and {documents} documents ...")
-        load_before = _load()
+        load_before = load_average()
         cpu_start = time.process_time_ns()
         start = time.perf_counter_ns()
         for i, sampled in enumerate(pool[:measure]):
@@ -628,38 +610,16 @@ def run(
             wall_s=(time.perf_counter_ns() - start) / 1e9,
             cpu_s=(time.process_time_ns() - cpu_start) / 1e9,
             load_before=load_before,
-            load_after=_load(),
+            load_after=load_average(),
         )
     finally:
         store.close()
-    table = report(info, samples, result)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table, encoding="utf-8")
-    log(f"wrote {out}")
-    return table
+    return write(out, report(info, samples, result), log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.trace_bench", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--facts", type=int, default=DEFAULT_FACTS, help="KG facts (1M)")
-    parser.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS,
-                        help="recorded sessions (100k)")
-    parser.add_argument("--retrieved-edges", type=int, default=DEFAULT_RETRIEVED,
-                        help="tg:retrievedEdge per session, the selected ones included (20)")
-    parser.add_argument("--measure", type=int, default=DEFAULT_MEASURE,
-                        help="sessions traced (200)")
-    parser.add_argument("--documents", type=int, default=DEFAULT_DOCUMENTS,
-                        help="documents traced (100)")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
-                        help="cache of built stores (benchmarks/cache)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="results table (benchmarks/results/trace.md)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
-    args = parser.parse_args(argv)
-    if min(args.facts, args.sessions, args.measure, args.documents) < 1:
-        parser.error("--facts, --sessions, --measure and --documents must be positive")
+    args = BenchParser("benchmarks.trace_bench", __doc__.split("\n\n")[0], SIZES,
+                       out="trace.md", seed=DEFAULT_SEED, work="cache of built stores").parse(argv)
     print(run(args.facts, args.sessions, args.retrieved_edges, args.measure, args.documents,
               args.work, args.out, seed=args.seed))
     return 0

@@ -12,7 +12,7 @@ own:
 - pyshacl: on an rdflib ConjunctiveGraph over the on-disk store through oxrdflib (reification);
 - `shacl` and pyrudof: in memory from an N-Triples dump of the union, dump time included.
 
-Run: python -m benchmarks.validation_bench [--size tiny|full] [--sessions N]
+Run: python -m benchmarks.validation_bench [--tiny] [--sessions N]
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import platform
 import random
 import resource
 import statistics
@@ -37,11 +36,16 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
+
 HERE = Path(__file__).resolve().parent
-DEFAULT_WORK = HERE / "cache"
-DEFAULT_OUT = HERE / "results" / "validation.md"
 SHAPES = HERE / "validation_shapes.ttl"
-SIZES = {"tiny": 200, "full": 10_000}
+SIZES = {
+    "sessions": Size(10_000, 200, "recorded sessions in the store"),
+    "runs": Size(3, 1, "runs of each engine, of which the median is kept"),
+    "samples": Size(25, 3, "sessions timed one by one for validate --session"),
+    "cli-samples": Size(5, 2, "whole `tgsparql validate --session` processes timed per store"),
+}
 DEFAULT_SEED = 20240602
 BUILD_FORMAT = 1
 SLOW_S = 60.0
@@ -666,10 +670,10 @@ def _ms(measured: dict[str, object] | None, key: str) -> str:
     return "—" if measured is None or key not in measured else f"{float(measured[key]):.1f}"  # type: ignore[arg-type]
 
 
-def report(build: Build, measured: list[Measured], runs: int) -> str:
+def report(build: Build, measured: list[Measured], runs: int, load_before: Load) -> str:
     lines = [
-        "# Validation benchmark",
-        "",
+        *head("Validation benchmark", "python -m benchmarks.validation_bench"),
+        load_line(load_before),
         f"- record: {build.sessions:,} sessions, {build.per_kind} seeded violations of each of "
         f"{len(SEEDED)} kinds ({build.per_kind * len(SEEDED)} expected results); "
         + ", ".join(f"{d} {n:,} quads" for d, n in build.quads.items())
@@ -679,7 +683,6 @@ def report(build: Build, measured: list[Measured], runs: int) -> str:
         f"- runs: median of {runs} per engine (1 for pyshacl and for any run over {SLOW_S:.0f} s), "
         "each in its own process; "
         f"peak memory = that process's ru_maxrss",
-        f"- machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, pyoxigraph {ox.__version__}",
         "",
     ]
     expected = expected_components(build.per_kind)
@@ -714,58 +717,49 @@ def report(build: Build, measured: list[Measured], runs: int) -> str:
 
 def session_sizes(args: argparse.Namespace) -> list[int]:
     """The store sizes validate --session is measured on: the main one, then --scoped-sessions."""
-    return [args.sessions or SIZES[args.size], *(int(n) for n in args.scoped_sessions.split(",") if n.strip())]
+    return [args.sessions, *(int(n) for n in args.scoped_sessions.split(",") if n.strip())]
 
 
-def session_head(args: argparse.Namespace) -> str:
+def session_head(args: argparse.Namespace, load_before: Load) -> str:
     return "\n".join([
-        "# Validation benchmark: validate --session",
-        "",
-        "Produced by `python -m benchmarks.validation_bench --session-only` (stores of "
-        + ", ".join(f"{n:,}" for n in sorted(session_sizes(args))) + " sessions"
+        *head("Validation benchmark: validate --session",
+              "python -m benchmarks.validation_bench --session-only"),
+        load_line(load_before),
+        "- stores: " + ", ".join(f"{n:,}" for n in sorted(session_sizes(args))) + " sessions"
         + (", baseline: an earlier source tree" if args.baseline else "")
-        + "); the data is that of the validation benchmark (benchmarks/README.md).",
-        f"- machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, pyoxigraph {ox.__version__}",
+        + "; the data is that of the validation benchmark",
         "",
     ])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=sorted(SIZES), default="full")
-    parser.add_argument("--sessions", type=int, help="overrides --size")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--runs", type=int, default=3)
+    parser = BenchParser("benchmarks.validation_bench", __doc__.split("\n\n")[0], SIZES,
+                         out="validation.md", seed=DEFAULT_SEED, work="cache of built stores")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per engine run")
     parser.add_argument("--engines", default="tgsparql,pyshacl,shacl,pyrudof")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--dialect", help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--scoped", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--samples", type=int, default=25,
-                        help="sessions timed one by one for validate --session")
     parser.add_argument("--scoped-sessions", default="",
                         help="more store sizes (comma-separated session counts) on which only "
                         "validate --session is measured, to show its cost does not grow with the store")
-    parser.add_argument("--cli-samples", type=int, default=5,
-                        help="whole `tgsparql validate --session` processes timed per store")
     parser.add_argument("--baseline", type=Path,
                         help="a source tree of another tgsparql version (e.g. `git worktree add "
                         "DIR main`, with DIR/queries and DIR/shapes copied into DIR/tgsparql/) "
                         "whose validate --session is measured beside this one's")
     parser.add_argument("--session-only", action="store_true",
                         help="measure only validate --session (no engines, no full-store runs)")
-    args = parser.parse_args(argv)
+    args = parser.parse(argv)
     if args.scoped:
         print(json.dumps(run_scoped(args.store, args.dialect, args.scoped)))
         return 0
     if args.engine:
         engine_main(args.engine, args.store, args.dialect, args.scratch)
         return 0
-    sessions = args.sessions or SIZES[args.size]
+    sessions = args.sessions
+    load_before = load_average()
     built = build(sessions, args.seed, args.work)
     wanted = args.engines.split(",")
     measured = [] if args.session_only else [
@@ -779,11 +773,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = built if size == sessions else build(size, args.seed, args.work)
         scoped += [measure_scoped(store, dialect, args.samples, args.timeout, args.cli_samples,
                                   args.baseline) for dialect in DIALECTS]
-    head = [session_head(args)] if args.session_only else [report(built, measured, args.runs)]
-    text = "\n".join([*head, *scoped_report(scoped, measured, sessions)])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(text)
+    first = (session_head(args, load_before) if args.session_only
+             else report(built, measured, args.runs, load_before))
+    print(write(args.out, "\n".join([first, *scoped_report(scoped, measured, sessions)]), log))
     return 0
 
 

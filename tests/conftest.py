@@ -42,8 +42,17 @@ def datasets(request: pytest.FixtureRequest) -> Path:
     return FIXTURES / "datasets" if request.param == "fixtures" else third_party("datasets")
 
 
-LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
-           "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
+SETTINGS_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
+                "TGSPARQL_ENDPOINT", "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
+"""The environment that picks the command's LLM and store: a test's command runs without it,
+unless the test gives it."""
+
+
+@pytest.fixture
+def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process runs without `SETTINGS_ENV` too, for code that reads it in process."""
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,10 @@ class CliRun:
     exit_code: int
     stdout: str
     stderr: str
+
+    def __iter__(self) -> Iterator[int | str]:
+        """`code, out, err = cli(...)`."""
+        return iter((self.exit_code, self.stdout, self.stderr))
 
     @property
     def error_lines(self) -> list[str]:
@@ -66,23 +79,34 @@ class CliRun:
         return lines[0]
 
 
-def cli(*args: object) -> CliRun:
-    """Invoke the `tgsparql` command in process; anything it raises but SystemExit fails."""
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
+def cli(*args: object, env: dict[str, str] | None = None) -> CliRun:
+    """Invoke the `tgsparql` command in process, without `SETTINGS_ENV` (but with those given in
+    `env`); anything it raises but SystemExit fails."""
+    result = CliRunner().invoke(main, [str(arg) for arg in args],
+                                env={**dict.fromkeys(SETTINGS_ENV), **(env or {})})
     unexpected = result.exception is not None and not isinstance(result.exception, SystemExit)
     assert not unexpected, f"the CLI raised {result.exception!r}"
     return CliRun(result.exit_code, result.stdout, result.stderr)
 
 
-def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:
-    """The installed `tgsparql` command, started as a CI would, without our LLM settings (but
-    with those given in `env`)."""
+def clean_env(**env: str) -> dict[str, str]:
+    """This process's environment without `SETTINGS_ENV`, with `env`: for a command started."""
+    return {**{k: v for k, v in os.environ.items() if k not in SETTINGS_ENV}, **env}
+
+
+def console_script() -> str:
+    """The installed `tgsparql` command."""
     beside = Path(sys.executable).with_name("tgsparql")
     command = str(beside) if beside.exists() else shutil.which("tgsparql")
     assert command is not None, "the tgsparql console script is not installed"
-    clean = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
-    return subprocess.Popen([command, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**clean, **env})
+    return command
+
+
+def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:
+    """The installed `tgsparql` command, started as a CI would, without `SETTINGS_ENV` (but with
+    those given in `env`)."""
+    return subprocess.Popen([console_script(), *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env(**env))
 
 
 @pytest.fixture

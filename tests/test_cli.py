@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import datetime
@@ -17,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
-from tests.conftest import LLM_ENV, CliRun, cli
+from tests.conftest import CliRun, clean_env, cli, console_script
 from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.explain import explain_session
 from tgsparql.pipeline import GraphRag
@@ -59,10 +57,7 @@ def session_of(run: CliRun) -> str:
     return match.group(0)
 
 
-@pytest.fixture(autouse=True)
-def no_llm_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in LLM_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_settings")
 
 
 @pytest.fixture
@@ -670,22 +665,11 @@ def test_explain_malformed_iri_fails_with_one_line(store_dir: Path, iri: str) ->
 # --- the installed command, as a CI runs it ---------------------------------------------------
 
 
-def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in LLM_ENV}
-
-
 def start_module(*args: object, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tgsparql.cli", *map(str, args)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=clean_env(),
     )
-
-
-def console_script() -> str:
-    beside = Path(sys.executable).with_name("tgsparql")
-    found = str(beside) if beside.exists() else shutil.which("tgsparql")
-    assert found is not None, "the tgsparql console script is not installed"
-    return found
 
 
 def test_console_script_runs_the_demo_with_exit_0(tmp_path: Path) -> None:

@@ -10,10 +10,8 @@ from typing import Any
 
 import pyoxigraph as ox
 import pytest
-from click.testing import CliRunner
 
 from tgsparql import vocab
-from tgsparql.cli import main
 from tgsparql.extraction import MAX_FACTS, MAX_NAME_CHARS, parse_facts
 from tgsparql.ingest import IngestFailure, IngestReport, ingest_files, locate, title_of
 from tgsparql.iris import ExtractionIds, entity_iri, relation_iri
@@ -25,6 +23,7 @@ from tgsparql.pipeline import GraphRag
 from tgsparql.retrieval import RetrievalLimits
 from tgsparql.store import EmbeddedStore
 
+from conftest import cli
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
 TG = vocab.TG
@@ -34,7 +33,6 @@ LIBRARY = vocab.GRAPH_LIBRARY
 RDF_TYPE = vocab.RDF_TYPE
 LABEL = vocab.RDFS_LABEL
 PASSAGE = re.compile(r"----- BEGIN PASSAGE -----\n(.*)\n----- END PASSAGE -----", re.DOTALL)
-LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE")
 
 ADA = (
     "Ada Lovelace was born in London in 1815. She was the daughter of Lord Byron.\f"
@@ -630,21 +628,13 @@ def test_each_file_is_reported_as_soon_as_it_is_done_with(
 # ---- the command line
 
 
-def run(*args: object, env: dict[str, str] | None = None) -> Any:
-    environment = {name: None for name in LLM_ENV}
-    environment.update(env or {})
-    result = CliRunner().invoke(main, [str(arg) for arg in args], env=environment)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
-
-
 def test_cli_ingest_reports_per_file_and_skips_on_the_second_run(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "ada.txt", ADA)
     fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS))
     store_dir = tmp_path / "kg"
-    first = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, path)
+    first = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, path)
     assert first.exit_code == 0, first.stderr
     doc = ExtractionIds(sha256_hex(ADA)).document.value
     assert first.stdout.splitlines() == [
@@ -652,13 +642,13 @@ def test_cli_ingest_reports_per_file_and_skips_on_the_second_run(
         "indexed 9 labels for grounding",
         "ingest: 1 file: 1 ingested (5 facts)",
     ]
-    second = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, path)
+    second = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, path)
     assert second.exit_code == 0, second.stderr
     assert second.stdout.splitlines() == [
         f"skipped {path}: already ingested as {doc}",
         "ingest: 1 file: 0 ingested (0 facts), 1 skipped as ingested before",
     ]
-    query = run("query", "--store", store_dir, "--llm", "offline", "Where was Ada Lovelace born?")
+    query = cli("query", "--store", store_dir, "--llm", "offline", "Where was Ada Lovelace born?")
     assert query.exit_code == 0, query.stderr
     assert query.stdout.startswith("London.")
 
@@ -670,7 +660,7 @@ def test_cli_ingest_says_which_files_gave_no_fact_and_force_reads_them_again(
     ada = write(tmp_path, "ada.txt", ADA)
     store_dir = tmp_path / "kg"
     fake_openai.script(Reply("Sorry, no facts."), reading(ADA_FACTS), reading(ADA_FACTS))
-    first = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty, ada,
+    first = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty, ada,
                 tmp_path / "gone.txt")
     assert first.exit_code == 1
     lines = first.stdout.splitlines()
@@ -683,13 +673,13 @@ def test_cli_ingest_says_which_files_gave_no_fact_and_force_reads_them_again(
     assert lines[-1] == "ingest: 3 files: 2 ingested (5 facts), 1 with 0 facts, 1 failed"
     assert first.stderr.splitlines()[-1].startswith(f"error: {tmp_path / 'gone.txt'}: ")
 
-    second = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty)
+    second = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty)
     assert second.stdout.splitlines()[0] == (
         f"skipped {empty}: already ingested as {empty_doc} (it gave 0 facts; --force extracts "
         "it again)")
     fake_openai.script(Reply(json.dumps(
         {"s": "This", "p": "is", "o": "nothing", "evidence": "Nothing to see."})))
-    third = run("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, "--force",
+    third = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, "--force",
                 empty)
     assert third.exit_code == 0, third.stderr
     assert third.stdout.splitlines()[0].startswith(
@@ -702,7 +692,7 @@ def test_cli_ingest_constrains_and_caps_replies_and_logs_every_call(
     path = write(tmp_path, "ada.txt", ADA)
     log = tmp_path / "llm.jsonl"
     fake_openai.script(reading(ADA_FACTS), Reply("garbage"))
-    result = run("ingest", "--store", tmp_path / "kg", "--base-url", fake_openai.base_url,
+    result = cli("ingest", "--store", tmp_path / "kg", "--base-url", fake_openai.base_url,
                  "--constrain", "grammar", "--max-tokens", 300, "--log-llm", log, path)
     assert result.exit_code == 0, result.stderr
     bodies = [request.body for request in fake_openai.chat_requests]
@@ -719,13 +709,13 @@ def test_cli_ingest_constrains_and_caps_replies_and_logs_every_call(
 
 
 def test_cli_ingest_names_an_llm_log_it_cannot_write(tmp_path: Path) -> None:
-    result = run("ingest", "--base-url", "http://127.0.0.1:9/v1", "--log-llm", tmp_path,
+    result = cli("ingest", "--base-url", "http://127.0.0.1:9/v1", "--log-llm", tmp_path,
                  write(tmp_path, "a.txt", "x"))
     assert result.exit_code == 2 and "--log-llm" in result.stderr
 
 
 def test_cli_ingest_without_an_llm_exits_non_zero_saying_one_is_needed(tmp_path: Path) -> None:
-    result = run("ingest", "--store", tmp_path / "kg", write(tmp_path, "ada.txt", ADA))
+    result = cli("ingest", "--store", tmp_path / "kg", write(tmp_path, "ada.txt", ADA))
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
         "error: ingesting needs an LLM to read the text, and the offline backend does not "
@@ -735,7 +725,7 @@ def test_cli_ingest_without_an_llm_exits_non_zero_saying_one_is_needed(tmp_path:
 
 
 def test_cli_ingest_refuses_an_overlap_not_below_the_size(tmp_path: Path) -> None:
-    result = run("ingest", "--chunk-size", 100, "--chunk-overlap", 100,
+    result = cli("ingest", "--chunk-size", 100, "--chunk-overlap", 100,
                  write(tmp_path, "a.txt", "x"))
     assert result.exit_code == 2
     assert "chunk overlap must be at least 0 and below the chunk size 100" in result.stderr
@@ -744,7 +734,7 @@ def test_cli_ingest_refuses_an_overlap_not_below_the_size(tmp_path: Path) -> Non
 def test_cli_ingest_names_a_failed_file_and_exits_one(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    result = run("ingest", "--store", tmp_path / "kg", "--base-url", fake_openai.base_url,
+    result = cli("ingest", "--store", tmp_path / "kg", "--base-url", fake_openai.base_url,
                  tmp_path / "notes.docx")
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].startswith(
@@ -758,7 +748,7 @@ def test_load_of_a_trig_with_the_three_graphs_keeps_its_provenance(
     tmp_path: Path, demo_path: Path
 ) -> None:
     store_dir = tmp_path / "kg"
-    assert run("load", "--store", store_dir, demo_path).exit_code == 0
+    assert cli("load", "--store", store_dir, demo_path).exit_code == 0
     expected = ox.Store()
     expected.load(path=str(demo_path), format=ox.RdfFormat.TRIG)
     with_graphs(store_dir, expected)
@@ -772,7 +762,7 @@ def test_load_of_nquads_with_the_three_graphs_keeps_its_provenance(
     nquads = tmp_path / "demo.nq"
     expected.dump(output=str(nquads), format=ox.RdfFormat.N_QUADS)
     store_dir = tmp_path / "kg"
-    assert run("load", "--store", store_dir, nquads).exit_code == 0
+    assert cli("load", "--store", store_dir, nquads).exit_code == 0
     with_graphs(store_dir, expected)
 
 

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tgsparql import vocab
-from tgsparql.cli import main
 from tgsparql.export import export
 from tgsparql.iris import SessionIds
 from tgsparql.llm.offline import OfflineBackend
@@ -35,6 +33,8 @@ from tgsparql.testing.strategies import (
     provenanced_graphs,
     session_lists,
 )
+
+from conftest import cli
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -183,12 +183,6 @@ def test_reified_edges_go_when_no_session_refers_to_them_any_more(
 # ---- the command ------------------------------------------------------------------------------
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), env={"TGSPARQL_STORE": None,
-                                                       "TGSPARQL_ENDPOINT": None})
-    return result.exit_code, result.stdout, result.stderr
-
-
 BORN_IN = ox.Triple(ox.NamedNode("https://example.org/demo/entity/Marie_Curie"),
                     ox.NamedNode("https://example.org/demo/rel/bornIn"),
                     ox.NamedNode("https://example.org/demo/entity/Warsaw"))
@@ -223,16 +217,16 @@ def test_cli_dry_run_lists_and_changes_nothing_then_delete_removes(
     disk_store: tuple[Path, list[SessionIds]],
 ) -> None:
     path, (old, mid, new) = disk_store
-    code, out, err = run("sessions", "delete", "--store", str(path), "--older-than", "30d",
+    code, out, err = cli("sessions", "delete", "--store", str(path), "--older-than", "30d",
                          "--dry-run")
     assert code == 0, err
     assert re.fullmatch(rf"would delete {old.session.value} \(\d+ quads\)\n", out)
     assert re.fullmatch(r"dry run: 1 sessions \(\d+ quads\) would be deleted\n", err)
-    code, out, err = run("sessions", "delete", "--store", str(path), "--older-than", "1w")
+    code, out, err = cli("sessions", "delete", "--store", str(path), "--older-than", "1w")
     assert code == 0, err
     assert [line.split()[1] for line in out.splitlines()] == [old.session.value, mid.session.value]
     assert err.startswith("deleted 2 sessions (")
-    code, out, _ = run("sessions", "--store", str(path), "--format", "json")
+    code, out, _ = cli("sessions", "--store", str(path), "--format", "json")
     assert [s["session"] for s in json.loads(out)] == [new.session.value]
 
 
@@ -251,7 +245,7 @@ def test_cli_delete_bad_input_is_a_clear_error(
     disk_store: tuple[Path, list[SessionIds]], args: list[str], code: int, message: str
 ) -> None:
     path, _ = disk_store
-    got, _, err = run("sessions", "delete", "--store", str(path), *args)
+    got, _, err = cli("sessions", "delete", "--store", str(path), *args)
     assert got == code
     assert message in err
 
@@ -277,12 +271,12 @@ def test_cli_export_then_load_gives_an_identical_store(
     with open_store(path) as disk:
         disk.oxigraph.extend(store.oxigraph)
     out = tmp_path / f"all{suffix}"
-    code, stdout, err = run("export", "--store", str(path), "--format", fmt, "--output", str(out))
+    code, stdout, err = cli("export", "--store", str(path), "--format", fmt, "--output", str(out))
     assert code == 0 and stdout == "" and err == ""
     data = out.read_bytes()
     assert b"<<( " in data and b"urn:graph:explainability" in data
     assert dump(reload(data, suffix, tmp_path)) == dump(store)
-    code, stdout, _ = run("export", "--store", str(path), "--format", fmt)
+    code, stdout, _ = cli("export", "--store", str(path), "--format", fmt)
     assert code == 0 and stdout.encode("utf-8") == data
 
 
@@ -298,13 +292,13 @@ def test_cli_export_of_some_graphs_keeps_their_names(
     path = tmp_path / "kg"
     with open_store(path) as disk:
         disk.oxigraph.extend(store.oxigraph)
-    code, out, _ = run("export", "--store", str(path), "--format", "nquads",
+    code, out, _ = cli("export", "--store", str(path), "--format", "nquads",
                        "--graph", "urn:graph:library", "--graph", "default")
     assert code == 0
     wanted = (vocab.GRAPH_LIBRARY, ox.DefaultGraph())
     exported = sorted(line for line in out.split("\n") if line)
     assert exported == [line for line in dump(store) if graph_of(line) in wanted]
-    code, _, err = run("export", "--store", str(path), "--format", "trig", "--graph", "not an iri")
+    code, _, err = cli("export", "--store", str(path), "--format", "trig", "--graph", "not an iri")
     assert code == 2 and "Invalid value for --graph: --graph 'not an iri' is neither" in err
 
 

@@ -10,9 +10,7 @@ from typing import BinaryIO
 
 import pyoxigraph as ox
 import pytest
-from click.testing import CliRunner
 
-from tgsparql.cli import main
 from tgsparql.explain import explain_session
 from tgsparql.iris import SessionIds
 from tgsparql.labels import fetch_labels
@@ -39,7 +37,7 @@ from tgsparql.trace import (
     trace_json,
 )
 
-from conftest import REPO
+from conftest import REPO, cli
 from tests.servers import Server
 
 TG = "https://trustgraph.ai/ns/"
@@ -743,12 +741,6 @@ def test_text_tree_goes_down_to_the_sentence(
 # the CLI
 
 
-def cli(*args: object) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    return result.exit_code, result.stdout, result.stderr
-
-
 @pytest.fixture
 def demo_dir(tmp_path: Path, demo_path: Path) -> tuple[Path, list[str]]:
     """An on-disk demo store with the demo questions recorded."""
@@ -789,7 +781,7 @@ def test_cli_trace_text_and_json_match_the_api(
 def test_cli_trace_json_carries_every_level(demo_dir: tuple[Path, list[str]]) -> None:
     path, found = demo_dir
     iri = SessionIds.from_session_iri(found[1]).edge_selection(0).value
-    data = json.loads(cli("trace", iri, "--store", path, "--format", "json")[1])
+    data = json.loads(cli("trace", iri, "--store", path, "--format", "json").stdout)
     assert data["edge"] == f"<<( <{ENT}Marie_Curie> <{REL}married> <{ENT}Pierre_Curie> )>>"
     assert [(s["document"], s["page_number"], s["chunk_index"], s["evidence_offset"])
             for s in data["sources"]] == [(DOC + "marie-curie", 1, 1, 0),
@@ -818,5 +810,5 @@ def test_cli_trace_errors_are_one_line_and_exit_1(
 
 def test_cli_trace_usage_errors_exit_2(demo_dir: tuple[Path, list[str]]) -> None:
     path, found = demo_dir
-    assert cli("trace", "--store", path)[0] == 2
-    assert cli("trace", found[0], "--store", path, "--format", "turtle")[0] == 2
+    assert cli("trace", "--store", path).exit_code == 2
+    assert cli("trace", found[0], "--store", path, "--format", "turtle").exit_code == 2

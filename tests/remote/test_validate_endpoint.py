@@ -10,10 +10,9 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
+from tests.conftest import cli
 from tests.remote.conftest import Server
-from tgsparql.cli import main
 from tgsparql.store import open_store
 
 QUESTION = "Who did Marie Curie marry?"
@@ -30,14 +29,6 @@ INSERT { GRAPH <urn:graph:library> { ?chunk tg:content "tampered" } }
 WHERE { GRAPH <urn:graph:library> { ?chunk tg:content ?c }
         FILTER(STRSTARTS(STR(?chunk), "urn:chunk:6e9a")) }
 """
-UNSET = {"TGSPARQL_STORE": None, "TGSPARQL_ENDPOINT": None, "OPENAI_BASE_URL": None,
-         "OPENAI_API_KEY": None}
-
-
-def cli(*args: object) -> Result:
-    result = CliRunner().invoke(main, [str(arg) for arg in args], env=UNSET)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def endpoint(server: Server) -> list[str]:

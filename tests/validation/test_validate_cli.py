@@ -10,7 +10,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from tests.conftest import LLM_ENV, CliRun, cli
+from tests.conftest import CliRun, cli
 from tgsparql.store import open_store
 
 SH = "http://www.w3.org/ns/shacl#"
@@ -41,10 +41,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def no_llm_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in LLM_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_settings")
 
 
 @pytest.fixture

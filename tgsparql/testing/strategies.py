@@ -26,7 +26,7 @@ except ImportError as missing:
 
 from tgsparql import vocab
 from tgsparql.grounding import Grounding, update_label_index
-from tgsparql.iris import SessionIds
+from tgsparql.iris import ExtractionIds, SessionIds
 from tgsparql.labels import LabeledEdge
 from tgsparql.librarian import StoreLibrarian, sha256_hex
 from tgsparql.llm.usage import Usage
@@ -276,7 +276,8 @@ class _Provenance:
         """Document `d` stating `facts`, one sentence each, extracted by `agent`."""
         text = " ".join(sentences)
         doc = ox.NamedNode(f"{EX}doc/d{d}")
-        activity = ox.NamedNode(f"urn:activity:{d:08x}-0000-4000-8000-000000000000")
+        ids = ExtractionIds(sha256_hex(f"document {d}"))  # distinct per document, whatever its text
+        activity = ids.activity
         self.typed(doc, "Document")
         self.add(doc, vocab.DC_TITLE, ox.Literal(f"Document {d}"))
         self.add(doc, vocab.TG_MIME_TYPE, ox.Literal("text/plain"))
@@ -289,7 +290,7 @@ class _Provenance:
         self.add(activity, vocab.TG_LLM_MODEL, ox.Literal("test-model"))
         parent = doc
         if paged if paged is not None else draw(st.booleans()):
-            parent = ox.NamedNode(f"urn:page:{d:08x}-0000-4000-8000-000000000001")
+            parent = ids.page(1)
             self.typed(parent, "Page")
             self.add(parent, vocab.PROV_WAS_DERIVED_FROM, doc)
             self.add(parent, vocab.TG_PAGE_NUMBER, _integer(1))
@@ -301,23 +302,23 @@ class _Provenance:
             chunk_text = " ".join(sentences[start:end])
             begin = text.index(chunk_text, offset)
             offset = begin + len(chunk_text)
-            self.chunk(d, index, parent, activity, begin, chunk_text, facts[start:end],
+            self.chunk(ids, d, index, parent, activity, begin, chunk_text, facts[start:end],
                        sentences[start])
         return doc
 
-    def chunk(self, d: int, index: int, parent: ox.NamedNode, activity: ox.NamedNode,
-              begin: int, text: str, facts: list[ox.Triple], evidence: str) -> None:
+    def chunk(self, ids: ExtractionIds, d: int, index: int, parent: ox.NamedNode,
+              activity: ox.NamedNode, begin: int, text: str, facts: list[ox.Triple],
+              evidence: str) -> None:
         """Chunk `index` of document `d` and its one subgraph, whose evidence is `evidence`."""
-        chunk = ox.NamedNode(f"urn:chunk:{d:08x}-0000-4000-8000-{index:012x}")
+        end = begin + len(text)
+        chunk = ids.chunk(begin, end)
         self.typed(chunk, "Chunk")
         self.add(chunk, vocab.PROV_WAS_DERIVED_FROM, parent)
         self.add(chunk, vocab.TG_CHUNK_INDEX, _integer(index))
         self.add(chunk, vocab.TG_CHAR_OFFSET, _integer(begin))
         self.add(chunk, vocab.TG_CHAR_LENGTH, _integer(len(text)))
         self.put_text(chunk, text, f"Document {d}, chunk {index}")
-        subgraph = ox.NamedNode(
-            f"https://trustgraph.ai/subgraph/{d:08x}-0000-4000-8000-{index:012x}"
-        )
+        subgraph = ids.subgraph(begin, end, (0, len(evidence)))
         self.typed(subgraph, "Subgraph")
         self.add(subgraph, vocab.PROV_WAS_DERIVED_FROM, chunk)
         self.add(subgraph, vocab.PROV_WAS_GENERATED_BY, activity)
