@@ -65,6 +65,8 @@ TG_CONTAINS: Final = NamedNode(TG + "contains")
 TG_SOURCE_TEXT: Final = NamedNode(TG + "sourceText")
 TG_SOURCE_CHAR_OFFSET: Final = NamedNode(TG + "sourceCharOffset")
 TG_SOURCE_CHAR_LENGTH: Final = NamedNode(TG + "sourceCharLength")
+# The rule retrieval ranks each node's edges by, recorded as the retrieval's tg:rankingRule.
+TG_QUESTION_PATH_RARITY_RANKING: Final = NamedNode(TG + "QuestionPathRarityRanking")
 PROV_STARTED_AT_TIME: Final = NamedNode(PROV + "startedAtTime")
 PROV_ENDED_AT_TIME: Final = NamedNode(PROV + "endedAtTime")
 PROV_WAS_DERIVED_FROM: Final = NamedNode(PROV + "wasDerivedFrom")
