@@ -341,8 +341,8 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
     facts = [q.triple for q in store.quads_for_pattern(None, None, None, ox.DefaultGraph())
              if q.predicate != vocab.RDFS_LABEL]
     assert len(facts) == FACTS and set(facts) <= contained
-    kinds = [ox.NamedNode(vocab.TG + k) for k in ("Document", "Page", "Chunk", "Subgraph")]
-    kinds.append(vocab.PROV_ACTIVITY)
+    kinds = [vocab.TG_DOCUMENT_CLASS, vocab.TG_PAGE_CLASS, vocab.TG_CHUNK_CLASS,
+             vocab.TG_SUBGRAPH_CLASS, vocab.PROV_ACTIVITY]
     generated = shapes(store, kinds)
     del store
     corpus = write_corpus(tmp_path / "documents", 2, 7)

@@ -403,7 +403,9 @@ def _split_rows(
             continue
         # An edge to a seed or to a neighbour named with the question's stems (one match a
         # stem), told apart here.
-        way, neighbour = ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
+        way, neighbour = (
+            ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
+        )
         if neighbour in seeds:
             matches[node].append(("seed", edge, 4))
         matches[node].extend((way, edge, 1) for _ in named.get(neighbour, ()))
