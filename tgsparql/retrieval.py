@@ -436,7 +436,8 @@ def _number(term: object) -> float:
 
 
 def _text(term: object) -> str:
-    """The term's string as SPARQL's STR gives it, for the same tie order as the store's."""
+    """The term's string as SPARQL's STR gives it, for the same tie order as the store's: a
+    sort key, so "" (first, as an unbound STR sorts) where terms.term_text gives None."""
     return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else ""
 
 
