@@ -61,9 +61,7 @@ from typing import Final
 import pyoxigraph as ox
 
 from benchmarks.data import data_path
-from benchmarks.importers import (
-    DC_TITLE, DERIVED_FROM, TG_CONTAINS, TG_CONTENT, DatasetError, load,
-)
+from benchmarks.importers import DatasetError, load
 from benchmarks.importers.redocred import DOCS, REL_INFO, ReDocRedImport
 from benchmarks.importers.redocred import import_redocred
 from benchmarks.importers.twowiki import CORPUS, QUESTIONS, Question
@@ -192,10 +190,11 @@ def _objects(messages: Iterable[GraphRagResponse], predicate: ox.NamedNode) -> l
 def walk_sources(store: EmbeddedStore, fact: ox.Triple) -> set[tuple[str, str]]:
     """(document, chunk) of every subgraph containing the fact, walked over the store in Python."""
     ox_store, source = store.oxigraph, vocab.GRAPH_SOURCE
+    derived = vocab.PROV_WAS_DERIVED_FROM
     found = set()
-    for contains in ox_store.quads_for_pattern(None, TG_CONTAINS, fact, source):
-        for chunk in ox_store.quads_for_pattern(contains.subject, DERIVED_FROM, None, source):
-            for doc in ox_store.quads_for_pattern(chunk.object, DERIVED_FROM, None, source):
+    for contains in ox_store.quads_for_pattern(None, vocab.TG_CONTAINS, fact, source):
+        for chunk in ox_store.quads_for_pattern(contains.subject, derived, None, source):
+            for doc in ox_store.quads_for_pattern(chunk.object, derived, None, source):
                 found.add((doc.object.value, chunk.object.value))
     return found
 
@@ -263,15 +262,16 @@ def redocred_trace(store: EmbeddedStore, imported: ReDocRedImport) -> ReDocRedTr
     trace = ReDocRedTrace()
     for fact, evidence in imported.evidence.items():
         trace.facts += 1
-        subgraphs = [q.subject for q in ox_store.quads_for_pattern(None, TG_CONTAINS, fact, source)]
-        chunks = {c for sg in subgraphs for c in objects(sg, DERIVED_FROM, source)}
+        subgraphs = [q.subject
+                     for q in ox_store.quads_for_pattern(None, vocab.TG_CONTAINS, fact, source)]
+        chunks = {c for sg in subgraphs for c in objects(sg, vocab.PROV_WAS_DERIVED_FROM, source)}
         expected = {e.chunk: e for e in evidence}
         trace.exact += chunks == set(expected)
-        texts = {c: [t.value for t in objects(c, TG_CONTENT, library)] for c in chunks}
+        texts = {c: [t.value for t in objects(c, vocab.TG_CONTENT, library)] for c in chunks}
         trace.text_ok += bool(chunks) and all(
             c in expected and texts[c] == [expected[c].text] for c in chunks)
-        titles = {c: [t.value for d in objects(c, DERIVED_FROM, source)
-                      for t in objects(d, DC_TITLE, source)] for c in chunks}
+        titles = {c: [t.value for d in objects(c, vocab.PROV_WAS_DERIVED_FROM, source)
+                      for t in objects(d, vocab.DC_TITLE, source)] for c in chunks}
         trace.title_ok += bool(chunks) and all(
             c in expected and titles[c] == [expected[c].document_title] for c in chunks)
     return trace

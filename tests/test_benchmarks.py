@@ -14,6 +14,7 @@ import pyoxigraph as ox
 import pytest
 
 from benchmarks.harness import BenchParser, Size
+from benchmarks import pipeline_bench
 from conftest import REPO
 from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 from tgsparql import vocab
@@ -25,48 +26,6 @@ QUESTIONS = 5
 SAMPLES = 3
 ENTITIES = FACTS // 10
 LABELS = ENTITIES + 50 + 8  # entities, predicates, classes
-
-TIMING_ROWS = [
-    "grounding",
-    "retrieval (retrieve_subgraph)",
-    "— unranked, the old query (baseline)",
-    "— floor: the kept edges, one request a hop, bare",
-    "— ranking floor: the frontier's counts and small nodes, one request a hop, bare",
-    "— CPU time of the ranked retrieval",
-    "— CPU time of the unranked",
-    "— of the ranked's CPU time, in the store (its requests, rows made Python)",
-    "— of the ranked's CPU time, rendering its templates",
-    "— of the ranked's CPU time, the rest (ranking, the walk)",
-    "— on questions naming a hub",
-    "— on questions naming a hub, unranked",
-    "label fetch (get_labelgraph)",
-    "offline selection + answer",
-    "recording (all writes of one session)",
-    "— session + retrieval",
-    "— selection",
-    "— answer + librarian",
-    "recording without tg:retrievedEdge",
-    "recording's store floor (the same quads by Store.extend)",
-    "pipeline, recording on",
-    "pipeline, recording off",
-    "pipeline, recording on without tg:retrievedEdge",
-]
-RATIO_ROWS = [
-    "ranking cost (ranked / unranked retrieval)",
-    "ranking cost in CPU time (ranked / unranked)",
-    "ranked retrieval / floor",
-    "ranked retrieval / ranking floor",
-    "unranked retrieval / floor",
-    "explainability overhead (on / off)",
-    "overhead without tg:retrievedEdge (on / off)",
-]
-COUNT_ROWS = [
-    "edges retrieved per question",
-    "store requests per retrieval",
-    "— unranked",
-    "seed entities per question",
-    "edges selected per question",
-]
 
 
 VERDICTS = ("pass", "**FAIL**")
@@ -144,11 +103,11 @@ def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: P
     assert first.stdout.strip() == text.strip()
 
     rows = table_rows(text)
-    assert list(rows) == TIMING_ROWS + RATIO_ROWS + COUNT_ROWS
-    for name in TIMING_ROWS + RATIO_ROWS:
+    assert list(rows) == pipeline_bench.ROW_NAMES
+    for name in pipeline_bench.TIMING_ROWS + pipeline_bench.RATIO_ROWS:
         median, p95 = float(rows[name][0]), float(rows[name][1])
         assert median > 0 and p95 > 0, name
-        if name in TIMING_ROWS:
+        if name in pipeline_bench.TIMING_ROWS:
             assert p95 >= median, name
     assert rows["retrieval (retrieve_subgraph)"][2:] in (
         ["≤ 15 ms p50", "pass"],
@@ -185,7 +144,7 @@ def test_tiny_benchmark_writes_every_row_and_reuses_its_cached_store(tmp_path: P
     assert second.returncode == 0, second.stderr
     again = out.read_text(encoding="utf-8")
     assert numbers(again, "build") == numbers(text, "build")
-    assert list(table_rows(again)) == TIMING_ROWS + RATIO_ROWS + COUNT_ROWS
+    assert list(table_rows(again)) == pipeline_bench.ROW_NAMES
     reference = json.loads((out.parent / "pipeline-subgraphs.json").read_text(encoding="utf-8"))
     assert (reference["facts"], len(reference["digests"])) == (FACTS, QUESTIONS)
     third = run_bench(work, out)
@@ -341,8 +300,8 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
     facts = [q.triple for q in store.quads_for_pattern(None, None, None, ox.DefaultGraph())
              if q.predicate != vocab.RDFS_LABEL]
     assert len(facts) == FACTS and set(facts) <= contained
-    kinds = [ox.NamedNode(vocab.TG + k) for k in ("Document", "Page", "Chunk", "Subgraph")]
-    kinds.append(vocab.PROV_ACTIVITY)
+    kinds = [vocab.TG_DOCUMENT_CLASS, vocab.TG_PAGE_CLASS, vocab.TG_CHUNK_CLASS,
+             vocab.TG_SUBGRAPH_CLASS, vocab.PROV_ACTIVITY]
     generated = shapes(store, kinds)
     del store
     corpus = write_corpus(tmp_path / "documents", 2, 7)

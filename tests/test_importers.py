@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.importers import TG_CONTAINS, TG_CONTENT, TG_LENGTH, TG_OFFSET, DatasetError, load
+from benchmarks.importers import DatasetError, load
 from benchmarks.importers.redocred import import_redocred, join_sentences
 from benchmarks.importers.twowiki import (
     NO_PARAGRAPH, TitleResolver, fact_triple, import_twowiki, read_corpus, split_sentences,
@@ -77,13 +77,13 @@ def test_twowiki_slice_imports_with_exact_provenance(twowiki_slice, tmp_path: Pa
     oxs = store.oxigraph
     for triple, anchor in report.anchors.items():
         assert ox.Quad(triple.subject, triple.predicate, triple.object) in oxs
-        subgraphs = [q.subject for q in oxs.quads_for_pattern(None, TG_CONTAINS, triple,
+        subgraphs = [q.subject for q in oxs.quads_for_pattern(None, vocab.TG_CONTAINS, triple,
                                                               vocab.GRAPH_SOURCE)]
         assert len(subgraphs) == 1
-        offset = int(next(oxs.quads_for_pattern(anchor.chunk, TG_OFFSET, None)).object.value)
-        length = int(next(oxs.quads_for_pattern(anchor.chunk, TG_LENGTH, None)).object.value)
-        document = next(oxs.quads_for_pattern(anchor.document, TG_CONTENT, None)).object.value
-        chunk = next(oxs.quads_for_pattern(anchor.chunk, TG_CONTENT, None)).object.value
+        offset, length = (int(next(oxs.quads_for_pattern(anchor.chunk, p, None)).object.value)
+                          for p in (vocab.TG_CHAR_OFFSET, vocab.TG_CHAR_LENGTH))
+        document = next(oxs.quads_for_pattern(anchor.document, vocab.TG_CONTENT, None)).object.value
+        chunk = next(oxs.quads_for_pattern(anchor.chunk, vocab.TG_CONTENT, None)).object.value
         assert document[offset:offset + length] == chunk
         assert triple.object in {q.subject for q in oxs.quads_for_pattern(
             None, vocab.RDFS_LABEL, None, ox.DefaultGraph())}
@@ -103,7 +103,7 @@ def test_unanchored_triples_are_loaded_without_provenance(tmp_path: Path) -> Non
     load(store, report.path)
     unanchored = fact_triple("B", "father", "A")
     assert ox.Quad(unanchored.subject, unanchored.predicate, unanchored.object) in store.oxigraph
-    assert not list(store.oxigraph.quads_for_pattern(None, TG_CONTAINS, unanchored, None))
+    assert not list(store.oxigraph.quads_for_pattern(None, vocab.TG_CONTAINS, unanchored, None))
 
 
 @pytest.mark.parametrize("content, message", [
@@ -140,12 +140,13 @@ def test_redocred_slice(datasets: Path, tmp_path: Path) -> None:
     load(store, report.path)
     oxs = store.oxigraph
     for fact, evidence in report.evidence.items():
-        subgraphs = {q.subject for q in oxs.quads_for_pattern(None, TG_CONTAINS, fact, None)}
+        subgraphs = {q.subject for q in oxs.quads_for_pattern(None, vocab.TG_CONTAINS, fact, None)}
         chunks = {q.object for s in subgraphs for q in oxs.quads_for_pattern(
             s, ox.NamedNode(vocab.PROV + "wasDerivedFrom"), None)}
         assert chunks == {e.chunk for e in evidence}
         for e in evidence:
-            assert next(oxs.quads_for_pattern(e.chunk, TG_CONTENT, None)).object.value == e.text
+            content = next(oxs.quads_for_pattern(e.chunk, vocab.TG_CONTENT, None))
+            assert content.object.value == e.text
     label = next(oxs.quads_for_pattern(
         ox.NamedNode("http://www.wikidata.org/prop/direct/P17"), vocab.RDFS_LABEL, None))
     assert label.object == ox.Literal("country")

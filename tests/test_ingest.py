@@ -167,7 +167,7 @@ def test_the_source_graph_holds_document_activity_agent_pages_and_chunks(
     ids = ExtractionIds(sha256_hex("# Ada, Countess\n\n" + ADA))
     doc = ids.document
     assert doc.value == f"urn:trustgraph:doc:{ids.sha256}"
-    assert set(objects(store, doc, RDF_TYPE)) == {prov("Entity"), tg("Document")}
+    assert set(objects(store, doc, RDF_TYPE)) == {prov("Entity"), vocab.TG_DOCUMENT_CLASS}
     assert objects(store, doc, ox.NamedNode(vocab.DC + "title")) == [ox.Literal("Ada, Countess")]
     assert objects(store, doc, tg("mimeType")) == [ox.Literal("text/markdown")]
     activity = ids.activity
@@ -183,11 +183,11 @@ def test_the_source_graph_holds_document_activity_agent_pages_and_chunks(
     pages = subjects(store, prov("wasDerivedFrom"), doc)
     assert sorted(integer(objects(store, p, tg("pageNumber"))[0]) for p in pages) == [1, 2]
     for page in pages:
-        assert set(objects(store, page, RDF_TYPE)) == {prov("Entity"), tg("Page")}
+        assert set(objects(store, page, RDF_TYPE)) == {prov("Entity"), vocab.TG_PAGE_CLASS}
         assert objects(store, page, prov("wasGeneratedBy")) == [activity]
         assert page.value.startswith("urn:page:")
     for _, _, chunk in chunks_of(store, doc):
-        assert set(objects(store, chunk, RDF_TYPE)) == {prov("Entity"), tg("Chunk")}
+        assert set(objects(store, chunk, RDF_TYPE)) == {prov("Entity"), vocab.TG_CHUNK_CLASS}
         assert chunk.value.startswith("urn:chunk:")
 
 
@@ -200,9 +200,9 @@ def test_every_fact_is_contained_in_a_subgraph_of_the_chunk_it_came_from(
     assert contained == facts
     for subgraph in {q.subject for q in quads(store, SOURCE) if q.predicate == tg("contains")}:
         assert subgraph.value.startswith("https://trustgraph.ai/subgraph/")
-        assert set(objects(store, subgraph, RDF_TYPE)) == {prov("Entity"), tg("Subgraph")}
+        assert set(objects(store, subgraph, RDF_TYPE)) == {prov("Entity"), vocab.TG_SUBGRAPH_CLASS}
         (chunk,) = objects(store, subgraph, prov("wasDerivedFrom"))
-        assert tg("Chunk") in objects(store, chunk, RDF_TYPE)
+        assert vocab.TG_CHUNK_CLASS in objects(store, chunk, RDF_TYPE)
         assert len(objects(store, subgraph, prov("wasGeneratedBy"))) == 1
 
 
@@ -428,7 +428,7 @@ def test_a_failing_llm_writes_nothing_of_that_file_and_the_others_still_go_in(
     assert list(report.failed) == [broken]
     assert report.failed[broken].startswith(f"{broken}: page 2, chunk 0: ")
     assert "boom" in report.failed[broken]
-    documents = subjects(store, RDF_TYPE, tg("Document"))
+    documents = subjects(store, RDF_TYPE, vocab.TG_DOCUMENT_CLASS)
     assert documents == [ExtractionIds(sha256_hex(good.read_text())).document]
 
 
@@ -535,7 +535,7 @@ def test_force_extracts_a_document_that_gave_no_fact_again_in_place_of_the_first
     assert born in {quad.triple for quad in store.oxigraph.quads_for_pattern(
         None, None, None, ox.DefaultGraph())}
     # One document, one activity, its pages and chunks once: replaced, not added to.
-    assert subjects(store, RDF_TYPE, tg("Document")) == [document.document]
+    assert subjects(store, RDF_TYPE, vocab.TG_DOCUMENT_CLASS) == [document.document]
     assert len(subjects(store, prov("used"), document.document)) == 1
     assert len(chunks_of(store, document.document)) == 2
     assert len(objects(store, document.document, ox.NamedNode(vocab.DC + "title"),

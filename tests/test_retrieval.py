@@ -485,7 +485,8 @@ def test_the_retrieval_counts_each_seeds_candidate_edges(
     hub(store, "small", 7)
     found = retrieve(store, [ex("small"), ex("star")], one_hop(3))
     assert found.candidates == {ex("small"): 7, ex("star"): 41}
-    assert found.rule == RANKING_RULE == "https://trustgraph.ai/ns/QuestionPathRarityRanking"
+    assert found.rule == RANKING_RULE == ox.NamedNode(
+        "https://trustgraph.ai/ns/QuestionPathRarityRanking")
 
 
 def test_a_node_read_whole_keeps_the_edges_the_stores_ranking_keeps(

@@ -419,7 +419,7 @@ def retrieval_params(edges: list[ox.Triple]) -> dict[str, Any]:
         "graph": GRAPH, "session": IDS.session, "retrieval": IDS.retrieval,
         "edge_count": len(edges), "concepts": ["radium"],
         "entities": [ox.NamedNode("http://example.org/Radium")], "retrieved_edges": edges,
-        "ranking_rule": ox.NamedNode(RANKING_RULE),
+        "ranking_rule": RANKING_RULE,
         "seed_cuts": [SeedCut(IDS.seed_cut(0), ox.NamedNode("http://example.org/Radium"), 7,
                               False)],
     }
@@ -603,7 +603,7 @@ EVERY_PARAM: dict[str, Any] = {
     "rare_uses": 10,
     "matches_up_to": 1000,
     "common_stem": 1000,
-    "ranking_rule": ox.NamedNode(RANKING_RULE),
+    "ranking_rule": RANKING_RULE,
     "seed_cuts": [],
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),

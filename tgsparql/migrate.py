@@ -24,6 +24,7 @@ import pyoxigraph as ox
 from tgsparql import vocab
 from tgsparql.provenance import call_usage, document_iris
 from tgsparql.store import Store
+from tgsparql.terms import term_text
 
 BATCH = 2000
 """Records (sessions or selections) per update."""
@@ -49,7 +50,7 @@ def pending(store: Store) -> Pending:
     """The records of every collection that lack a field the current templates write."""
     sessions = [
         {"graph": row["graph"], "session": row["session"],
-         "started": _datetime(row["started"]), "status": _text(row.get("status"))}
+         "started": _datetime(row["started"]), "status": term_text(row.get("status"))}
         for row in store.select(store.templates.render("migrate/pending_sessions"))
         if _datetime(row["started"]) is not None
     ]
@@ -144,7 +145,3 @@ def _integer(term: Any) -> int | None:
     if isinstance(term, ox.Literal) and term.datatype == vocab.XSD_INTEGER:
         return int(term.value)
     return None
-
-
-def _text(term: Any) -> str | None:
-    return term.value if isinstance(term, ox.Literal) else None

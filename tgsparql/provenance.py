@@ -180,7 +180,7 @@ class Recorder:
             concepts=grounding.concepts,
             entities=grounding.seeds,
             retrieved_edges=list(subgraph) if self.record_retrieved_edges else [],
-            ranking_rule=ox.NamedNode(retrieved.rule) if retrieved else None,
+            ranking_rule=retrieved.rule if retrieved else None,
             seed_cuts=cuts,
         )
 

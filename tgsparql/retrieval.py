@@ -25,7 +25,7 @@ from tgsparql.grounding import COMMON_STEM
 from tgsparql.store import Solution, Store
 
 
-RANKING_RULE = vocab.TG + "QuestionPathRarityRanking"
+RANKING_RULE = vocab.TG_QUESTION_PATH_RARITY_RANKING
 RANK_WHOLE_UP_TO = 100
 """A node with at most this many edges has all of them ranked."""
 COUNT_UP_TO = 2000
@@ -72,7 +72,7 @@ class Retrieved:
     candidates: dict[ox.NamedNode, int]
     """Per seed, the edges touching it, counted up to COUNT_UP_TO + 1 (which means more): how
     many the ranking chose from."""
-    rule: str = RANKING_RULE
+    rule: ox.NamedNode = RANKING_RULE
 
 
 def retrieve_subgraph(
@@ -211,52 +211,9 @@ class RankedQuery:
         holders = self.holders or {}
         neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
         by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
-        rows = self.store.select(
-            self.store.templates.render(
-                "retrieve_subgraph",
-                nodes=small,
-                hubs=hubs,
-                stems=self.stems,
-                predicates=self.predicates,
-                seeds=self.seeds,
-                neighbours=neighbours if by_value else None,
-                excluded=self.excluded,
-                matches_up_to=MATCHES_UP_TO,
-            )
-        )
-        # One pass over the rows: a node read whole gets its edges (an edge with a blank node,
-        # which the template does not filter out, as that costs the store more than it costs
-        # here, is dropped), a bigger node its matches.
-        read: list[list[_Edge]] = [[] for _ in small]
-        matches: dict[ox.NamedNode, list[tuple[str, ox.Triple, int]]] = {node: [] for node in hubs}
+        rows = self._select_edges(small, hubs, neighbours if by_value else None)
         seeds = set(self.seeds)
-        for row in rows:
-            i, p = row.get("i"), row.get("p")
-            if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
-                continue
-            place = int(i.value)
-            if place < len(small):
-                node = small[place]
-                s, o = row.get("s", node), row.get("o", node)
-                if not isinstance(s, ox.BlankNode) and not isinstance(o, ox.BlankNode):
-                    read[place].append((s, p, o))  # type: ignore[arg-type]
-                continue
-            if _is_schema(p):
-                continue
-            node = hubs[place - len(small)]
-            edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
-            direction = row.get("dir")
-            if isinstance(direction, ox.Literal):
-                way = direction.value
-                matches[node].append((way, edge, 2 if way.endswith("predicate") else 1))
-                continue
-            # An edge to a seed or to a neighbour named with the question's stems (one match
-            # a stem), told apart here.
-            way, neighbour = ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
-            if neighbour in seeds:
-                matches[node].append(("seed", edge, 4))
-            if by_value:
-                matches[node].extend((way, edge, 1) for _ in holders.get(neighbour, ()))
+        read, matches = _split_rows(rows, small, hubs, seeds, holders if by_value else {})
         grown = []
         for node, edges in zip(small, read):
             if len(edges) > RANK_WHOLE_UP_TO:
@@ -264,20 +221,28 @@ class RankedQuery:
             else:
                 self.best[node] = _best(node, edges, seeds, holders, self.triple_limit)
         for node, rows_of_node in matches.items():
-            too_many = {
-                way for way, count in Counter(way for way, _, _ in rows_of_node).items()
-                if way != "seed" and count > MATCHES_UP_TO
-            }
-            scores: dict[ox.Triple, int] = {}
-            for way, edge, weight in rows_of_node:
-                if way not in too_many:
-                    scores[edge] = scores.get(edge, 0) + weight
-            self.best[node] = sorted(
-                scores,
-                key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
-                                  _text(edge.object)),
-            )[: self.triple_limit]
+            self.best[node] = _best_matches(rows_of_node, self.triple_limit)
         return grown
+
+    def _select_edges(
+        self,
+        small: Sequence[ox.NamedNode],
+        hubs: Sequence[ox.NamedNode],
+        neighbours: Sequence[ox.NamedNode] | None,
+    ) -> list[Solution]:
+        return self.store.select(
+            self.store.templates.render(
+                "retrieve_subgraph",
+                nodes=small,
+                hubs=hubs,
+                stems=self.stems,
+                predicates=self.predicates,
+                seeds=self.seeds,
+                neighbours=neighbours,
+                excluded=self.excluded,
+                matches_up_to=MATCHES_UP_TO,
+            )
+        )
 
     def _stem_holders(self, rows: list[Solution]) -> dict[object, set[str]]:
         """Which terms' labels hold which of the question's stems, and which of those terms
@@ -398,12 +363,81 @@ def _best(
     return [ox.Triple(*edge) for edge in sorted(scored, key=scored.__getitem__)[:limit]]  # type: ignore[arg-type]
 
 
+_Match = tuple[str, ox.Triple, int]
+"""An edge of a node with many edges that can rank first: how it matched (a direction of
+_matches.rq, "seed", or a neighbour named with a stem), the edge, and the match's weight."""
+
+
+def _split_rows(
+    rows: Sequence[Solution],
+    small: Sequence[ox.NamedNode],
+    hubs: Sequence[ox.NamedNode],
+    seeds: set[ox.NamedNode],
+    named: dict[object, set[str]],
+) -> tuple[list[list[_Edge]], dict[ox.NamedNode, list[_Match]]]:
+    """One pass over retrieve_subgraph.rq's rows: a node read whole gets its edges (an edge
+    with a blank node, which the template does not filter out, as that costs the store more
+    than it costs here, is dropped), a bigger node its matches. `named` are the neighbours
+    named with the question's stems when the request looked them up by value, else empty."""
+    read: list[list[_Edge]] = [[] for _ in small]
+    matches: dict[ox.NamedNode, list[_Match]] = {node: [] for node in hubs}
+    for row in rows:
+        i, p = row.get("i"), row.get("p")
+        if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
+            continue
+        place = int(i.value)
+        if place < len(small):
+            node = small[place]
+            s, o = row.get("s", node), row.get("o", node)
+            if not isinstance(s, ox.BlankNode) and not isinstance(o, ox.BlankNode):
+                read[place].append((s, p, o))  # type: ignore[arg-type]
+            continue
+        if _is_schema(p):
+            continue
+        node = hubs[place - len(small)]
+        edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
+        direction = row.get("dir")
+        if isinstance(direction, ox.Literal):
+            way = direction.value
+            matches[node].append((way, edge, 2 if way.endswith("predicate") else 1))
+            continue
+        # An edge to a seed or to a neighbour named with the question's stems (one match a
+        # stem), told apart here.
+        way, neighbour = (
+            ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
+        )
+        if neighbour in seeds:
+            matches[node].append(("seed", edge, 4))
+        matches[node].extend((way, edge, 1) for _ in named.get(neighbour, ()))
+    return read, matches
+
+
+def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
+    """A bigger node's best edges by the sum of their matches' weights, then the terms'
+    strings; a way of matching (other than to a seed) with more than MATCHES_UP_TO edges
+    counts for none of them."""
+    too_many = {
+        way for way, count in Counter(way for way, _, _ in matches).items()
+        if way != "seed" and count > MATCHES_UP_TO
+    }
+    scores: dict[ox.Triple, int] = {}
+    for way, edge, weight in matches:
+        if way not in too_many:
+            scores[edge] = scores.get(edge, 0) + weight
+    return sorted(
+        scores,
+        key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
+                          _text(edge.object)),
+    )[:limit]
+
+
 def _number(term: object) -> float:
     return float(term.value) if isinstance(term, ox.Literal) else 0.0
 
 
 def _text(term: object) -> str:
-    """The term's string as SPARQL's STR gives it, for the same tie order as the store's."""
+    """The term's string as SPARQL's STR gives it, for the same tie order as the store's: a
+    sort key, so "" (first, as an unbound STR sorts) where terms.term_text gives None."""
     return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else ""
 
 

@@ -65,6 +65,8 @@ TG_CONTAINS: Final = NamedNode(TG + "contains")
 TG_SOURCE_TEXT: Final = NamedNode(TG + "sourceText")
 TG_SOURCE_CHAR_OFFSET: Final = NamedNode(TG + "sourceCharOffset")
 TG_SOURCE_CHAR_LENGTH: Final = NamedNode(TG + "sourceCharLength")
+# The rule retrieval ranks each node's edges by, recorded as the retrieval's tg:rankingRule.
+TG_QUESTION_PATH_RARITY_RANKING: Final = NamedNode(TG + "QuestionPathRarityRanking")
 PROV_STARTED_AT_TIME: Final = NamedNode(PROV + "startedAtTime")
 PROV_ENDED_AT_TIME: Final = NamedNode(PROV + "endedAtTime")
 PROV_WAS_DERIVED_FROM: Final = NamedNode(PROV + "wasDerivedFrom")
@@ -79,6 +81,12 @@ RDF_STATEMENT: Final = NamedNode(RDF + "Statement")
 PROV_ACTIVITY: Final = NamedNode(PROV + "Activity")
 PROV_AGENT: Final = NamedNode(PROV + "Agent")
 PROV_ENTITY: Final = NamedNode(PROV + "Entity")
+# The classes of the source graph's extraction record (§1); `_CLASS` tells tg:Document from the
+# predicate tg:document.
+TG_DOCUMENT_CLASS: Final = NamedNode(TG + "Document")
+TG_PAGE_CLASS: Final = NamedNode(TG + "Page")
+TG_CHUNK_CLASS: Final = NamedNode(TG + "Chunk")
+TG_SUBGRAPH_CLASS: Final = NamedNode(TG + "Subgraph")
 # The lexical graph's record of a literal (§1).
 TG_LITERAL_SUBJECT: Final = NamedNode(TG + "literalSubject")
 TG_LITERAL_PREDICATE: Final = NamedNode(TG + "literalPredicate")

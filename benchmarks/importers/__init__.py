@@ -33,32 +33,7 @@ from tgsparql.librarian import sha256_hex
 from tgsparql.loader import load_files
 from tgsparql.store import Store
 
-_PROV = vocab.PROV
-_TG = vocab.TG
 A = vocab.RDF_TYPE
-PROV_ENTITY = ox.NamedNode(_PROV + "Entity")
-PROV_ACTIVITY = ox.NamedNode(_PROV + "Activity")
-PROV_AGENT = ox.NamedNode(_PROV + "Agent")
-DERIVED_FROM = ox.NamedNode(_PROV + "wasDerivedFrom")
-GENERATED_BY = ox.NamedNode(_PROV + "wasGeneratedBy")
-USED = ox.NamedNode(_PROV + "used")
-ASSOCIATED_WITH = ox.NamedNode(_PROV + "wasAssociatedWith")
-STARTED = ox.NamedNode(_PROV + "startedAtTime")
-DC_TITLE = ox.NamedNode(vocab.DC + "title")
-TG_DOCUMENT = ox.NamedNode(_TG + "Document")
-TG_CHUNK = ox.NamedNode(_TG + "Chunk")
-TG_SUBGRAPH = ox.NamedNode(_TG + "Subgraph")
-TG_CONTAINS = ox.NamedNode(_TG + "contains")
-TG_CONTENT = ox.NamedNode(_TG + "content")
-TG_MIME = ox.NamedNode(_TG + "mimeType")
-TG_SHA256 = ox.NamedNode(_TG + "contentSha256")
-TG_MODEL = ox.NamedNode(_TG + "llmModel")
-TG_CHUNK_INDEX = ox.NamedNode(_TG + "chunkIndex")
-TG_OFFSET = ox.NamedNode(_TG + "charOffset")
-TG_LENGTH = ox.NamedNode(_TG + "charLength")
-TG_SOURCE_TEXT = ox.NamedNode(_TG + "sourceText")
-TG_SOURCE_OFFSET = ox.NamedNode(_TG + "sourceCharOffset")
-TG_SOURCE_LENGTH = ox.NamedNode(_TG + "sourceCharLength")
 MIME = "text/plain"
 
 
@@ -110,7 +85,7 @@ class QuadWriter:
         self.model = model
         self.started = ox.Literal(started.isoformat(), datatype=vocab.XSD_DATETIME)
         self.agent = agent
-        self._source(agent, A, PROV_AGENT)
+        self._source(agent, A, vocab.PROV_AGENT)
         self._source(agent, vocab.RDFS_LABEL, ox.Literal(agent_label))
 
     def _source(self, s: ox.NamedNode, p: ox.NamedNode, o: ox.NamedNode | ox.Literal | ox.Triple
@@ -118,18 +93,20 @@ class QuadWriter:
         self.quads.append(ox.Quad(s, p, o, vocab.GRAPH_SOURCE))
 
     def _library(self, iri: ox.NamedNode, text: str, title: str) -> None:
-        for p, o in ((TG_CONTENT, text), (TG_MIME, MIME), (TG_SHA256, sha256_hex(text)),
-                     (DC_TITLE, title)):
+        for p, o in ((vocab.TG_CONTENT, text), (vocab.TG_MIME_TYPE, MIME),
+                     (vocab.TG_CONTENT_SHA256, sha256_hex(text)), (vocab.DC_TITLE, title)):
             self.quads.append(ox.Quad(iri, p, ox.Literal(o), vocab.GRAPH_LIBRARY))
 
     def document(self, title: str, text: str) -> ExtractionIds:
         ids = ExtractionIds(sha256_hex(text))
         doc, activity = ids.document, ids.activity
-        for p, o in ((A, PROV_ENTITY), (A, TG_DOCUMENT), (DC_TITLE, ox.Literal(title)),
-                     (TG_MIME, ox.Literal(MIME))):
+        for p, o in ((A, vocab.PROV_ENTITY), (A, vocab.TG_DOCUMENT_CLASS),
+                     (vocab.DC_TITLE, ox.Literal(title)), (vocab.TG_MIME_TYPE, ox.Literal(MIME))):
             self._source(doc, p, o)
-        for p, o in ((A, PROV_ACTIVITY), (USED, doc), (ASSOCIATED_WITH, self.agent),
-                     (STARTED, self.started), (TG_MODEL, ox.Literal(self.model))):
+        for p, o in ((A, vocab.PROV_ACTIVITY), (vocab.PROV_USED, doc),
+                     (vocab.PROV_WAS_ASSOCIATED_WITH, self.agent),
+                     (vocab.PROV_STARTED_AT_TIME, self.started),
+                     (vocab.TG_LLM_MODEL, ox.Literal(self.model))):
             self._source(activity, p, o)
         self._library(doc, text, title)
         return ids
@@ -137,9 +114,12 @@ class QuadWriter:
     def chunk(self, ids: ExtractionIds, index: int, sentence: Sentence, title: str
               ) -> ox.NamedNode:
         iri = ids.chunk(sentence.start, sentence.end)
-        for p, o in ((A, PROV_ENTITY), (A, TG_CHUNK), (DERIVED_FROM, ids.document),
-                     (GENERATED_BY, ids.activity), (TG_CHUNK_INDEX, integer(index)),
-                     (TG_OFFSET, integer(sentence.start)), (TG_LENGTH, integer(sentence.length))):
+        for p, o in ((A, vocab.PROV_ENTITY), (A, vocab.TG_CHUNK_CLASS),
+                     (vocab.PROV_WAS_DERIVED_FROM, ids.document),
+                     (vocab.PROV_WAS_GENERATED_BY, ids.activity),
+                     (vocab.TG_CHUNK_INDEX, integer(index)),
+                     (vocab.TG_CHAR_OFFSET, integer(sentence.start)),
+                     (vocab.TG_CHAR_LENGTH, integer(sentence.length))):
             self._source(iri, p, o)
         self._library(iri, sentence.text, title)
         return iri
@@ -148,13 +128,15 @@ class QuadWriter:
                  facts: Iterable[ox.Triple]) -> None:
         span = (sentence.start, sentence.length)
         iri = ids.subgraph(sentence.start, sentence.end, span)
-        for p, o in ((A, PROV_ENTITY), (A, TG_SUBGRAPH), (DERIVED_FROM, chunk),
-                     (GENERATED_BY, ids.activity), (TG_SOURCE_TEXT, ox.Literal(sentence.text)),
-                     (TG_SOURCE_OFFSET, integer(sentence.start)),
-                     (TG_SOURCE_LENGTH, integer(sentence.length))):
+        for p, o in ((A, vocab.PROV_ENTITY), (A, vocab.TG_SUBGRAPH_CLASS),
+                     (vocab.PROV_WAS_DERIVED_FROM, chunk),
+                     (vocab.PROV_WAS_GENERATED_BY, ids.activity),
+                     (vocab.TG_SOURCE_TEXT, ox.Literal(sentence.text)),
+                     (vocab.TG_SOURCE_CHAR_OFFSET, integer(sentence.start)),
+                     (vocab.TG_SOURCE_CHAR_LENGTH, integer(sentence.length))):
             self._source(iri, p, o)
         for fact in facts:
-            self._source(iri, TG_CONTAINS, fact)
+            self._source(iri, vocab.TG_CONTAINS, fact)
 
     def fact(self, triple: ox.Triple, labels: Iterable[tuple[ox.NamedNode, str]]) -> None:
         """A KG fact and the labels of its terms, in the default graph."""

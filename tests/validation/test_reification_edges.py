@@ -79,7 +79,7 @@ def store_of(statements: list[Statement], facts: frozenset[ox.Triple]) -> Embedd
     described in the record's graph."""
     store = EmbeddedStore()
     quads = [ox.Quad(fact.subject, fact.predicate, fact.object) for fact in facts]
-    quads.append(ox.Quad(SUBGRAPH, vocab.RDF_TYPE, ox.NamedNode(TG + "Subgraph"), GRAPH))
+    quads.append(ox.Quad(SUBGRAPH, vocab.RDF_TYPE, vocab.TG_SUBGRAPH_CLASS, GRAPH))
     for index, statement in enumerate(statements):
         value = edge(index)
         selected = ox.NamedNode(f"urn:trustgraph:prov:edge:00000000-0000-4000-8000-000000000001:{index}")

@@ -259,9 +259,9 @@ class _Provenance:
             ) -> None:
         self.source.append(ox.Quad(s, p, o, vocab.GRAPH_SOURCE))
 
-    def typed(self, iri: ox.NamedNode, kind: str) -> None:
-        """A prov:Entity that is also tg:{kind}."""
-        for cls in (vocab.PROV_ENTITY, ox.NamedNode(vocab.TG + kind)):
+    def typed(self, iri: ox.NamedNode, kind: ox.NamedNode) -> None:
+        """A prov:Entity that is also of class `kind`."""
+        for cls in (vocab.PROV_ENTITY, kind):
             self.add(iri, vocab.RDF_TYPE, cls)
 
     def put_text(self, iri: ox.NamedNode, text: str, title: str) -> None:
@@ -278,7 +278,7 @@ class _Provenance:
         doc = ox.NamedNode(f"{EX}doc/d{d}")
         ids = ExtractionIds(sha256_hex(f"document {d}"))  # distinct per document, whatever its text
         activity = ids.activity
-        self.typed(doc, "Document")
+        self.typed(doc, vocab.TG_DOCUMENT_CLASS)
         self.add(doc, vocab.DC_TITLE, ox.Literal(f"Document {d}"))
         self.add(doc, vocab.TG_MIME_TYPE, ox.Literal("text/plain"))
         self.put_text(doc, text, f"Document {d}")
@@ -291,7 +291,7 @@ class _Provenance:
         parent = doc
         if paged if paged is not None else draw(st.booleans()):
             parent = ids.page(1)
-            self.typed(parent, "Page")
+            self.typed(parent, vocab.TG_PAGE_CLASS)
             self.add(parent, vocab.PROV_WAS_DERIVED_FROM, doc)
             self.add(parent, vocab.TG_PAGE_NUMBER, _integer(1))
             self.add(parent, vocab.PROV_WAS_GENERATED_BY, activity)
@@ -312,14 +312,14 @@ class _Provenance:
         """Chunk `index` of document `d` and its one subgraph, whose evidence is `evidence`."""
         end = begin + len(text)
         chunk = ids.chunk(begin, end)
-        self.typed(chunk, "Chunk")
+        self.typed(chunk, vocab.TG_CHUNK_CLASS)
         self.add(chunk, vocab.PROV_WAS_DERIVED_FROM, parent)
         self.add(chunk, vocab.TG_CHUNK_INDEX, _integer(index))
         self.add(chunk, vocab.TG_CHAR_OFFSET, _integer(begin))
         self.add(chunk, vocab.TG_CHAR_LENGTH, _integer(len(text)))
         self.put_text(chunk, text, f"Document {d}, chunk {index}")
         subgraph = ids.subgraph(begin, end, (0, len(evidence)))
-        self.typed(subgraph, "Subgraph")
+        self.typed(subgraph, vocab.TG_SUBGRAPH_CLASS)
         self.add(subgraph, vocab.PROV_WAS_DERIVED_FROM, chunk)
         self.add(subgraph, vocab.PROV_WAS_GENERATED_BY, activity)
         for fact in facts:

@@ -430,6 +430,8 @@ def _has_blank_node(term: Term) -> bool:
 
 
 def _plain(term: Term) -> str:
+    """A value as a message shows it: terms.term_text's lexical form, and a blank node or a
+    triple term (which have none) as N-Triples rather than nothing."""
     return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else str(term)
 
 
