@@ -170,7 +170,7 @@ def ask(side: Side, rag: GraphRag, question: str, kg: set[ox.Triple], record: bo
     side.calls.append(calls)
     side.http.append(sent)
     retrieved = [t.object for t in explains[1].explain_triples
-                 if t.predicate.value == vocab.TG + "retrievedEdge"]
+                 if t.predicate == vocab.TG_RETRIEVED_EDGE]
     side.edges.append(len(retrieved))
     side.not_facts += sum(1 for edge in retrieved if edge not in kg)
     side.trace_ns.append(trace_ns)
