@@ -211,19 +211,17 @@ class RankedQuery:
         holders = self.holders or {}
         neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
         by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
-        rows = self.store.select(
-            self.store.templates.render(
-                "retrieve_subgraph",
-                nodes=small,
-                hubs=hubs,
-                stems=self.stems,
-                predicates=self.predicates,
-                seeds=self.seeds,
-                neighbours=neighbours if by_value else None,
-                excluded=self.excluded,
-                matches_up_to=MATCHES_UP_TO,
-            )
-        )
+        rows = self.store.run(
+            "retrieve_subgraph",
+            nodes=small,
+            hubs=hubs,
+            stems=self.stems,
+            predicates=self.predicates,
+            seeds=self.seeds,
+            neighbours=neighbours if by_value else None,
+            excluded=self.excluded,
+            matches_up_to=MATCHES_UP_TO,
+        ).rows
         # One pass over the rows: a node read whole gets its edges (an edge with a blank node,
         # which the template does not filter out, as that costs the store more than it costs
         # here, is dropped), a bigger node its matches.
@@ -308,7 +306,7 @@ class RankedQuery:
         COUNT_UP_TO + 1, for the record); on the first hop also the stems' holders
         (`_stem_holders`)."""
         first = self.holders is None
-        rows = self.store.select(self.store.templates.render(
+        rows = self.store.run(
             "retrieve_degrees",
             nodes=nodes,
             seeds=self.seeds,
@@ -316,7 +314,7 @@ class RankedQuery:
             rank_whole_up_to=RANK_WHOLE_UP_TO,
             count_up_to=COUNT_UP_TO,
             common_stem=COMMON_STEM,
-        ))
+        ).rows
         if first:
             self.holders = self._stem_holders(rows)
         return {
@@ -326,20 +324,18 @@ class RankedQuery:
         }
 
     def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
-        return self.store.select(
-            self.store.templates.render(
-                "retrieve_ranked",
-                nodes=nodes,
-                triple_limit=self.triple_limit,
-                excluded=self.excluded,
-                stems=self.stems,
-                predicates=self.predicates,
-                seeds=self.seeds,
-                count_up_to=COUNT_UP_TO,
-                rare_uses=RARE_USES,
-                matches_up_to=MATCHES_UP_TO,
-            )
-        )
+        return self.store.run(
+            "retrieve_ranked",
+            nodes=nodes,
+            triple_limit=self.triple_limit,
+            excluded=self.excluded,
+            stems=self.stems,
+            predicates=self.predicates,
+            seeds=self.seeds,
+            count_up_to=COUNT_UP_TO,
+            rare_uses=RARE_USES,
+            matches_up_to=MATCHES_UP_TO,
+        ).rows
 
     def _rank(
         self, nodes: Sequence[ox.NamedNode], rows: list[Solution]
@@ -435,11 +431,10 @@ def _hop(
 
 
 def _schema_predicates_in_use(store: Store) -> list[ox.NamedNode]:
-    query = store.templates.render(
-        "schema_predicates", schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES
-    )
+    rows = store.run("schema_predicates",
+                     schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES).rows
     return sorted(
-        (row["schema"] for row in store.select(query)
+        (row["schema"] for row in rows
          if isinstance(row.get("schema"), ox.NamedNode)),
         key=str,
     )
