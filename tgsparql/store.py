@@ -65,8 +65,12 @@ def template_form(name: str, text: str) -> Form:
     return form
 
 
-_READS = {"select": "a SELECT, which answers rows", "ask": "an ASK, which answers a boolean",
-          "graph": "a CONSTRUCT, which answers triples", "update": "an update, which answers nothing"}
+_READS = {
+    "select": "a SELECT, which answers rows",
+    "ask": "an ASK, which answers a boolean",
+    "graph": "a CONSTRUCT, which answers triples",
+    "update": "an update, which answers nothing",
+}
 
 
 @dataclass(frozen=True)
