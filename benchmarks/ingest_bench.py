@@ -38,7 +38,7 @@ from benchmarks.pipeline_bench import ENTITY_PREDICATES, _Words, median, p95
 from tgsparql import vocab
 from tgsparql.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
 from tgsparql.llm.base import ExtractionOutput, ExtractionRequest, SelectionOutput
-from tgsparql.store import EmbeddedStore, Solution, open_store
+from tgsparql.store import EmbeddedStore, Solution, WithTemplates, open_store
 from tgsparql.templates import Templates
 from tgsparql.terms import Dialect
 
@@ -166,13 +166,12 @@ class StageClock:
         return timed
 
 
-class TimedStore:
+class TimedStore(WithTemplates):
     """The store, with its reads and writes on the stage clock."""
 
     def __init__(self, store: EmbeddedStore, clock: StageClock) -> None:
         self.store = store
         self.dialect: Dialect = store.dialect
-        self.templates = store.templates
         self.round_trips = store.round_trips
         self.select: Callable[..., list[Solution]] = clock.wrap(STAGES[4], store.select)
         self.ask: Callable[..., bool] = clock.wrap(STAGES[4], store.ask)

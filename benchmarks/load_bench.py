@@ -114,8 +114,8 @@ def child(way: str, path: Path, store_dir: Path) -> dict[str, object]:
 def label_index_before(store: EmbeddedStore) -> int:
     """The label index as `load` built it before: every pending label read into memory first,
     then written INDEX_BATCH_BEFORE at a time with no flush in between."""
-    store.update(store.templates.render("label_index_clear", version=INDEX_VERSION))
-    rows = store.select(store.templates.render("label_index_pending"))
+    store.run("label_index_clear", version=INDEX_VERSION)
+    rows = store.run("label_index_pending").rows
     entries = [
         IndexEntry(row["entity"], row["label"], key)  # type: ignore[arg-type]
         for row in rows if (key := normalize_label(row["label"].value))

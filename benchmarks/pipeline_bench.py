@@ -53,7 +53,7 @@ from tgsparql.retrieval import (
     RANK_WHOLE_UP_TO, RankedQuery, RetrievalLimits, retrieve_subgraph, walk,
 )
 from tgsparql.selection import parse_selection
-from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.store import EmbeddedStore, WithTemplates, open_store
 from tgsparql.templates import Templates
 from tgsparql.text import normalize_label
 from tgsparql.trace import facts_sources
@@ -655,16 +655,20 @@ class _CpuTime:
             self.cpu += time.thread_time_ns() - start
 
 
-class _Counting(_CpuTime):
+class _Counting(WithTemplates, _CpuTime):
     """The store, counting the SELECT requests retrieval sends it, with their CPU time
     (pyoxigraph parsing, planning and evaluating them, their rows made Python)."""
 
-    def __init__(self, store: EmbeddedStore, templates: Any = None) -> None:
+    def __init__(self, store: EmbeddedStore, rendering: Any = None) -> None:
         self.store = store
         self.dialect = store.dialect
-        self.templates = templates or store.templates
-        """The store's templates, or a stand-in that times their rendering."""
+        self.rendering = rendering
         self.requests = 0
+
+    @property
+    def templates(self) -> Any:
+        """The store's templates, or a stand-in that times their rendering."""
+        return self.rendering or self.store.templates
 
     def select(self, query: str, **kwargs: Any) -> Any:
         self.requests += 1

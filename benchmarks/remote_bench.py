@@ -37,7 +37,7 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_file
 from tgsparql.pipeline import GraphRag
 from tgsparql.remote import RemoteStore
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, open_store
+from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, WithTemplates, open_store
 from tgsparql.terms import Dialect
 from tgsparql.trace import trace
 
@@ -68,13 +68,12 @@ def stage_of(text: str, *, update: bool) -> str:
     return _READ_STAGES.get(word, "other")
 
 
-class CountingStore:
+class CountingStore(WithTemplates):
     """A Store that counts its calls by stage, around the store that answers them."""
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.dialect: Dialect = inner.dialect
-        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.calls: Counter[str] = Counter()
 

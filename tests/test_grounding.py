@@ -18,7 +18,7 @@ from tgsparql.grounding import (
     rebuild_label_index,
     update_label_index,
 )
-from tgsparql.store import EmbeddedStore
+from tgsparql.store import EmbeddedStore, WithTemplates
 from tgsparql.text import normalize_label
 
 EX = "http://example.org/"
@@ -396,13 +396,12 @@ def test_connectors_inside_a_name_need_not_agree(store: EmbeddedStore) -> None:
     assert seeds == [ex("marie")]
 
 
-class CountingStore:
+class CountingStore(WithTemplates):
     """The store, counting the queries grounding sends."""
 
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner, self.queries = inner, 0
         self.dialect = inner.dialect
-        self.templates = inner.templates
         self.round_trips = inner.round_trips
 
     def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag, OutputLimits
-from tgsparql.store import EmbeddedStore, StoreError
+from tgsparql.store import EmbeddedStore, StoreError, WithTemplates
 from tgsparql.testing import assert_conforms
 
 QUESTION = "Where was the scientist who discovered polonium born?"
@@ -97,7 +97,7 @@ class ScriptedBackend:
         return ScriptedAnswer(chunks, self.fail_after)
 
 
-class FaultyStore:
+class FaultyStore(WithTemplates):
     """An embedded store whose update fails on chosen calls, or whose retrieval read fails."""
 
     def __init__(
@@ -110,7 +110,6 @@ class FaultyStore:
     ) -> None:
         self.inner = inner
         self.dialect = inner.dialect
-        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.fail_update = fail_update
         self.fail_from = fail_from

@@ -21,7 +21,7 @@ from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
 from tgsparql.provenance import Recorder
 from tgsparql.selection import SelectedEdge
-from tgsparql.store import EmbeddedStore
+from tgsparql.store import EmbeddedStore, WithTemplates
 from tgsparql.trace import facts_sources
 from tgsparql.vocab import CollectionError
 
@@ -78,13 +78,12 @@ DATATYPE_OF = {
 }
 
 
-class RecordingStore:
+class RecordingStore(WithTemplates):
     """Delegates to an embedded store and remembers the quads each update added."""
 
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner = inner
         self.dialect = inner.dialect
-        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.writes: list[set[ox.Quad]] = []
 

@@ -12,7 +12,7 @@ from tgsparql.grounding import update_label_index
 from tgsparql.retrieval import (
     RANKING_RULE, RetrievalLimits, _schema_predicates_in_use, retrieve, retrieve_subgraph,
 )
-from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.store import EmbeddedStore, WithTemplates, open_store
 
 EX = "http://example.org/"
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -143,9 +143,8 @@ def test_the_store_is_asked_which_schema_predicates_it_uses(kg: EmbeddedStore) -
 def test_schema_predicates_given_by_grounding_spare_the_probe(kg: EmbeddedStore) -> None:
     asked: list[str] = []
 
-    class Watching:
+    class Watching(WithTemplates):
         dialect = kg.dialect
-        templates = kg.templates
 
         def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
             asked.append(query)
@@ -598,9 +597,8 @@ def test_the_question_stems_holders_come_with_the_first_hops_counts(
     the big node's matches; the stems' holders add no request."""
     asked: list[str] = []
 
-    class Watching:
+    class Watching(WithTemplates):
         dialect = fan_of_a_big_star.dialect
-        templates = fan_of_a_big_star.templates
 
         def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
             asked.append(query.split("\n", 1)[0])

@@ -23,7 +23,7 @@ from tgsparql.iris import SessionIds
 from tgsparql.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.serve.saved import saved_queries
-from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.store import Answer, EmbeddedStore, open_store, template_form
 from tgsparql.templates import Sparql, TemplateError, Templates, _environment
 from tgsparql.terms import DIALECTS
 
@@ -589,6 +589,10 @@ EVERY_PARAM: dict[str, Any] = {
     "documents": [DOCUMENT],
     "invalid_ids": 1,
     "nodes": [S, O],
+    "focus_nodes": [S, O],
+    "classes": [O],
+    "subjects_of": [P],
+    "objects_of": [P],
     "literals": [ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal"))],
     "texts": [Sparql("SELECT DISTINCT ?this ?k WHERE { ?this ?p ?o BIND(0 AS ?k) }"),
               Sparql("SELECT DISTINCT ?this ?value WHERE { ?this ?value ?o }")],
@@ -644,11 +648,8 @@ EVERY_PARAM: dict[str, Any] = {
                             "documents": [DOCUMENT]}],
 }
 
-_QUERY_FORM = re.compile(r"^\s*(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.MULTILINE)
-
-
-def is_query(text: str) -> bool:
-    return _QUERY_FORM.search(text) is not None
+def is_query(name: str, text: str) -> bool:
+    return template_form(name, text) != "update"
 
 
 @pytest.mark.parametrize("dialect", ["rdf12", "reification"])
@@ -656,7 +657,7 @@ def is_query(text: str) -> bool:
 def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialect: str) -> None:
     text = Templates(dialect).render(name, **EVERY_PARAM)
     store = ox.Store()
-    if is_query(text):
+    if is_query(name, text):
         result = store.query(text)
         assert isinstance(result, (ox.QuerySolutions, ox.QueryBoolean, ox.QueryTriples))
     else:
@@ -672,7 +673,7 @@ def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
                 or "<< <urn:trustgraph:llm:test-model> " in text)
     else:
         store = ox.Store()
-        if is_query(text):
+        if is_query(name, text):
             store.query(text)
         else:
             store.update(text)
@@ -867,7 +868,8 @@ def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
 QUERIES = Path(str(files("tgsparql.queries")))
 FOLDERS = {p.name for p in QUERIES.iterdir() if p.is_dir() and p.name != "__pycache__"}
 RENDERING = {"render", "render_block", "insert_data", "_render"}
-"""Calls whose first argument, given as a string, names a template."""
+"""Calls whose first argument, given as a string, names a template; and `run`'s, given as a
+string alone."""
 
 
 def template_files() -> set[str]:
@@ -890,6 +892,8 @@ def names_in_code(source: str) -> set[str]:
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
             node.func, "id", "")
         named = node.args[:1] if callee in RENDERING else []
+        if _named(node, {"run"}) is not None:  # store.run("name"), not pool.run(job)
+            named = node.args[:1]
         named += [k.value for k in node.keywords if callee == "insert_update" and k.arg == "before"]
         found |= {c.value for value in named if not isinstance(value, ast.JoinedStr)
                   for c in ast.walk(value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
@@ -913,10 +917,13 @@ store.templates.render("ground", x=1)
 templates.render_block(name, "quads")
 Templates().render(f"_trace/{name}")
 templates.insert_update(parts, before="remove" if replaced else None)
+store.run("label_index_clear", version=2)
+pool.run(saved_job("/queries/"))
 rows = _session_rows(store, ids, "_trace/session_trace")
 plain = ["text/plain", "bi/", "trace/x.rq", "ground"]
 '''
-    assert names_in_code(source) == {"ground", "remove", "_trace/session_trace"}
+    assert names_in_code(source) == {"ground", "remove", "_trace/session_trace",
+                                     "label_index_clear"}
 
 
 def test_every_template_the_code_names_exists_and_every_template_is_named() -> None:
@@ -930,3 +937,107 @@ def test_every_template_the_code_names_exists_and_every_template_is_named() -> N
     used |= {f"bi/{name}" for name in saved_queries()}
     used |= {f"trace/{name.removeprefix('_trace/')}" for name in used if name.startswith("_trace/")}
     assert sorted(shipped - used) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# every template's form is known, and is the form its callers take its answer as
+
+
+def learnt_form(name: str) -> str:
+    """The form `run` learns of a template, from a rendering with every parameter; an update
+    only where the text is one (pyoxigraph runs it), not where it is merely no query."""
+    text = Templates().render(name, **EVERY_PARAM)
+    form = template_form(name, text)
+    if form == "update":
+        ox.Store().update(text)
+    return form
+
+
+ANSWERS = {"rows": "select", "boolean": "ask", "triples": "graph"}
+"""What a caller reads of `run`'s answer, and the form that answers it."""
+VERBS = {"select": "select", "ask": "ask", "construct": "graph", "update": "update"}
+"""A store's verbs, and the form each runs."""
+
+
+def _named(node: ast.AST, callees: set[str]) -> str | None:
+    """The template a call names as a string first argument, when it calls one of `callees`."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in callees and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.args[0].value
+    return None
+
+
+def forms_in_code(source: str) -> set[tuple[str, str]]:
+    """(template, form) for each caller that takes a template's answer as one form: the answer
+    of `run` read as rows, a boolean or triples, or a rendering given straight to a store's
+    verb. A bare `run` takes no answer, so any form serves it."""
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in ANSWERS:
+            name = _named(node.value, {"run"})
+            if name is not None:
+                found.add((name, ANSWERS[node.attr]))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in VERBS and node.args):
+            name = _named(node.args[0], {"render"})
+            if name is not None:
+                found.add((name, VERBS[node.func.attr]))
+    return found
+
+
+def test_the_form_scanner_finds_how_callers_take_answers() -> None:
+    source = '''
+rows = store.run("fetch_labels", terms=unique).rows
+if store.run("ingest_document_exists", document=d).boolean: pass
+triples = store.run("explain_session", graph=g).triples
+store.run("label_index_clear", version=2)
+store.update(store.templates.render("testing_clear"))
+store.ask(self.templates.render("validation/any_lexical"), default_graph="union")
+store.select(query)
+'''
+    assert forms_in_code(source) == {
+        ("fetch_labels", "select"), ("ingest_document_exists", "ask"),
+        ("explain_session", "graph"), ("testing_clear", "update"),
+        ("validation/any_lexical", "ask")}
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_every_template_has_a_known_form(name: str) -> None:
+    assert learnt_form(name) in {"select", "ask", "graph", "update"}
+
+
+def test_every_template_is_taken_as_the_form_its_text_has() -> None:
+    roots = [Path(str(files("tgsparql"))), Path(__file__).parent.parent / "benchmarks"]
+    used = set().union(*(forms_in_code(path.read_text())
+                         for root in roots for path in root.rglob("*.py")))
+    assert len(used) > 30  # the scanner sees the callers
+    assert sorted((name, form, learnt_form(name)) for name, form in used
+                  if learnt_form(name) != form) == []
+
+
+def test_an_answer_read_as_another_form_names_the_template_and_its_form(
+    store: EmbeddedStore
+) -> None:
+    assert store.run("testing_clear") == Answer("testing_clear", "update", None)
+    with pytest.raises(TypeError, match="'testing_clear' is an update, which answers nothing, "
+                                        "not rows"):
+        store.run("testing_clear").rows
+    assert store.run("serve/endpoint_reachable").boolean is True
+    with pytest.raises(TypeError, match="'serve/endpoint_reachable' is an ASK, which answers a "
+                                        "boolean, not triples"):
+        store.run("serve/endpoint_reachable").triples
+
+
+def test_a_query_rendered_broken_once_is_not_remembered_as_an_update() -> None:
+    """A rendering that parses as no query is run as an update (whose parser then names the
+    fault), but only a store's run of it as one makes the name an update for good."""
+    name = "a template rendered broken first"
+    assert template_form(name, "SELECT * WHERE {") == "update"
+    assert template_form(name, "SELECT * WHERE { ?s ?p ?o }") == "select"
+    assert template_form(name, "SELECT * WHERE {") == "select"
+
+
+def test_an_update_is_remembered_once_a_store_has_run_it(store: EmbeddedStore) -> None:
+    store.run("testing_clear")
+    assert template_form("testing_clear", "not parsed again") == "update"

@@ -19,7 +19,7 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.readback import ChunkSource, Explanation
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, open_store
+from tgsparql.store import DataGraph, EmbeddedStore, Solution, WithTemplates, open_store
 from tgsparql.templates import Templates
 from tgsparql.trace import (
     DocumentTrace,
@@ -320,9 +320,9 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
         "<https://example.org/predicate>": str(MARRIED.predicate),
         "<https://example.org/object>": str(MARRIED.object),
     })
-    rendered = demo_store.select(demo_store.templates.render(
+    rendered = demo_store.run(
         f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
-        edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED]))
+        edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED]).rows
     embedded = demo_store.select(text)
     oxigraph.clear()
     oxigraph.store().bulk_load(io.BytesIO(ox.serialize(
@@ -538,13 +538,12 @@ def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
 # trace(): which tree for which IRI
 
 
-class CountingStore:
+class CountingStore(WithTemplates):
     """Delegates to an embedded store and counts the requests made of it."""
 
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner = inner
         self.dialect = inner.dialect
-        self.templates = inner.templates
         self.round_trips = inner.round_trips
         self.requests: list[str] = []
 

@@ -60,12 +60,8 @@ def list_sessions(
     store: Store, collection: str, limit: int, question: str = ""
 ) -> list[SessionSummary]:
     """The newest `limit` sessions; with `question`, those whose question contains it."""
-    rows = store.select(
-        store.templates.render(
-            "list_sessions", graph=vocab.explainability_graph(collection), limit=limit,
-            question=question,
-        )
-    )
+    rows = store.run("list_sessions", graph=vocab.explainability_graph(collection), limit=limit,
+                     question=question).rows
     return [SessionSummary.from_row(row) for row in rows]
 
 
@@ -75,16 +71,9 @@ def explain_session(
     """The session as recorded; `unselected` asks for the first that many retrieved edges the
     selector did not choose, labelled by the same label query as the selected ones."""
     ids = SessionIds.from_session_iri(session)
-    triples = store.construct(
-        store.templates.render(
-            "explain_session",
-            graph=vocab.explainability_graph(collection),
-            session=ids.session,
-            retrieval=ids.retrieval,
-            selection=ids.selection,
-            answer=ids.answer,
-        )
-    )
+    triples = store.run("explain_session", graph=vocab.explainability_graph(collection),
+                        session=ids.session, retrieval=ids.retrieval, selection=ids.selection,
+                        answer=ids.answer).triples
     if not any(t.subject == ids.session for t in triples):
         raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
     facts = _Facts(triples)

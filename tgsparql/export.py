@@ -68,11 +68,9 @@ def reified(quads: Iterable[ox.Quad]) -> Iterator[ox.Quad]:
 
 
 def _remote_quads(store: Store, graphs: Sequence[Graph] | None) -> list[ox.Quad]:
-    templates = store.templates
     named = None if graphs is None else [g for g in graphs if isinstance(g, ox.NamedNode)]
     include_default = graphs is None or any(isinstance(g, ox.DefaultGraph) for g in graphs)
-    rows = store.select(templates.render("export_quads", named=named,
-                                         include_default=include_default))
+    rows = store.run("export_quads", named=named, include_default=include_default).rows
     default = ox.DefaultGraph()
     return [ox.Quad(row["s"], row["p"], row["o"], row.get("g", default))  # type: ignore[arg-type]
             for row in rows]

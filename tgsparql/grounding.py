@@ -260,16 +260,14 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
     question_stems = sorted(stems(question))
-    rows = store.select(
-        store.templates.render(
-            "ground",
-            keys=keys,
-            probes=[(i, probe) for i, run in enumerate(runs) for probe in run.probes],
-            schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
-            stems=question_stems,
-            common_stem=COMMON_STEM,
-        )
-    )
+    rows = store.run(
+        "ground",
+        keys=keys,
+        probes=[(i, probe) for i, run in enumerate(runs) for probe in run.probes],
+        schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
+        stems=question_stems,
+        common_stem=COMMON_STEM,
+    ).rows
     read = _GroundRows.of(rows)
     entities_by_key, name_rows = read.entities_by_key, read.name_rows
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
@@ -453,9 +451,8 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
     An index written by an older version is rebuilt whole, so every entry has what grounding
     now looks up.
     """
-    current = store.ask(store.templates.render("label_index_version", version=INDEX_VERSION))
-    if not current:
-        store.update(store.templates.render("label_index_clear", version=INDEX_VERSION))
+    if not store.run("label_index_version", version=INDEX_VERSION).boolean:
+        store.run("label_index_clear", version=INDEX_VERSION)
     pending = store.templates.render("label_index_pending")
     # Rows one at a time where the store can stream them (the embedded store, whose query reads
     # a snapshot, so writing meanwhile is safe): a load of a million labels must not hold them all.
@@ -470,7 +467,7 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
                 if keys:
                     batch.append(IndexEntry(entity, label, keys))
         if batch and (row is None or len(batch) == INDEX_BATCH):
-            store.update(store.templates.render("label_index_insert", entries=batch))
+            store.run("label_index_insert", entries=batch)
             added += len(batch)
             if progress is not None:
                 progress(len(batch))
@@ -479,5 +476,5 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
 
 
 def rebuild_label_index(store: Store) -> int:
-    store.update(store.templates.render("label_index_clear", version=INDEX_VERSION))
+    store.run("label_index_clear", version=INDEX_VERSION)
     return update_label_index(store)

@@ -239,7 +239,7 @@ def ingest_document(
     source = read_source(path)
     ids = ExtractionIds(sha256_hex(source.text))
     report = DocumentReport(path, ids.document, source.title)
-    if store.ask(store.templates.render("ingest_document_exists", document=ids.document)):
+    if store.run("ingest_document_exists", document=ids.document).boolean:
         if not force:
             report.already_present = True
             report.facts = _facts_recorded(store, ids.document)
@@ -376,7 +376,7 @@ def ingest_files(
 
 
 def _facts_recorded(store: Store, document: ox.NamedNode) -> int:
-    rows = store.select(store.templates.render("ingest_document_facts", document=document))
+    rows = store.run("ingest_document_facts", document=document).rows
     value = rows[0].get("facts") if rows else None
     return int(value.value) if isinstance(value, ox.Literal) else 0
 

@@ -62,7 +62,7 @@ def fetch_labels(store: Store, terms: Sequence[ox.NamedNode]) -> dict[ox.NamedNo
     unique = sorted(set(terms), key=lambda node: node.value)
     if not unique:
         return {}
-    rows = store.select(store.templates.render("fetch_labels", terms=unique))
+    rows = store.run("fetch_labels", terms=unique).rows
     return best_labels((row.get("term"), row.get("label")) for row in rows)
 
 

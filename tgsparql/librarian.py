@@ -64,7 +64,7 @@ class StoreLibrarian:
         )
 
     def get(self, iri: ox.NamedNode) -> Document | None:
-        rows = self.store.select(self.templates.render("library_get", document=iri))
+        rows = self.store.run("library_get", document=iri).rows
         if not rows:
             return None
         row = rows[0]

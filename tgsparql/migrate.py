@@ -51,24 +51,24 @@ def pending(store: Store) -> Pending:
     sessions = [
         {"graph": row["graph"], "session": row["session"],
          "started": _datetime(row["started"]), "status": term_text(row.get("status"))}
-        for row in store.select(store.templates.render("migrate/pending_sessions"))
+        for row in store.run("migrate/pending_sessions").rows
         if _datetime(row["started"]) is not None
     ]
     selections = [
         {"graph": row["graph"], "selection": row["selection"],
          "selected": int(row["selected"].value)}
-        for row in store.select(store.templates.render("migrate/pending_selections"))
+        for row in store.run("migrate/pending_selections").rows
     ]
     calls = [
         {"graph": row["graph"], "session": row["session"], "stage": row["stage"].value,
          "call": call_usage(row["model"].value, _integer(row.get("in")),
                             _integer(row.get("out")))}
-        for row in store.select(store.templates.render("migrate/pending_usage"))
+        for row in store.run("migrate/pending_usage").rows
         if isinstance(row["model"], ox.Literal)
     ]
     return Pending(sessions, selections, calls, _sourced(
-        store.select(store.templates.render("migrate/pending_documents")),
-        lambda: store.select(store.templates.render("migrate/fact_documents"))))
+        store.run("migrate/pending_documents").rows,
+        lambda: store.run("migrate/fact_documents").rows))
 
 
 def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
@@ -76,9 +76,8 @@ def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
     for sessions, selections, calls, sourced in _batches(todo, batch):
-        store.update(store.templates.render("migrate/record_fields", dated_sessions=sessions,
-                                      counted_selections=selections, used_models=calls,
-                                      sourced_selections=sourced))
+        store.run("migrate/record_fields", dated_sessions=sessions,
+                  counted_selections=selections, used_models=calls, sourced_selections=sourced)
         updates += 1
         if progress is not None:
             progress(len(sessions) + len(selections) + len(calls) + len(sourced))
@@ -87,7 +86,7 @@ def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
 
 def needs_migration(store: Store, graph: ox.NamedNode) -> bool:
     """Whether the collection holds a record an older version wrote (checked when serving)."""
-    return store.ask(store.templates.render("migrate/collection_pending", graph=graph))
+    return store.run("migrate/collection_pending", graph=graph).boolean
 
 
 def _sourced(

@@ -270,7 +270,7 @@ class RemoteStore(WithTemplates):
                 if self.graph_store is not None and self.dialect == "rdf12":
                     self._post_quads(written)
                 else:
-                    self.update(self.templates.render("bulk_insert", groups=_groups(written)))
+                    self.run("bulk_insert", groups=_groups(written))
                 if progress is not None:
                     progress(len(batch))
         except SyntaxError as error:

@@ -73,8 +73,7 @@ def select_sessions(
             cutoff = (at or now()) - older_than
         except OverflowError:
             raise RetentionError("the duration reaches back before year 1") from None
-        rows = store.select(store.templates.render("sessions_older_than", graph=graph,
-                                                   cutoff=cutoff))
+        rows = store.run("sessions_older_than", graph=graph, cutoff=cutoff).rows
         ids = [SessionIds.from_session_iri(row["session"].value) for row in rows
                if isinstance(row.get("session"), ox.NamedNode)]
     else:
@@ -94,7 +93,7 @@ def delete_sessions(store: Store, collection: str, selected: Sequence[Selected])
     graph = vocab.explainability_graph(collection)
     for start in range(0, len(selected), BATCH):
         batch = [s.ids for s in selected[start : start + BATCH]]
-        store.update(store.templates.render("sessions_delete", graph=graph, sessions=batch))
+        store.run("sessions_delete", graph=graph, sessions=batch)
     return sum(s.quads for s in selected)
 
 
@@ -102,7 +101,6 @@ def _owned(store: Store, graph: ox.NamedNode, ids: Sequence[SessionIds]) -> dict
     counts: dict[str, int] = {}
     for start in range(0, len(ids), BATCH):
         batch = ids[start : start + BATCH]
-        query = store.templates.render("sessions_owned", graph=graph, sessions=batch)
-        for row in store.select(query):
+        for row in store.run("sessions_owned", graph=graph, sessions=batch).rows:
             counts[row["session"].value] = int(row["quads"].value)
     return counts

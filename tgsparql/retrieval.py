@@ -230,19 +230,17 @@ class RankedQuery:
         hubs: Sequence[ox.NamedNode],
         neighbours: Sequence[ox.NamedNode] | None,
     ) -> list[Solution]:
-        return self.store.select(
-            self.store.templates.render(
-                "retrieve_subgraph",
-                nodes=small,
-                hubs=hubs,
-                stems=self.stems,
-                predicates=self.predicates,
-                seeds=self.seeds,
-                neighbours=neighbours,
-                excluded=self.excluded,
-                matches_up_to=MATCHES_UP_TO,
-            )
-        )
+        return self.store.run(
+            "retrieve_subgraph",
+            nodes=small,
+            hubs=hubs,
+            stems=self.stems,
+            predicates=self.predicates,
+            seeds=self.seeds,
+            neighbours=neighbours,
+            excluded=self.excluded,
+            matches_up_to=MATCHES_UP_TO,
+        ).rows
 
     def _stem_holders(self, rows: list[Solution]) -> dict[object, set[str]]:
         """Which terms' labels hold which of the question's stems, and which of those terms
@@ -273,7 +271,7 @@ class RankedQuery:
         COUNT_UP_TO + 1, for the record); on the first hop also the stems' holders
         (`_stem_holders`)."""
         first = self.holders is None
-        rows = self.store.select(self.store.templates.render(
+        rows = self.store.run(
             "retrieve_degrees",
             nodes=nodes,
             seeds=self.seeds,
@@ -281,7 +279,7 @@ class RankedQuery:
             rank_whole_up_to=RANK_WHOLE_UP_TO,
             count_up_to=COUNT_UP_TO,
             common_stem=COMMON_STEM,
-        ))
+        ).rows
         if first:
             self.holders = self._stem_holders(rows)
         return {
@@ -291,20 +289,18 @@ class RankedQuery:
         }
 
     def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
-        return self.store.select(
-            self.store.templates.render(
-                "retrieve_ranked",
-                nodes=nodes,
-                triple_limit=self.triple_limit,
-                excluded=self.excluded,
-                stems=self.stems,
-                predicates=self.predicates,
-                seeds=self.seeds,
-                count_up_to=COUNT_UP_TO,
-                rare_uses=RARE_USES,
-                matches_up_to=MATCHES_UP_TO,
-            )
-        )
+        return self.store.run(
+            "retrieve_ranked",
+            nodes=nodes,
+            triple_limit=self.triple_limit,
+            excluded=self.excluded,
+            stems=self.stems,
+            predicates=self.predicates,
+            seeds=self.seeds,
+            count_up_to=COUNT_UP_TO,
+            rare_uses=RARE_USES,
+            matches_up_to=MATCHES_UP_TO,
+        ).rows
 
     def _rank(
         self, nodes: Sequence[ox.NamedNode], rows: list[Solution]
@@ -469,11 +465,10 @@ def _hop(
 
 
 def _schema_predicates_in_use(store: Store) -> list[ox.NamedNode]:
-    query = store.templates.render(
-        "schema_predicates", schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES
-    )
+    rows = store.run("schema_predicates",
+                     schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES).rows
     return sorted(
-        (row["schema"] for row in store.select(query)
+        (row["schema"] for row in rows
          if isinstance(row.get("schema"), ox.NamedNode)),
         key=str,
     )

@@ -2,7 +2,8 @@
 
 The interface is four verbs over SPARQL text plus a bulk load, so a remote SPARQL 1.1 Protocol
 endpoint can implement it without the pipeline noticing. A store carries the query templates
-rendered for its dialect (`store.templates`), so whatever runs a step is given the store alone.
+rendered for its dialect (`store.templates`), so whatever runs a step is given the store alone,
+and runs one by name (`store.run`) through those verbs, as the form of its text asks.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import itertools
 import os
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import BinaryIO, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Literal, Protocol, cast, runtime_checkable
 
 import pyoxigraph as ox
 
@@ -39,6 +41,70 @@ def result_form(result: object) -> QueryForm:
     if isinstance(result, ox.QuerySolutions):
         return "select"
     return "graph"
+
+
+Form = QueryForm | Literal["update"]
+"""What running a template does: a query of one of the three forms, or an update."""
+
+_FORMS: dict[str, Form] = {}
+"""The form of each template run so far, by name: learnt from its first rendering, since the
+values a template is given never change its form."""
+
+
+def template_form(name: str, text: str) -> Form:
+    """The form of template `name`, learnt once from `text`, a rendering of it, by
+    `query_form`. A text that is no query is taken for an update: the store's update parser
+    judges it when it runs, so a broken one fails there with the parser's message; it is
+    remembered as an update only once a store has run it as one (`learnt_update`), so one
+    broken rendering never makes a query's later runs go to the update endpoint."""
+    form = _FORMS.get(name)
+    if form is None:
+        try:
+            form = _FORMS[name] = query_form(text)
+        except SyntaxError:
+            form = "update"
+    return form
+
+
+def learnt_update(name: str) -> None:
+    """Template `name` ran as an update: remember it, so its next runs skip the query parser."""
+    _FORMS.setdefault(name, "update")
+
+
+_READS = {
+    "select": "a SELECT, which answers rows",
+    "ask": "an ASK, which answers a boolean",
+    "graph": "a CONSTRUCT, which answers triples",
+    "update": "an update, which answers nothing",
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What running a template answered, by the form of its text: rows for a SELECT, a boolean
+    for an ASK, triples for a CONSTRUCT, nothing for an update. Reading it as another form is a
+    mistake in the caller, and fails naming the template and its form."""
+
+    template: str
+    form: Form
+    value: list[Solution] | bool | list[ox.Triple] | None
+
+    @property
+    def rows(self) -> list[Solution]:
+        return cast(list[Solution], self._as("select", "rows"))
+
+    @property
+    def boolean(self) -> bool:
+        return cast(bool, self._as("ask", "a boolean"))
+
+    @property
+    def triples(self) -> list[ox.Triple]:
+        return cast(list[ox.Triple], self._as("graph", "triples"))
+
+    def _as(self, form: Form, wanted: str) -> object:
+        if self.form != form:
+            raise TypeError(f"the template {self.template!r} is {_READS[self.form]}, not {wanted}")
+        return self.value
 
 
 DataGraph = Literal["union"] | Sequence[ox.NamedNode | ox.DefaultGraph] | None
@@ -89,6 +155,10 @@ class Store(Protocol):
         """The query templates, rendered for this store's dialect."""
         ...
 
+    def run(self, name: str, /, **params: Any) -> Answer:
+        """Template `name` rendered with `params` and run as its form asks."""
+        ...
+
     def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
         """Rows of a SELECT, each a dict of the bound variables."""
         ...
@@ -113,13 +183,31 @@ class Store(Protocol):
 
 
 class WithTemplates:
-    """A store's templates follow its dialect: every store and wrapper of one shares them."""
+    """A store's templates follow its dialect: every store and wrapper of one shares them. A
+    store runs one by name, through its own four verbs, so a wrapper that changes a verb changes
+    how templates run too."""
 
     dialect: Dialect
 
     @property
     def templates(self) -> Templates:
         return templates_for(self.dialect)
+
+    def run(self, name: str, /, **params: Any) -> Answer:
+        """Template `name` rendered with `params` and run as its form (learnt from the text by
+        `template_form`) asks: one call where a caller would render, then pick the verb."""
+        store = cast(Store, self)
+        text = self.templates.render(name, **params)
+        form = template_form(name, text)
+        if form == "select":
+            return Answer(name, form, store.select(text))
+        if form == "ask":
+            return Answer(name, form, store.ask(text))
+        if form == "graph":
+            return Answer(name, form, store.construct(text))
+        store.update(text)
+        learnt_update(name)
+        return Answer(name, form, None)
 
 
 class EmbeddedStore(WithTemplates):

@@ -175,13 +175,8 @@ def edge_sources(
     store: Store, collection: str, edge_selection: ox.NamedNode
 ) -> list[ChunkSource]:
     """edge selection → every source of its edge, all levels (`edge_sources.rq`)."""
-    rows = store.select(
-        store.templates.render(
-            "_trace/edge_sources",
-            graph=vocab.explainability_graph(collection),
-            edge_selection=edge_selection,
-        )
-    )
+    rows = store.run("_trace/edge_sources", graph=vocab.explainability_graph(collection),
+                     edge_selection=edge_selection).rows
     return _sorted_sources(s for s in map(_chunk_source, rows) if s is not None)
 
 
@@ -194,8 +189,7 @@ def facts_sources(store: Store, facts: Sequence[ox.Triple]) -> dict[ox.Triple, l
     """Each fact → every chunk that states it, from one query; facts without a source are absent."""
     if not facts:
         return {}
-    rows = store.select(store.templates.render("_trace/fact_sources",
-                                               facts=list(dict.fromkeys(facts))))
+    rows = store.run("_trace/fact_sources", facts=list(dict.fromkeys(facts))).rows
     found: dict[ox.Triple, set[ChunkSource]] = {}
     for row in rows:
         source = _chunk_source(row)
@@ -212,13 +206,8 @@ def document_sessions(
 
     None when the IRI is not a tg:Document of the source graph. Sessions come oldest first.
     """
-    rows = store.select(
-        store.templates.render(
-            "_trace/document_sessions",
-            graph=vocab.explainability_graph(collection),
-            document=document,
-        )
-    )
+    rows = store.run("_trace/document_sessions", graph=vocab.explainability_graph(collection),
+                     document=document).rows
     if not rows:
         return None
     out = DocumentTrace(document=document.value, title=term_text(rows[0].get("title")))
@@ -286,8 +275,7 @@ def trace(store: Store, collection: str, iri: str) -> Trace:
     except ValueError:
         raise TraceError(f"not an IRI: {iri!r}") from None
     document = document_sessions(store, collection, node)
-    if document is None and store.ask(
-            store.templates.render("ingest_document_exists", document=node)):
+    if document is None and store.run("ingest_document_exists", document=node).boolean:
         raise TraceError(f"document {text} has no facts: no subgraph of "
                          f"{vocab.GRAPH_SOURCE.value} derives from it, so nothing traces to it")
     if document is None:
@@ -375,13 +363,8 @@ def _session_columns(row: Solution) -> dict[str, str | None]:
 
 
 def _session_rows(store: Store, collection: str, ids: SessionIds, query: str) -> list[Solution]:
-    return store.select(
-        store.templates.render(
-            query,
-            graph=vocab.explainability_graph(collection),
-            session=ids.session,
-        )
-    )
+    return store.run(query, graph=vocab.explainability_graph(collection),
+                     session=ids.session).rows
 
 
 _LABELS = ("subjectLabel", "predicateLabel", "objectLabel")

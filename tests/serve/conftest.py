@@ -28,7 +28,6 @@ from tgsparql.loader import load_files
 from tgsparql.pipeline import GraphRag
 from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.store import open_store
-from tgsparql.templates import Templates
 
 QUESTIONS = ("Who did Marie Curie marry, and what prize did she win?",
              "Who did Marie Curie marry, and where was she born?")
@@ -89,14 +88,13 @@ def build_store(path: Path) -> tuple[list[str], str]:
         assert not load_files(store, [demo]).failed
     rag = GraphRag(store, OfflineBackend())
     sessions = [list(rag.query(q))[0].explain_id or "" for q in QUESTIONS]
-    templates, ids = Templates(), SessionIds.new()
+    ids = SessionIds.new()
     started = dt.datetime(2024, 5, 1, 9, 30, tzinfo=dt.timezone.utc)
     graph = vocab.explainability_graph()
-    store.update(templates.render("record_session", graph=graph, session=ids.session,
-                                  question=FAILED_QUESTION, started=started))
-    store.update(templates.render("record_failure", graph=graph, session=ids.session,
-                                  error=FAILED_ERROR, ended=started + dt.timedelta(seconds=30),
-                                  started=started))
+    store.run("record_session", graph=graph, session=ids.session, question=FAILED_QUESTION,
+              started=started)
+    store.run("record_failure", graph=graph, session=ids.session, error=FAILED_ERROR,
+              ended=started + dt.timedelta(seconds=30), started=started)
     store.close()
     return sessions, ids.session.value
 

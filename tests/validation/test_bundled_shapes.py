@@ -161,8 +161,7 @@ def load_demo(store: EmbeddedStore, path: Path) -> None:
     for quad in ox.parse(path=str(path)):
         graph = quad.graph_name if isinstance(quad.graph_name, ox.NamedNode) else None
         groups.setdefault(graph, []).append(quad.triple)
-    templates = store.templates
-    store.update(templates.render("bulk_insert", groups=[_Group(g, t) for g, t in groups.items()]))
+    store.run("bulk_insert", groups=[_Group(g, t) for g, t in groups.items()])
     update_label_index(store)
 
 

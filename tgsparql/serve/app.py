@@ -62,7 +62,7 @@ class TgsparqlServer(ThreadingHTTPServer):
         self.hosts = Hosts.of(config)
         if config.endpoint is not None:  # fail here, once, rather than in every worker
             with open_served(config) as remote:
-                remote.ask(remote.templates.render("serve/endpoint_reachable"))
+                remote.run("serve/endpoint_reachable")
         _refuse_unmigrated(config)
         self.asker: Asker | None = None
         if config.ask is not None:

@@ -260,9 +260,8 @@ def entity_view(store: Store, iri: str, page: int) -> EntityView:
     """Page `page` (from 1) of the edges touching the entity, one query for the edges and one
     for their labels; raises ValueError for a text that is not an IRI."""
     entity = ox.NamedNode(iri)
-    rows = store.select(store.templates.render(
-        "serve/entity_edges", entity=entity, limit=ENTITY_PAGE_EDGES + 1,
-        offset=(page - 1) * ENTITY_PAGE_EDGES))
+    rows = store.run("serve/entity_edges", entity=entity, limit=ENTITY_PAGE_EDGES + 1,
+                     offset=(page - 1) * ENTITY_PAGE_EDGES).rows
     triples = [ox.Triple(row["subject"], row["predicate"], row["object"])  # type: ignore
                for row in rows[:ENTITY_PAGE_EDGES]]
     labels = fetch_labels(store, label_terms(triples) + [entity])

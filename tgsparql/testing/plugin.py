@@ -138,5 +138,5 @@ def _remote(endpoint: str, update_endpoint: str | None) -> Store:
         pytest.skip(f"--tgsparql-endpoint given, but tgsparql.remote cannot be used: {error}")
 
     store = RemoteStore(endpoint, update_endpoint=update_endpoint)
-    store.update(store.templates.render("testing_clear"))
+    store.run("testing_clear")
     return store
