@@ -23,9 +23,11 @@ from tgsparql.iris import SessionIds
 from tgsparql.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.retrieval import RANKING_RULE
 from tgsparql.serve.saved import saved_queries
-from tgsparql.store import Answer, EmbeddedStore, open_store, template_form
+from tgsparql.store import (
+    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form, template_form,
+)
 from tgsparql.templates import Sparql, TemplateError, Templates, _environment
-from tgsparql.terms import DIALECTS
+from tgsparql.terms import DIALECTS, Dialect
 
 XSD = vocab.XSD
 S = ox.NamedNode("http://example.org/s")
@@ -1041,3 +1043,32 @@ def test_a_query_rendered_broken_once_is_not_remembered_as_an_update() -> None:
 def test_an_update_is_remembered_once_a_store_has_run_it(store: EmbeddedStore) -> None:
     store.run("testing_clear")
     assert template_form("testing_clear", "not parsed again") == "update"
+
+
+class _VerbLog(WithTemplates):
+    """A store of a dialect pyoxigraph cannot parse, noting which verb each text was sent to."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.verbs: list[str] = []
+
+    def select(self, query: str, **_: Any) -> list[Solution]:
+        self.verbs.append("select")
+        return []
+
+    def update(self, update: str) -> None:
+        self.verbs.append("update")
+
+
+def test_a_template_runs_as_its_form_in_a_dialect_pyoxigraph_cannot_parse() -> None:
+    """An RDF-star quoted triple in a pattern is no RDF 1.2: the form is learnt from the RDF 1.2
+    rendering, so the SELECT goes to the store's select, not to its update endpoint."""
+    fact = ox.Triple(ox.NamedNode("http://example.org/s"), ox.NamedNode("http://example.org/p"),
+                     ox.Literal("o"))
+    rendered = Templates("rdfstar").render("_trace/fact_sources", facts=[fact])
+    with pytest.raises(SyntaxError):
+        query_form(rendered)
+    store = _VerbLog("rdfstar")
+    assert store.run("_trace/fact_sources", facts=[fact]).rows == []
+    assert store.run("_trace/fact_sources", facts=[fact]).rows == []
+    assert store.verbs == ["select", "select"]

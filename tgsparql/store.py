@@ -57,13 +57,18 @@ def template_form(name: str, text: str) -> Form:
     judges it when it runs, so a broken one fails there with the parser's message; it is
     remembered as an update only once a store has run it as one (`learnt_update`), so one
     broken rendering never makes a query's later runs go to the update endpoint."""
-    form = _FORMS.get(name)
+    form = known_form(name)
     if form is None:
         try:
             form = _FORMS[name] = query_form(text)
         except SyntaxError:
             form = "update"
     return form
+
+
+def known_form(name: str) -> Form | None:
+    """The form of template `name`, if a run has learnt it."""
+    return _FORMS.get(name)
 
 
 def learnt_update(name: str) -> None:
@@ -194,11 +199,17 @@ class WithTemplates:
         return templates_for(self.dialect)
 
     def run(self, name: str, /, **params: Any) -> Answer:
-        """Template `name` rendered with `params` and run as its form (learnt from the text by
-        `template_form`) asks: one call where a caller would render, then pick the verb."""
+        """Template `name` rendered with `params` and run as its form (learnt by
+        `template_form`) asks: one call where a caller would render, then pick the verb.
+
+        A form is the same in every dialect, so it is learnt from the RDF 1.2 rendering, the one
+        pyoxigraph's parser reads in every template (an RDF-star quoted triple in a pattern it
+        does not); other dialects render a second time only until their form is known."""
         store = cast(Store, self)
         text = self.templates.render(name, **params)
-        form = template_form(name, text)
+        form = known_form(name) or template_form(
+            name, text if self.dialect == DEFAULT_DIALECT
+            else templates_for(DEFAULT_DIALECT).render(name, **params))
         if form == "select":
             return Answer(name, form, store.select(text))
         if form == "ask":
