@@ -213,7 +213,9 @@ class RankedQuery:
         by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
         rows = self._select_edges(small, hubs, neighbours if by_value else None)
         seeds = set(self.seeds)
-        read, matches = _split_rows(rows, small, hubs, seeds, holders if by_value else {})
+        read, matches = _split_rows(
+            rows, small, hubs, seeds, holders if by_value else {}, self.predicates
+        )
         grown = []
         for node, edges in zip(small, read):
             if len(edges) > RANK_WHOLE_UP_TO:
@@ -283,9 +285,9 @@ class RankedQuery:
         if first:
             self.holders = self._stem_holders(rows)
         return {
-            row["node"]: int(row["degree"].value)  # type: ignore[arg-type, union-attr]
+            nodes[int(row["i"].value)]: int(row["degree"].value)  # type: ignore[union-attr]
             for row in rows
-            if isinstance(row.get("node"), ox.NamedNode) and isinstance(row.get("degree"), ox.Literal)
+            if isinstance(row.get("i"), ox.Literal) and isinstance(row.get("degree"), ox.Literal)
         }
 
     def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
@@ -326,9 +328,10 @@ class RankedQuery:
                 for node, found in ranked.items()}
 
 
-_Edge = tuple[ox.NamedNode | ox.Literal, ox.NamedNode, ox.NamedNode | ox.Literal]
-"""An edge as retrieve_subgraph.rq gives it, (subject, predicate, object): a loop twice, once
-each way. Only the edges kept become Triples: most of a node's edges are read to be ranked."""
+_Edge = tuple[ox.NamedNode | ox.Literal, ox.NamedNode, bool]
+"""An edge as retrieve_subgraph.rq gives it for a node read whole: (neighbour, predicate,
+whether it goes from the node); a loop twice, once each way. Only the edges kept become
+Triples: most of a node's edges are read to be ranked."""
 
 
 def _best(
@@ -340,23 +343,33 @@ def _best(
 ) -> list[ox.Triple]:
     """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to another
     seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then the predicate's
-    rarity at the node, then the terms' strings."""
+    rarity at the node, then the terms' strings, subject, predicate, object."""
     uses = Counter(p for _, p, _ in edges)
-    facts = {p for p in uses if not _is_schema(p)}
-    own = _text(node)
-    scored: dict[_Edge, tuple[object, ...]] = {}
-    for edge in edges:
-        s, p, o = edge
-        if p not in facts:
+    # Per predicate once: its string and the score its label gives (a schema one none: it is
+    # dropped).
+    facts = {p: (p.value, 2 * len(holders.get(p, ()))) for p in uses if not _is_schema(p)}
+    own = node.value
+    scored: dict[tuple[object, ...], tuple[object, ...]] = {}
+    for neighbour, p, out in edges:
+        fact = facts.get(p)
+        if fact is None:
             continue
-        if o == node:
-            neighbour, key = s, (_text(s), p.value, own)
-        else:
-            neighbour, key = o, (own, p.value, _text(o))
-        to_seed = neighbour != node and neighbour in seeds
-        score = 4 * to_seed + 2 * len(holders.get(p, ())) + len(holders.get(neighbour, ()))
-        scored[edge] = (-score, uses[p], *key)
-    return [ox.Triple(*edge) for edge in sorted(scored, key=scored.__getitem__)[:limit]]  # type: ignore[arg-type]
+        name, score = fact
+        loop = neighbour == node
+        if neighbour in seeds and not loop:
+            score += 4
+        score += len(holders.get(neighbour, ()))
+        text = _text(neighbour)
+        # A loop read both ways is one edge.
+        edge = (neighbour, p, out or loop)
+        scored[edge] = (
+            (-score, uses[p], own, name, text) if out else (-score, uses[p], text, name, own)
+        )
+    kept = sorted(scored, key=scored.__getitem__)[:limit]
+    return [
+        ox.Triple(node, p, neighbour) if out else ox.Triple(neighbour, p, node)  # type: ignore[arg-type]
+        for neighbour, p, out in kept
+    ]
 
 
 _Match = tuple[str, ox.Triple, int]
@@ -370,32 +383,39 @@ def _split_rows(
     hubs: Sequence[ox.NamedNode],
     seeds: set[ox.NamedNode],
     named: dict[object, set[str]],
+    predicates: dict[object, list[str]],
 ) -> tuple[list[list[_Edge]], dict[ox.NamedNode, list[_Match]]]:
     """One pass over retrieve_subgraph.rq's rows: a node read whole gets its edges (an edge
     with a blank node, which the template does not filter out, as that costs the store more
     than it costs here, is dropped), a bigger node its matches. `named` are the neighbours
-    named with the question's stems when the request looked them up by value, else empty."""
+    named with the question's stems when the request looked them up by value, else empty;
+    `predicates` the stems each predicate's label holds."""
     read: list[list[_Edge]] = [[] for _ in small]
     matches: dict[ox.NamedNode, list[_Match]] = {node: [] for node in hubs}
+    whole = len(small)
     for row in rows:
         i, p = row.get("i"), row.get("p")
         if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
             continue
         place = int(i.value)
-        if place < len(small):
-            node = small[place]
-            s, o = row.get("s", node), row.get("o", node)
-            if not isinstance(s, ox.BlankNode) and not isinstance(o, ox.BlankNode):
-                read[place].append((s, p, o))  # type: ignore[arg-type]
+        if place < whole:
+            o = row.get("o")
+            found = (o, p, True) if o is not None else (row.get("s"), p, False)
+            if found[0] is not None and not isinstance(found[0], ox.BlankNode):
+                read[place].append(found)  # type: ignore[arg-type]
             continue
         if _is_schema(p):
             continue
-        node = hubs[place - len(small)]
+        node = hubs[place - whole]
         edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
         direction = row.get("dir")
         if isinstance(direction, ox.Literal):
             way = direction.value
-            matches[node].append((way, edge, 2 if way.endswith("predicate") else 1))
+            if way.endswith("predicate"):
+                # One match a stem the predicate's label holds.
+                matches[node].extend((way, edge, 2) for _ in predicates.get(p, ()))
+            else:
+                matches[node].append((way, edge, 1))
             continue
         # An edge to a seed or to a neighbour named with the question's stems (one match a
         # stem), told apart here.

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any
 
@@ -127,6 +127,19 @@ def _finalize(value: Any) -> Any:
     )
 
 
+@lru_cache(maxsize=1 << 16)
+def _known_iri(value: str | ox.NamedNode) -> Sparql:
+    return Sparql(str(to_iri(value)))
+
+
+def _iri(value: Any) -> Sparql:
+    """Remembered per IRI: a retrieval writes each of a few dozen nodes into several requests,
+    and into one several times."""
+    if isinstance(value, (str, ox.NamedNode)):
+        return _known_iri(value)
+    return Sparql(str(to_iri(value)))
+
+
 def _integer(value: Any) -> Sparql:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TemplateError(f"expected an integer, not {value!r:.80}")
@@ -177,7 +190,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     filters: dict[str, Callable[..., Sparql]] = {
-        "iri": lambda value: Sparql(str(to_iri(value))),
+        "iri": _iri,
         "literal": lambda value, lang=None: Sparql(str(to_literal(value, lang))),
         "utc_day": lambda value: Sparql(str(utc_day(value))),
         "integer": _integer,
