@@ -590,6 +590,27 @@ def test_a_big_node_on_the_way_counts_one_match_per_neighbour_and_stem(
     assert edges == kept
 
 
+@pytest.mark.parametrize(("stems", "kept"), [
+    # 12 edges whose predicate's label holds "blue": 12 matches, few enough to tell them apart.
+    (["blue"], [t("fan", "likes", "star"), t("star", "spots", "s00"), t("star", "spots", "s01")]),
+    # The label holds "bird" too: 24 matches, one an edge and stem, more than 20 — the way is
+    # dropped, though the store gives one row an edge.
+    (["blue", "bird"], [t("fan", "likes", "star")]),
+])
+def test_a_big_node_on_the_way_counts_one_match_per_edge_and_stem_of_its_predicate(
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
+    stems: list[str], kept: list[ox.Triple],
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    load(fan_of_a_big_star, "\n".join(
+        [f"ex:star ex:spots ex:s{i:02d} ." for i in range(12)]
+        + ['ex:spots rdfs:label "spots a blue bird" .']
+    ))
+    update_label_index(fan_of_a_big_star)
+    edges = retrieve_subgraph(fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=stems)
+    assert edges == kept
+
+
 def test_the_question_stems_holders_come_with_the_first_hops_counts(
     fan_of_a_big_star: EmbeddedStore
 ) -> None:
