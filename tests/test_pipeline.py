@@ -455,16 +455,17 @@ def test_a_session_is_recorded_in_three_updates(demo_store) -> None:
 
 
 def test_a_session_reads_the_store_a_bounded_number_of_times(demo_store) -> None:
-    """Grounding with the schema probe one read; retrieval per hop the nodes' edge counts (on
-    the first hop with the question stems' holders) and the edges of those read whole (no demo
-    node has more than 100 edges); the labels, the answer's sources one each — whatever the
-    number of edges (the demo question walks two hops)."""
+    """Grounding with the schema probe one read; retrieval on the first hop the seeds' edge
+    counts with the question stems' holders and the seeds' edges, on the second the nodes'
+    counts and the edges of those read whole (no demo node has more than 100 edges); the
+    labels, the answer's sources one each — whatever the number of edges (the demo question
+    walks two hops)."""
     rag = faulty_rag(demo_store)
     rag.store.reads.clear()  # the label index was brought up to date when the pipeline began
     messages = list(rag.query(QUESTION))
     assert messages[-1].end_of_session and messages[-1].error is None
     stages = [line.removeprefix("# ").split(maxsplit=1)[0].rstrip(",:") for line in rag.store.reads]
-    assert stages == ["Grounding", *["Retrieval"] * 4, "Labels", "Trace"]
+    assert stages == ["Grounding", *["Retrieval"] * 3, "Labels", "Trace"]
 
 
 def test_the_llm_and_the_reads_go_on_while_the_store_writes(demo_store) -> None:

@@ -605,6 +605,7 @@ EVERY_PARAM: dict[str, Any] = {
     "neighbours": [O],
     "hubs": [O],
     "rank_whole_up_to": 100,
+    "whole": True,
     "count_up_to": 2000,
     "rare_uses": 10,
     "matches_up_to": 1000,

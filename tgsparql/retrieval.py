@@ -95,8 +95,9 @@ def retrieve(
 ) -> Retrieved:
     """The subgraph, and what its cut chose from.
 
-    Each hop is two SELECTs over the whole frontier, and one more per NODES_PER_QUERY of its
-    seeds with more than RANK_WHOLE_UP_TO edges (see `RankedQuery`).
+    The first hop is one SELECT, each later one two, over the whole frontier, and one more per
+    NODES_PER_QUERY of the hop's seeds with more than RANK_WHOLE_UP_TO edges (see
+    `RankedQuery`).
     When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
     crowd out the others. `stems` are the question's word stems the ranking matches labels
     with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
@@ -152,11 +153,13 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
 class RankedQuery:
     """Each node's best `triple_limit` edges, found once per node.
 
-    The first request of a hop (retrieve_degrees.rq, the whole frontier; on the first hop with
-    the stems' holders) counts each node's edges up to RANK_WHOLE_UP_TO + 1. The second
-    (retrieve_subgraph.rq) reads the edges of the nodes that have no more, ranked here, and
-    the edges of the bigger nodes that are not seeds that can rank first, ranked here too;
-    the bigger seeds are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
+    The first request of a hop (retrieve_degrees.rq, the whole frontier) counts each node's
+    edges up to RANK_WHOLE_UP_TO + 1; on the first hop it also finds the stems' holders and
+    reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that has no more, so
+    that hop needs no second request. On later hops the second (retrieve_subgraph.rq) reads
+    the edges of the nodes that have no more, ranked here, and the edges of the bigger nodes
+    that are not seeds that can rank first, ranked here too; the bigger seeds are ranked by
+    the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
     Ranking a small node here keeps exactly the edges the store's ranking would, at the cost
     of reading them, which the unranked query did too.
     """
@@ -182,13 +185,27 @@ class RankedQuery:
         return {node: self.best[node][:per_node] for node in nodes}
 
     def _read(self, nodes: Sequence[ox.NamedNode]) -> None:
-        degrees = self._degrees(nodes)
+        degrees, whole = self._degrees(nodes)
         for seed in self.seeds:
             if seed in degrees:
                 self.candidates.setdefault(seed, degrees[seed])
         small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
         over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
         seeds = set(self.seeds)
+        if whole is not None:
+            # Read with their counts: a node with at most RANK_WHOLE_UP_TO edges gave them all
+            # (one that gave more is ranked as the bigger node it is, as in _read_edges). The
+            # edges with schema predicates or blank nodes are dropped here, after that test.
+            excluded = set(self.excluded)
+            for node in small:
+                edges = whole.get(node, [])
+                if len(edges) > RANK_WHOLE_UP_TO:
+                    over.append(node)
+                    continue
+                kept = [edge for edge in edges
+                        if edge[1] not in excluded and not isinstance(edge[0], ox.BlankNode)]
+                self.best[node] = _best(node, kept, seeds, self.holders or {}, self.triple_limit)
+            small = []
         hubs = [node for node in over if node not in seeds]
         while small or hubs:
             # A node that grew past RANK_WHOLE_UP_TO since the count is asked again as bigger.
@@ -268,27 +285,41 @@ class RankedQuery:
         }
         return holders
 
-    def _degrees(self, nodes: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, int]:
+    def _degrees(
+        self, nodes: Sequence[ox.NamedNode]
+    ) -> tuple[dict[ox.NamedNode, int], dict[ox.NamedNode, list[_Edge]] | None]:
         """Edges touching each node, counted up to RANK_WHOLE_UP_TO + 1 (a seed's up to
         COUNT_UP_TO + 1, for the record); on the first hop also the stems' holders
-        (`_stem_holders`)."""
+        (`_stem_holders`) and each node's first RANK_WHOLE_UP_TO + 1 edges, which are all
+        the edges of a node counted no bigger (None on later hops: a frontier there has
+        bigger nodes, whose first edges would be read for nothing)."""
         first = self.holders is None
         rows = self.store.run(
             "retrieve_degrees",
             nodes=nodes,
             seeds=self.seeds,
             stems=self.stems if first else [],
+            whole=first,
             rank_whole_up_to=RANK_WHOLE_UP_TO,
             count_up_to=COUNT_UP_TO,
             common_stem=COMMON_STEM,
         ).rows
+        degrees: dict[ox.NamedNode, int] = {}
+        whole: dict[ox.NamedNode, list[_Edge]] | None = {} if first else None
+        for row in rows:
+            i = row.get("i")
+            if not isinstance(i, ox.Literal):
+                continue
+            node, degree, p = nodes[int(i.value)], row.get("degree"), row.get("p")
+            if isinstance(degree, ox.Literal):
+                degrees[node] = int(degree.value)
+            elif whole is not None and isinstance(p, ox.NamedNode):
+                edge = _edge_read_whole(row, p)
+                if edge is not None:
+                    whole.setdefault(node, []).append(edge)
         if first:
             self.holders = self._stem_holders(rows)
-        return {
-            nodes[int(row["i"].value)]: int(row["degree"].value)  # type: ignore[union-attr]
-            for row in rows
-            if isinstance(row.get("i"), ox.Literal) and isinstance(row.get("degree"), ox.Literal)
-        }
+        return degrees, whole
 
     def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
         return self.store.run(
@@ -329,9 +360,18 @@ class RankedQuery:
 
 
 _Edge = tuple[ox.NamedNode | ox.Literal, ox.NamedNode, bool]
-"""An edge as retrieve_subgraph.rq gives it for a node read whole: (neighbour, predicate,
-whether it goes from the node); a loop twice, once each way. Only the edges kept become
-Triples: most of a node's edges are read to be ranked."""
+"""An edge as a whole read gives it (retrieve_subgraph.rq, retrieve_degrees.rq): (neighbour,
+predicate, whether it goes from the node); a loop twice, once each way. Only the edges kept
+become Triples: most of a node's edges are read to be ranked."""
+
+
+def _edge_read_whole(row: Solution, p: ox.NamedNode) -> _Edge | None:
+    """The edge of a row that binds the predicate and the neighbour (?o for an edge from the
+    node, ?s for one to it). An edge with a blank node, which the templates do not filter out
+    of a whole read, as that costs the store more than it costs here, is the caller's to drop."""
+    o = row.get("o")
+    edge = (o, p, True) if o is not None else (row.get("s"), p, False)
+    return None if edge[0] is None else edge  # type: ignore[return-value]
 
 
 def _best(
@@ -399,10 +439,9 @@ def _split_rows(
             continue
         place = int(i.value)
         if place < whole:
-            o = row.get("o")
-            found = (o, p, True) if o is not None else (row.get("s"), p, False)
-            if found[0] is not None and not isinstance(found[0], ox.BlankNode):
-                read[place].append(found)  # type: ignore[arg-type]
+            found = _edge_read_whole(row, p)
+            if found is not None and not isinstance(found[0], ox.BlankNode):
+                read[place].append(found)
             continue
         if _is_schema(p):
             continue
