@@ -11,7 +11,7 @@ Builds (once, cached under the work directory) an on-disk store holding:
   with 10 selected edges of real KG facts each, and their answers in the librarian.
 
 Then measures, with the package's own functions (`tgsparql.trace`), per measured session:
-session → sources (`session_sources`, the one query behind an explanation's sources),
+session → sources (`session_sources`, the saved query of a session's sources),
 edge selection → sources (`edge_sources`), fact → sources (`fact_sources`), each on its first
 touch, the kinds rotating their order from item to item; then, warm, the session's sources
 again and `tgsparql.trace.trace` of the session and of an edge selection, with the store

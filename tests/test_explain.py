@@ -9,10 +9,13 @@ import pyoxigraph as ox
 import pytest
 
 from tgsparql.explain import SessionNotFound, explain_session, list_sessions
+from tgsparql.iris import SessionIds
 from tgsparql.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.llm.offline import OfflineBackend
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
+
+from tests.test_trace import CountingStore
 
 QUESTION = "Where was the scientist who discovered polonium born?"
 TG = "https://trustgraph.ai/ns/"
@@ -232,6 +235,62 @@ def test_turtle_parses_back_to_the_same_triples(demo_session) -> None:
     parsed = {quad.triple for quad in ox.parse(text, ox.RdfFormat.TURTLE)}
     assert parsed == set(explanation.triples)
     assert any(isinstance(t.object, ox.Triple) for t in parsed)
+
+
+def test_turtle_is_the_record_alone_not_what_its_query_read_beside_it(demo_session) -> None:
+    """One query reads the record with the KG's labels, the sources and the librarian's text;
+    the Turtle holds the record, and no triple of another graph."""
+    rag, messages, explanation = demo_session
+    turtle = {quad.triple for quad in ox.parse(explanation.turtle(), ox.RdfFormat.TURTLE)}
+    assert turtle == {t for m in messages for t in m.explain_triples}
+    assert explanation.entities == [(ENT + "Polonium", "polonium")]
+    assert explanation.selected[0].sources and explanation.answer_intact
+    elsewhere = {quad.triple for quad in rag.store.oxigraph.quads_for_pattern(None, None, None)
+                 if quad.graph_name != EXPLAINABILITY}
+    assert elsewhere and not turtle & elsewhere
+
+
+NESTED = "https://example.org/nested/"
+
+
+def add_retrieved_edge(rag: GraphRag, session: str, edge: str, names: list[str]) -> None:
+    """`edge` (RDF 1.2 syntax over the ex: prefix) recorded as retrieved for `session`, each of
+    `names` labelled in the KG by itself in capitals."""
+    labels = " ".join(f'ex:{name} rdfs:label "{name.upper()}" .' for name in names)
+    rag.store.update(
+        f"PREFIX ex: <{NESTED}> PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> "
+        f"INSERT DATA {{ GRAPH {EXPLAINABILITY} {{ "
+        f"{SessionIds.from_session_iri(session).retrieval} <{TG}retrievedEdge> {edge} }} "
+        f"{labels} }}")
+
+
+def test_the_terms_of_a_nested_edge_are_labelled_by_the_one_query_down_to_its_object(
+    demo_session,
+) -> None:
+    rag, messages, _ = demo_session
+    session = messages[0].explain_id
+    add_retrieved_edge(rag, session, "<<( ex:a0 ex:p0 <<( ex:a1 ex:p1 ex:o1 )>> )>>",
+                       ["a0", "p0", "a1", "p1", "o1"])
+    counting = CountingStore(rag.store)
+    explained = explain_session(counting, "explainability", session, unselected=100)
+    assert len(counting.requests) == 1
+    nested = [u.labels for u in explained.unselected if str(u.edge.subject).startswith(f"<{NESTED}")]
+    assert nested == [("A0", "P0", "(A1 P1 O1)")]
+
+
+def test_the_terms_nested_deeper_are_labelled_by_a_second_request(demo_session) -> None:
+    rag, messages, _ = demo_session
+    session = messages[0].explain_id
+    add_retrieved_edge(rag, session,
+                       "<<( ex:b0 ex:p0 <<( ex:b1 ex:p1 <<( ex:b2 ex:p2 ex:o2 )>> )>> )>>",
+                       ["b0", "p0", "b1", "p1", "b2", "p2", "o2"])
+    counting = CountingStore(rag.store)
+    explained = explain_session(counting, "explainability", session, unselected=100)
+    nested = [u.labels for u in explained.unselected if str(u.edge.subject).startswith(f"<{NESTED}")]
+    assert nested == [("B0", "P0", "(B1 P1 (B2 P2 O2))")]
+    assert len(counting.requests) == 2
+    assert counting.requests[1] == rag.templates.render(
+        "fetch_labels", terms=[ox.NamedNode(NESTED + name) for name in ("b2", "o2", "p2")])
 
 
 def test_a_failed_session_is_explained_with_its_error(demo_store) -> None:

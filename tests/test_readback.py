@@ -73,13 +73,13 @@ def test_read_back_outputs_are_as_pinned(rag: GraphRag) -> None:
             assert text == (folder / name).read_text(encoding="utf-8"), f"session{number}/{name}"
 
 
-def test_the_session_page_reads_the_session_once_by_each_of_four_requests(rag: GraphRag) -> None:
-    """The record's triples (explain_session.rq), the labels, the sources and the answer's text:
-    one request each, four graphs; the page runs no trace query beside them."""
+def test_the_session_page_reads_the_session_in_one_request(rag: GraphRag) -> None:
+    """The record's triples, the labels, the sources and the answer's text, four graphs: one
+    query (explain_session.rq), and no trace query beside it."""
     session = list(rag.query(QUESTIONS[0], stream=True))[0].explain_id
     counting = CountingStore(rag.store)
     pages.session_view(counting, "explainability", session)
-    assert len(counting.requests) == 4
-    traced = rag.templates.render("_trace/session_trace", graph=vocab.explainability_graph(),
-                                  session=SessionIds.from_session_iri(session).session)
-    assert traced not in counting.requests
+    ids = SessionIds.from_session_iri(session)
+    assert counting.requests == [rag.templates.render(
+        "explain_session", graph=vocab.explainability_graph(), session=ids.session,
+        retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer, unselected=True)]

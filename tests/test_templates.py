@@ -590,6 +590,7 @@ EVERY_PARAM: dict[str, Any] = {
     "items": selection_params([LIT_TRIPLE])["items"],
     "documents": [DOCUMENT],
     "invalid_ids": 1,
+    "unselected": True,
     "nodes": [S, O],
     "focus_nodes": [S, O],
     "classes": [O],

@@ -202,15 +202,33 @@ def ox_store(demo_store: EmbeddedStore) -> ox.Store:
 DIALECT_TAG = re.compile(r'\{% (if dialect == "(rdf12|rdfstar|reification)"|endif) %\}')
 """A line that keeps what follows, up to its `endif`, for one dialect only."""
 PLACEHOLDERS = {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
+SHARED = re.compile(r'\{% include "(_[a-z_]+\.rq)" %\}')
+"""A walk a trace template shares with another query: a fragment of queries/ included whole,
+whose lines hold placeholders alone, as the template's own do."""
 
 
 def is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
+def template_lines(path: Path) -> list[str]:
+    """The template's lines, each shared fragment's in place of the line that includes it
+    (less the fragment's own opening comment)."""
+    lines: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        shared = SHARED.fullmatch(line.strip())
+        if shared is None:
+            lines.append(line)
+            continue
+        fragment = (REPO / "queries" / shared[1]).read_text(encoding="utf-8")
+        lines += fragment.split("#}\n", 1)[1].splitlines() if fragment.startswith("{#") \
+            else fragment.splitlines()
+    return lines
+
+
 @pytest.mark.parametrize("path", TEMPLATE_FILES, ids=lambda p: p.name)
 def test_each_trace_template_has_a_header_and_one_values_parameter_line(path: Path) -> None:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = template_lines(path)
     header = []
     for line in lines:
         if not line.startswith("#"):

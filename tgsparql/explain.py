@@ -4,7 +4,7 @@ and as text for a person)."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,13 +13,15 @@ import pyoxigraph as ox
 
 from tgsparql import vocab
 from tgsparql.iris import SessionIds, trailing_index
-from tgsparql.labels import LabelTriple, fetch_labels, label_of, label_terms
-from tgsparql.librarian import StoreLibrarian
-from tgsparql.readback import AnswerCitation, Explanation, RecordedEdge, UnselectedEdge
+from tgsparql.labels import LabelTriple, best_labels, fetch_labels, label_of, label_terms
+from tgsparql.librarian import Document
+from tgsparql.readback import (
+    AnswerCitation, ChunkSource, Explanation, RecordedEdge, UnselectedEdge,
+)
 from tgsparql.store import Solution, Store
 from tgsparql.terminal import one_line, visible
 from tgsparql.terms import Term, edge_of, term_integer, term_text
-from tgsparql.trace import session_chunk_sources
+from tgsparql.trace import sources_by_edge_selection
 
 
 class SessionNotFound(LookupError):
@@ -68,17 +70,19 @@ def list_sessions(
 def explain_session(
     store: Store, collection: str, session: str, unselected: int = 0
 ) -> Explanation:
-    """The session as recorded; `unselected` asks for the first that many retrieved edges the
-    selector did not choose, labelled by the same label query as the selected ones."""
+    """The session as recorded, from one query (`explain_session.rq`): its record, the labels
+    of its seed entities and edges, its edges' sources and its answer's text. `unselected` asks
+    for the first that many retrieved edges the selector did not choose, labelled alike."""
     ids = SessionIds.from_session_iri(session)
-    triples = store.run("explain_session", graph=vocab.explainability_graph(collection),
-                        session=ids.session, retrieval=ids.retrieval, selection=ids.selection,
-                        answer=ids.answer).triples
-    if not any(t.subject == ids.session for t in triples):
+    read = _Read.of(store.run(
+        "explain_session", graph=vocab.explainability_graph(collection), session=ids.session,
+        retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer,
+        unselected=unselected > 0).rows)
+    if not any(t.subject == ids.session for t in read.triples):
         raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
-    facts = _Facts(triples)
+    facts = _Facts(read.triples)
     out = _stages(Explanation(session=ids.session.value, collection=collection,
-                              triples=triples), facts, ids)
+                              triples=read.triples), facts, ids)
     out.citations = _citations(facts, ids.answer)
     selected = _selected(facts, ids.selection)
     seeds = [e for e in facts.all(ids.retrieval, vocab.TG_ENTITY)
@@ -88,11 +92,10 @@ def explain_session(
     rejected = sorted((e for e in retrieved if e is not None and e not in chosen), key=str)
     out.unselected_count = len(rejected)
     rejected = rejected[:unselected]
-    labels = fetch_labels(
+    labels = read.labels(
         store, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
-    sources = session_chunk_sources(store, collection, ids)
     for index, iri, edge, reasoning in selected:
         out.selected.append(
             RecordedEdge(
@@ -100,18 +103,57 @@ def explain_session(
                 edge=edge,
                 labels=_names(edge, labels),
                 reasoning=reasoning,
-                sources=sources.get(iri.value, []),
+                sources=read.sources.get(iri.value, []),
                 reasoning_truncated=facts.flag(iri, vocab.TG_TRUNCATED),
                 citations=[c for c in out.citations if c.edge_index == index],
             )
         )
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
-    if isinstance(document_iri, ox.NamedNode):
-        document = StoreLibrarian(store).get(document_iri)
-        if document is not None:
-            out.answer = document.content
-            out.answer_intact = document.intact
+    document = read.documents.get(document_iri) if document_iri is not None else None
+    if document is not None:
+        out.answer = document.content
+        out.answer_intact = document.intact
     return out
+
+
+@dataclass
+class _Read:
+    """The rows of `explain_session.rq`, each kind apart by the columns it binds."""
+
+    triples: list[ox.Triple]
+    """The record alone: every triple recorded for the session, each once."""
+    named: list[tuple[Term, Term | None]]
+    """(term, label) for each label of each term the query labelled; label None for none."""
+    sources: dict[str, list[ChunkSource]]
+    documents: dict[Term, Document]
+    """The answer's text, by its document's IRI."""
+
+    @classmethod
+    def of(cls, rows: list[Solution]) -> _Read:
+        triples: dict[ox.Triple, None] = {}
+        named: list[tuple[Term, Term | None]] = []
+        sources: list[Solution] = []
+        documents: dict[Term, Document] = {}
+        for row in rows:
+            if "s" in row:
+                triples[ox.Triple(row["s"], row["p"], row["o"])] = None  # type: ignore[arg-type]
+            elif "term" in row:
+                named.append((row["term"], row.get("label")))
+            elif "answerDocument" in row:
+                iri = row["answerDocument"]
+                if isinstance(iri, ox.NamedNode):
+                    documents.setdefault(iri, Document.from_row(iri, row))
+            else:
+                sources.append(row)
+        return cls(list(triples), named, sources_by_edge_selection(sources), documents)
+
+    def labels(self, store: Store, terms: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, str]:
+        """One label per term of `terms`, as `fetch_labels` chooses it: from the rows, and for
+        a term nested deeper than the query reads (no row names it), by `fetch_labels`, which
+        sends no request when there is none."""
+        read = {term for term, _ in self.named}
+        return {**best_labels(self.named),
+                **fetch_labels(store, [term for term in terms if term not in read])}
 
 
 def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import pyoxigraph as ox
 
-from tgsparql.store import Store
+from tgsparql.store import Solution, Store
 from tgsparql.templates import InsertData
 from tgsparql.terms import term_text
 
@@ -20,6 +20,18 @@ class Document:
     mime_type: str | None
     sha256: str | None
     title: str | None
+
+    @classmethod
+    def from_row(cls, iri: ox.NamedNode, row: Solution) -> Document:
+        """The text of `iri` as a row of `library_get.rq` holds it (the session page's query
+        reads the answer's text into the same columns)."""
+        return cls(
+            iri=iri,
+            content=term_text(row.get("content")) or "",
+            mime_type=term_text(row.get("mimeType")),
+            sha256=term_text(row.get("sha256")),
+            title=term_text(row.get("title")),
+        )
 
     @property
     def intact(self) -> bool:
@@ -65,13 +77,4 @@ class StoreLibrarian:
 
     def get(self, iri: ox.NamedNode) -> Document | None:
         rows = self.store.run("library_get", document=iri).rows
-        if not rows:
-            return None
-        row = rows[0]
-        return Document(
-            iri=iri,
-            content=term_text(row.get("content")) or "",
-            mime_type=term_text(row.get("mimeType")),
-            sha256=term_text(row.get("sha256")),
-            title=term_text(row.get("title")),
-        )
+        return Document.from_row(iri, rows[0]) if rows else None

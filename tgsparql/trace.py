@@ -127,13 +127,12 @@ def trace_json(found: Trace) -> dict[str, Any]:
     }
 
 
-def session_chunk_sources(
-    store: Store, collection: str, ids: SessionIds
-) -> dict[str, list[ChunkSource]]:
-    """Every source of every selected edge of the session, from one query (`session_sources.rq`):
-    by edge-selection IRI, each edge's by document, then chunk; an edge without one is absent."""
+def sources_by_edge_selection(rows: Iterable[Solution]) -> dict[str, list[ChunkSource]]:
+    """Every source of every selected edge in rows of `session_sources.rq` (or of the session
+    page's `explain_session.rq`, which walks to them alike): by edge-selection IRI, each edge's
+    by document, then chunk; an edge without one is absent."""
     found: dict[str, set[ChunkSource]] = {}
-    for row in _session_rows(store, collection, ids, "_trace/session_sources"):
+    for row in rows:
         source = _chunk_source(row)
         if source is not None:
             found.setdefault(row["edgeSelection"].value, set()).add(source)
@@ -146,10 +145,12 @@ def session_sources(
     ids: SessionIds,
     edges: Mapping[ox.NamedNode, ox.Triple],
 ) -> list[Source]:
-    """The answer's view of `session_chunk_sources`: `edges` maps edge-selection IRIs to their
-    triples, which resolves statement IRIs in the reification dialect; sources come back in
-    edge-selection order, then document, then chunk."""
-    found = session_chunk_sources(store, collection, ids)
+    """The answer's view of the session's sources, from one query (`session_sources.rq`):
+    `edges` maps edge-selection IRIs to their triples, which resolves statement IRIs in the
+    reification dialect; sources come back in edge-selection order, then document, then
+    chunk."""
+    found = sources_by_edge_selection(
+        _session_rows(store, collection, ids, "_trace/session_sources"))
     return [
         source.as_source(iri.value, triple)
         for iri, triple in edges.items()

@@ -24,6 +24,7 @@ from tgsparql.llm.offline import OfflineBackend
 from tgsparql.loader import load_files
 from tgsparql.messages import GraphRagResponse
 from tgsparql.pipeline import GraphRag
+from tgsparql.serve import pages
 from tgsparql.store import Store, open_store
 from tgsparql.trace import trace, trace_json
 
@@ -158,6 +159,23 @@ def test_tracing_and_explaining_a_session_give_the_same_tree(
         trees[name] = anonymous({"trace": tree, "explain": data})
     assert trees["remote"] == trees["embedded"]
     assert trees["remote"]["trace"]["status"] == "complete"
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_the_session_page_reads_alike_in_one_request(sides: dict[str, Side], question: str) -> None:
+    """The page's read-back (its record, labels, sources and answer text, with the edges not
+    selected) is the embedded store's on each server, from one request."""
+    read = {}
+    for name, side in sides.items():
+        before = getattr(side.store, "requests", 0)
+        view = pages.session_view(side.store, vocab.DEFAULT_COLLECTION, side.runs[question].session)
+        if name == "remote":
+            assert side.store.requests - before == 1  # type: ignore[attr-defined]
+        data = view.explanation.to_json()
+        data.pop("started", None), data.pop("ended", None)
+        read[name] = anonymous({"explanation": data, "picture": view.picture.mermaid()})
+    assert read["remote"] == read["embedded"]
+    assert read["remote"]["explanation"]["answer_intact"] is True
 
 
 def test_edge_and_document_traces_agree(sides: dict[str, Side]) -> None:
