@@ -193,18 +193,8 @@ class RankedQuery:
         over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
         seeds = set(self.seeds)
         if whole is not None:
-            # Read with their counts: a node with at most RANK_WHOLE_UP_TO edges gave them all
-            # (one that gave more is ranked as the bigger node it is, as in _read_edges). The
-            # edges with schema predicates or blank nodes are dropped here, after that test.
-            excluded = set(self.excluded)
-            for node in small:
-                edges = whole.get(node, [])
-                if len(edges) > RANK_WHOLE_UP_TO:
-                    over.append(node)
-                    continue
-                kept = [edge for edge in edges
-                        if edge[1] not in excluded and not isinstance(edge[0], ox.BlankNode)]
-                self.best[node] = _best(node, kept, seeds, self.holders or {}, self.triple_limit)
+            # Read with their counts (schema predicates included, as the count counts them).
+            over += [node for node in small if not self._rank_whole(node, whole.get(node, []))]
             small = []
         hubs = [node for node in over if node not in seeds]
         while small or hubs:
@@ -233,15 +223,21 @@ class RankedQuery:
         read, matches = _split_rows(
             rows, small, hubs, seeds, holders if by_value else {}, self.predicates
         )
-        grown = []
-        for node, edges in zip(small, read):
-            if len(edges) > RANK_WHOLE_UP_TO:
-                grown.append(node)
-            else:
-                self.best[node] = _best(node, edges, seeds, holders, self.triple_limit)
+        grown = [node for node, edges in zip(small, read) if not self._rank_whole(node, edges)]
         for node, rows_of_node in matches.items():
             self.best[node] = _best_matches(rows_of_node, self.triple_limit)
         return grown
+
+    def _rank_whole(self, node: ox.NamedNode, edges: Sequence[_Edge]) -> bool:
+        """Ranks the edges of a node read whole; False, ranking nothing, when it gave more than
+        RANK_WHOLE_UP_TO (it grew since its count): it is ranked as the bigger node it is. An
+        edge with a blank node counts, as the count counts it, and is dropped after the test."""
+        if len(edges) > RANK_WHOLE_UP_TO:
+            return False
+        kept = [edge for edge in edges if not isinstance(edge[0], ox.BlankNode)]
+        self.best[node] = _best(node, kept, set(self.seeds), self.holders or {},
+                                self.triple_limit)
+        return True
 
     def _select_edges(
         self,
@@ -425,9 +421,8 @@ def _split_rows(
     named: dict[object, set[str]],
     predicates: dict[object, list[str]],
 ) -> tuple[list[list[_Edge]], dict[ox.NamedNode, list[_Match]]]:
-    """One pass over retrieve_subgraph.rq's rows: a node read whole gets its edges (an edge
-    with a blank node, which the template does not filter out, as that costs the store more
-    than it costs here, is dropped), a bigger node its matches. `named` are the neighbours
+    """One pass over retrieve_subgraph.rq's rows: a node read whole gets its edges (with those
+    to blank nodes, which `RankedQuery._rank_whole` drops), a bigger node its matches. `named` are the neighbours
     named with the question's stems when the request looked them up by value, else empty;
     `predicates` the stems each predicate's label holds."""
     read: list[list[_Edge]] = [[] for _ in small]
@@ -440,7 +435,7 @@ def _split_rows(
         place = int(i.value)
         if place < whole:
             found = _edge_read_whole(row, p)
-            if found is not None and not isinstance(found[0], ox.BlankNode):
+            if found is not None:
                 read[place].append(found)
             continue
         if _is_schema(p):
