@@ -161,8 +161,8 @@ def test_schema_predicates_given_by_grounding_spare_the_probe(kg: EmbeddedStore)
     assert not any(query.startswith("# Retrieval: which") for query in asked)
     # the first hop: the degrees with the seed's edges; the second: the degrees, then the edges
     # of the nodes read whole (no node here has more)
-    counts = "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in"
-    edges = "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks."
+    counts = "# Retrieval, one hop, first request: which nodes retrieve_subgraph.rq reads whole (at most"
+    edges = "# Retrieval, one hop, after retrieve_degrees.rq: the edges the caller ranks."
     assert [query.split("\n", 1)[0] for query in asked] == [counts, counts, edges]
     assert given == retrieve_subgraph(kg, [ex("a")], RetrievalLimits())
 
@@ -530,6 +530,23 @@ def test_a_big_node_on_the_way_gives_its_edges_to_seeds_and_to_what_the_question
     ) == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
 
 
+def test_a_big_node_on_the_way_scores_an_edge_to_a_seed_the_question_names_once(
+    fan_of_a_big_star: EmbeddedStore
+) -> None:
+    """The edge to a seed whose label holds a stem scores 4 + 1, below an edge whose predicate's
+    label holds three stems (6): a seed that is also named is looked up once, not twice."""
+    store = fan_of_a_big_star
+    load(store, 'ex:star ex:homeTown ex:home . ex:homeTown rdfs:label "home town place" .')
+    update_label_index(store)
+    edges = retrieve_subgraph(
+        store, [ex("fan"), ex("mum")], RetrievalLimits(max_path_length=2, triple_limit=1),
+        stems=["ada", "home", "town", "place"],
+    )
+    assert edges == [
+        t("fan", "likes", "star"), t("star", "mother", "mum"), t("star", "homeTown", "home")
+    ]
+
+
 def test_a_big_node_on_the_way_drops_its_matches_in_a_direction_too_many_edges_match(
     fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -626,8 +643,8 @@ def test_the_question_stems_holders_come_with_the_first_hops_counts(
         Watching(), [ex("fan")], FAN_TWO_HOPS, [], stems=["springfield"]  # type: ignore[arg-type]
     )
     assert edges == [t("fan", "likes", "star"), t("star", "bornIn", "town")]
-    counts = "# Retrieval, one hop, first request: how many edges touch each node, in both directions and in"
-    edges = "# Retrieval, one hop, after the counts (retrieve_degrees.rq): the edges the caller ranks."
+    counts = "# Retrieval, one hop, first request: which nodes retrieve_subgraph.rq reads whole (at most"
+    edges = "# Retrieval, one hop, after retrieve_degrees.rq: the edges the caller ranks."
     assert asked == [counts, counts, edges]
 
 
