@@ -153,9 +153,9 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
 class RankedQuery:
     """Each node's best `triple_limit` edges, found once per node.
 
-    The first request of a hop (retrieve_degrees.rq, the whole frontier) counts each node's
-    edges up to RANK_WHOLE_UP_TO + 1; on the first hop it also finds the stems' holders and
-    reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that has no more, so
+    The first request of a hop (retrieve_degrees.rq, the whole frontier) tells the nodes with
+    more than RANK_WHOLE_UP_TO edges (a seed's are counted); on the first hop it also finds the
+    stems' holders and reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that has no more, so
     that hop needs no second request. On later hops the second (retrieve_subgraph.rq) reads
     the edges of the nodes that have no more, ranked here, and the edges of the bigger nodes
     that are not seeds that can rank first, ranked here too; the bigger seeds are ranked by
@@ -284,8 +284,9 @@ class RankedQuery:
     def _degrees(
         self, nodes: Sequence[ox.NamedNode]
     ) -> tuple[dict[ox.NamedNode, int], dict[ox.NamedNode, list[_Edge]] | None]:
-        """Edges touching each node, counted up to RANK_WHOLE_UP_TO + 1 (a seed's up to
-        COUNT_UP_TO + 1, for the record); on the first hop also the stems' holders
+        """Edges touching each seed, counted up to COUNT_UP_TO + 1 (for the record), and
+        RANK_WHOLE_UP_TO + 1 for any other node that has more than RANK_WHOLE_UP_TO (one with
+        fewer has no entry: it is read whole); on the first hop also the stems' holders
         (`_stem_holders`) and each node's first RANK_WHOLE_UP_TO + 1 edges, which are all
         the edges of a node counted no bigger (None on later hops: a frontier there has
         bigger nodes, whose first edges would be read for nothing)."""
