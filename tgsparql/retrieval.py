@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Protocol
 
 import pyoxigraph as ox
@@ -176,6 +176,12 @@ class RankedQuery:
     with the first hop's degrees."""
     predicates: dict[object, list[str]] = field(default_factory=dict)
     """Those of them used as predicates, with their stems."""
+    named: dict[str, int] = field(default_factory=dict)
+    """How many of the stems each holder's label holds, by its IRI (`_best`)."""
+
+    @cached_property
+    def seed_iris(self) -> frozenset[str]:
+        return frozenset(seed.value for seed in self.seeds)
 
     def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
         """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
@@ -235,8 +241,7 @@ class RankedQuery:
         if len(edges) > RANK_WHOLE_UP_TO:
             return False
         kept = [edge for edge in edges if not isinstance(edge[0], ox.BlankNode)]
-        self.best[node] = _best(node, kept, set(self.seeds), self.holders or {},
-                                self.triple_limit)
+        self.best[node] = _best(node, kept, self.seed_iris, self.named, self.triple_limit)
         return True
 
     def _select_edges(
@@ -316,6 +321,10 @@ class RankedQuery:
                     whole.setdefault(node, []).append(edge)
         if first:
             self.holders = self._stem_holders(rows)
+            self.named = {
+                term.value: len(held) for term, held in self.holders.items()
+                if isinstance(term, ox.NamedNode)
+            }
         return degrees, whole
 
     def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
@@ -374,38 +383,54 @@ def _edge_read_whole(row: Solution, p: ox.NamedNode) -> _Edge | None:
 def _best(
     node: ox.NamedNode,
     edges: Sequence[_Edge],
-    seeds: set[ox.NamedNode],
-    holders: dict[object, set[str]],
+    seeds: frozenset[str],
+    named: Mapping[str, int],
     limit: int,
 ) -> list[ox.Triple]:
     """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to another
     seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then the predicate's
-    rarity at the node, then the terms' strings, subject, predicate, object."""
+    rarity at the node, then the terms' strings, subject, predicate, object. `seeds` are the
+    seeds' IRIs and `named` how many stems each IRI's label holds, as strings: a node's edges
+    are looked up by their neighbour's string, which is needed for the order anyway, rather
+    than by the term."""
     uses = Counter(p for _, p, _ in edges)
-    # Per predicate once: its string and the score its label gives (a schema one none: it is
-    # dropped).
-    facts = {p: (p.value, 2 * len(holders.get(p, ()))) for p in uses if not _is_schema(p)}
+    # Per predicate once: its count, its string and the score its label gives (a schema one
+    # none: it is dropped).
+    facts = {
+        p: (count, p.value, 2 * named.get(p.value, 0))
+        for p, count in uses.items() if not _is_schema(p)
+    }
     own = node.value
-    scored: dict[tuple[object, ...], tuple[object, ...]] = {}
+    keys: list[tuple[int, int, str, str, str, int]] = []
+    kept: list[_Edge] = []
+    loops: set[ox.NamedNode] = set()
     for neighbour, p, out in edges:
         fact = facts.get(p)
         if fact is None:
             continue
-        name, score = fact
-        loop = neighbour == node
-        if neighbour in seeds and not loop:
-            score += 4
-        score += len(holders.get(neighbour, ()))
-        text = _text(neighbour)
-        # A loop read both ways is one edge.
-        edge = (neighbour, p, out or loop)
-        scored[edge] = (
-            (-score, uses[p], own, name, text) if out else (-score, uses[p], text, name, own)
+        count, name, score = fact
+        if type(neighbour) is ox.NamedNode:
+            text = neighbour.value
+            score += named.get(text, 0)
+            if text == own:
+                # A loop, read both ways, is one edge, and reaches no other seed.
+                if p in loops:
+                    continue
+                loops.add(p)
+                out = True
+            elif text in seeds:
+                score += 4
+        else:
+            text = _text(neighbour)
+        keys.append(
+            (-score, count, own, name, text, len(kept)) if out
+            else (-score, count, text, name, own, len(kept))
         )
-    kept = sorted(scored, key=scored.__getitem__)[:limit]
+        kept.append((neighbour, p, out))
+    keys.sort()
     return [
         ox.Triple(node, p, neighbour) if out else ox.Triple(neighbour, p, node)  # type: ignore[arg-type]
-        for neighbour, p, out in kept
+        for neighbour, p, out in (kept[key[-1]] for key in keys[:limit])
     ]
 
 
