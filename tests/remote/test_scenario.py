@@ -7,6 +7,7 @@ Virtuoso 7 (`reification`, its KG in a named graph)."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from importlib.resources import as_file, files
@@ -27,6 +28,7 @@ from tgsparql.pipeline import GraphRag
 from tgsparql.serve import pages
 from tgsparql.store import Store, open_store
 from tgsparql.trace import trace, trace_json
+from tgsparql.validation.session import render, validate_session
 
 QUESTIONS = [
     DEMO_QUESTION,
@@ -207,3 +209,33 @@ def test_sessions_are_listed_alike(sides: dict[str, Side]) -> None:
     assert listed["remote"] == listed["embedded"]
     assert len(listed["remote"]) == len(QUESTIONS)
 
+
+
+VIRTUOSO_VALIDATION_LIMITS = {
+    # an sh:xone of members that count values: the counts, inside EXISTS, filter on the outer
+    # value alone, which Virtuoso 7 does not see there
+    "https://trustgraph.ai/shapes/SeedCut",
+    # SHA256() of text with characters beyond ASCII: Virtuoso 7 hashes other bytes than UTF-8
+    "https://trustgraph.ai/shapes/ContentMatchesItsSha256",
+}
+"""What Virtuoso 7 still reports wrongly (README, "Remote SPARQL endpoints")."""
+
+
+def test_every_session_validates_alike(sides: dict[str, Side], request: pytest.FixtureRequest
+                                       ) -> None:
+    """The bundled shapes of each store's dialect give each recorded session the same report
+    on every server as embedded (the unanswerable question's warning included): every shape's
+    query runs on each engine; on Virtuoso, but for its known limits."""
+    virtuoso = "virtuoso" in request.node.callspec.id
+
+    def results(side: Side, session: str) -> list[dict[str, Any]]:
+        report = json.loads(render(validate_session(side.store, session), "json"))
+        return [result for result in anonymous(report["results"])
+                if not virtuoso or not {(result.get(key) or {}).get("value")
+                                        for key in ("sourceShape", "sourceConstraint")}
+                & VIRTUOSO_VALIDATION_LIMITS]
+
+    reports = {name: {question: results(side, run.session) for question, run in side.runs.items()}
+               for name, side in sides.items()}
+    assert reports["remote"] == reports["embedded"]
+    assert [question for question, found in reports["embedded"].items() if found] == [QUESTIONS[-1]]
