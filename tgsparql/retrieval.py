@@ -155,8 +155,8 @@ class RankedQuery:
 
     The first request of a hop (retrieve_degrees.rq, the whole frontier) tells the nodes with
     more than RANK_WHOLE_UP_TO edges (a seed's are counted); on the first hop it also finds the
-    stems' holders and reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that has no more, so
-    that hop needs no second request. On later hops the second (retrieve_subgraph.rq) reads
+    stems' holders and reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that
+    has no more, so that hop needs no second request. On later hops the second (retrieve_subgraph.rq) reads
     the edges of the nodes that have no more, ranked here, and the edges of the bigger nodes
     that are not seeds that can rank first, ranked here too; the bigger seeds are ranked by
     the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
