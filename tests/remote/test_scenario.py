@@ -210,7 +210,6 @@ def test_sessions_are_listed_alike(sides: dict[str, Side]) -> None:
     assert len(listed["remote"]) == len(QUESTIONS)
 
 
-
 VIRTUOSO_VALIDATION_LIMITS = {
     # an sh:xone of members that count values: the counts, inside EXISTS, filter on the outer
     # value alone, which Virtuoso 7 does not see there
