@@ -26,6 +26,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import os
 import random
 import shutil
 import statistics
@@ -40,7 +41,7 @@ import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
 from tgsparql import vocab
-from tgsparql.grounding import STOPWORDS, ground, update_label_index
+from tgsparql.grounding import STOPWORDS, Grounding, ground, update_label_index
 from tgsparql.iris import SessionIds
 from tgsparql.labels import get_labelgraph
 from tgsparql.librarian import StoreLibrarian
@@ -606,6 +607,8 @@ class Samples:
     retrieval_render_cpu: list[int] = field(default_factory=list)
     retrieval_python_cpu: list[int] = field(default_factory=list)
     retrieval_hub: list[int] = field(default_factory=list)
+    retrieval_cold: list[int] = field(default_factory=list)
+    retrieval_cold_unranked: list[int] = field(default_factory=list)
     retrieval_hub_unranked: list[int] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
     offline_llm: list[int] = field(default_factory=list)
@@ -725,10 +728,16 @@ class Bench:
             total += time.perf_counter_ns() - start
         return total
 
-    def question(self, index: int, text: str, samples: Samples, hub: bool = False) -> None:
+    def retrievals(
+        self, index: int, text: str, samples: Samples, cold: bool = False
+    ) -> tuple[Grounding, list[ox.Triple], _Counting, _Counting, _TimedTemplates]:
+        """The question grounded, then retrieved ranked and unranked in turns, so neither
+        always runs on data the other has just read; `cold` keeps the times apart, as the
+        page cache's (`cold_pass`)."""
         store = self.store
         grounding = _timed(
-            samples.grounding, lambda: ground(store, text, self.limits.entity_limit)
+            [] if cold else samples.grounding,
+            lambda: ground(store, text, self.limits.entity_limit),
         )
 
         rendering = _TimedTemplates(store.templates)
@@ -748,12 +757,24 @@ class Bench:
             )
             return walk(query, self.limits).edges if grounding.seeds else []
 
-        # Ranked and unranked in turns, so neither always runs on the warmer cache.
+        times, times_unranked = (
+            (samples.retrieval_cold, samples.retrieval_cold_unranked) if cold
+            else (samples.retrieval, samples.retrieval_unranked)
+        )
+        cpu = None if cold else samples.retrieval_cpu
+        cpu_unranked = None if cold else samples.retrieval_unranked_cpu
         if index % 2:
-            _timed(samples.retrieval_unranked, unranked, samples.retrieval_unranked_cpu)
-        subgraph = _timed(samples.retrieval, ranked, samples.retrieval_cpu)
+            _timed(times_unranked, unranked, cpu_unranked)
+        subgraph = _timed(times, ranked, cpu)
         if not index % 2:
-            _timed(samples.retrieval_unranked, unranked, samples.retrieval_unranked_cpu)
+            _timed(times_unranked, unranked, cpu_unranked)
+        return grounding, subgraph, counting, counting_unranked, rendering
+
+    def question(self, index: int, text: str, samples: Samples, hub: bool = False) -> None:
+        store = self.store
+        grounding, subgraph, counting, counting_unranked, rendering = self.retrievals(
+            index, text, samples
+        )
         floor, ranking_floor = floor_queries(
             store, grounding.seeds, self.limits,
             grounding.schema_predicates or (), grounding.stems,
@@ -847,6 +868,32 @@ class Bench:
                 samples.errors.append(f"{text!r}: {failed[0]}")
 
 
+def drop_page_cache() -> bool:
+    """Asks Linux to drop the file pages it caches, so the store's next reads come from the
+    disk; False where it may not (it takes root)."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w", encoding="ascii") as control:
+            control.write("1\n")
+    except OSError:
+        return False
+    return True
+
+
+def read_into_page_cache(directory: Path) -> int:
+    """Reads every file of the store once, so the operating system holds them in its page
+    cache, as it does for a store that has been serving a while: what the measured questions
+    then time is the store's work, not the disk nor what earlier work left cached (a run
+    that starts on a cold cache takes a third longer to retrieve). Returns the bytes read."""
+    total = 0
+    for path in sorted(directory.rglob("*")):
+        if path.is_file():
+            with path.open("rb") as data:
+                while chunk := data.read(1 << 20):
+                    total += len(chunk)
+    return total
+
+
 def clear_records(store: EmbeddedStore) -> None:
     """Forget the records of earlier runs, so every run starts from the same store."""
     for graph in (
@@ -902,6 +949,8 @@ TIMING_ROWS = [
     "— of the ranked's CPU time, the rest (ranking, the walk)",
     "— on questions naming a hub",
     "— on questions naming a hub, unranked",
+    "— the page cache dropped first (other questions)",
+    "— the page cache dropped first, unranked",
     "label fetch (get_labelgraph)",
     "offline selection + answer",
     "recording (all writes of one session)",
@@ -945,6 +994,10 @@ class RunInfo:
     load_after: tuple[float, float, float]
     reference: list[str] | None = None
     """The reference subgraphs' digests (REFERENCE), when recorded for this KG."""
+    page_cache_bytes: int = 0
+    """What was read of the store's files into the page cache before measuring."""
+    cold_questions: int = 0
+    """Questions retrieved right after the page cache was dropped (0: it could not be)."""
 
 
 def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> str:
@@ -965,6 +1018,8 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
     grounded = sum(1 for n in samples.seeds if n > 0)
 
     def timing(name: str, values: list[int], target: str = "", ok: bool | None = None) -> str:
+        if not values:
+            return f"| {name} | | | | |"
         verdict = "" if ok is None else _verdict(ok)
         return (
             f"| {name} | {_ms(median(values)):.2f} | {_ms(p95(values)):.2f} "
@@ -1005,6 +1060,8 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
                samples.retrieval_python_cpu),
         timing("— on questions naming a hub", samples.retrieval_hub),
         timing("— on questions naming a hub, unranked", samples.retrieval_hub_unranked),
+        timing("— the page cache dropped first (other questions)", samples.retrieval_cold),
+        timing("— the page cache dropped first, unranked", samples.retrieval_cold_unranked),
         timing("label fetch (get_labelgraph)", samples.labels),
         timing("offline selection + answer", samples.offline_llm),
         timing(
@@ -1064,6 +1121,13 @@ def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> s
         f"offline backend",
         f"- run: {run.wall_s:.1f} s wall, {run.cpu_s:.1f} s CPU of this process; load average "
         f"{run.load_before[0]:.2f} before, {run.load_after[0]:.2f} after",
+        f"- page cache: the store's files ({run.page_cache_bytes / 1e6:,.1f} MB) read once "
+        "before the warm-up, so the measured questions time the store, not the disk; "
+        + (f"the rows \"the page cache dropped first\": {run.cold_questions} other questions "
+           "retrieved before that, right after the page cache was dropped"
+           if run.cold_questions else
+           "the rows \"the page cache dropped first\" are empty: not asked for "
+           "(`--drop-page-cache`, which takes root)"),
         f"- retrieval limits: {RetrievalLimits()}",
         "- ranked subgraphs: " + (
             f"{sum(a == b for a, b in zip(samples.digests, run.reference))} / {questions} "
@@ -1126,6 +1190,7 @@ def run(
     seed: int = DEFAULT_SEED,
     profile: Path | None = None,
     write_reference: bool = False,
+    drop_cache: bool = False,
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
 ) -> str:
     info = build(facts, work, seed, log)
@@ -1138,13 +1203,30 @@ def run(
     measured = pool[:questions]
     warmup = pool[-WARMUP_QUESTIONS:]
 
-    store = open_store(work / f"kg-{facts}-seed{seed}-v{BUILD_FORMAT}" / "store")
+    store_path = work / f"kg-{facts}-seed{seed}-v{BUILD_FORMAT}" / "store"
+    samples = Samples()
+    cold = pool[questions : min(2 * questions, len(pool) - WARMUP_QUESTIONS)]
+    if drop_cache and cold:
+        if not drop_page_cache():
+            raise SystemExit("--drop-page-cache: this machine's page cache cannot be dropped "
+                             "from here (it takes root)")
+        log(f"retrieving {len(cold)} other questions with the page cache dropped ...")
+        # A store of its own, closed after, so the measured questions do not find its blocks
+        # in the store's cache either.
+        store = open_store(store_path)
+        try:
+            cold_bench = Bench(store)
+            for i, question in enumerate(cold):
+                cold_bench.retrievals(i, question.text, samples, cold=True)
+        finally:
+            store.close()
+    page_cache_bytes = read_into_page_cache(store_path)
+    store = open_store(store_path)
     try:
         clear_records(store)
         bench = Bench(store)
         for i, question in enumerate(warmup):
             bench.question(i, question.text, Samples())
-        samples = Samples()
         profiler = cProfile.Profile() if profile else None
         log(f"measuring {questions} questions ...")
         load_before = load_average()
@@ -1163,6 +1245,8 @@ def run(
             load_before=load_before,
             load_after=load_average(),
             reference=reference_digests(out.parent / REFERENCE, facts, seed, questions),
+            page_cache_bytes=page_cache_bytes,
+            cold_questions=len(samples.retrieval_cold),
         )
         if write_reference:
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -1184,10 +1268,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--write-reference", action="store_true",
         help=f"record this run's ranked subgraphs as the reference ({REFERENCE}, beside --out)",
     )
+    parser.add_argument(
+        "--drop-page-cache", action="store_true",
+        help="first retrieve as many other questions right after dropping the machine's page "
+        "cache (takes root; slows everything else running for a while)",
+    )
     args = parser.parse(argv)
     print(
         run(args.facts, args.questions, args.work, args.out, seed=args.seed, profile=args.profile,
-            write_reference=args.write_reference)
+            write_reference=args.write_reference, drop_cache=args.drop_page_cache)
     )
     return 0
 
