@@ -607,9 +607,9 @@ class Samples:
     retrieval_render_cpu: list[int] = field(default_factory=list)
     retrieval_python_cpu: list[int] = field(default_factory=list)
     retrieval_hub: list[int] = field(default_factory=list)
+    retrieval_hub_unranked: list[int] = field(default_factory=list)
     retrieval_cold: list[int] = field(default_factory=list)
     retrieval_cold_unranked: list[int] = field(default_factory=list)
-    retrieval_hub_unranked: list[int] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
     offline_llm: list[int] = field(default_factory=list)
     recording: list[int] = field(default_factory=list)
@@ -732,8 +732,8 @@ class Bench:
         self, index: int, text: str, samples: Samples, cold: bool = False
     ) -> tuple[Grounding, list[ox.Triple], _Counting, _Counting, _TimedTemplates]:
         """The question grounded, then retrieved ranked and unranked in turns, so neither
-        always runs on data the other has just read; `cold` keeps the times apart, as the
-        page cache's (`cold_pass`)."""
+        always runs on data the other has just read; with `cold`, the retrievals' times go to
+        the rows of the page cache dropped first, and grounding's to none."""
         store = self.store
         grounding = _timed(
             [] if cold else samples.grounding,
@@ -997,7 +997,7 @@ class RunInfo:
     page_cache_bytes: int = 0
     """What was read of the store's files into the page cache before measuring."""
     cold_questions: int = 0
-    """Questions retrieved right after the page cache was dropped (0: it could not be)."""
+    """Questions retrieved right after the page cache was dropped (0: not asked for)."""
 
 
 def report(info: BuildInfo, samples: Samples, questions: int, run: RunInfo) -> str:
@@ -1206,7 +1206,10 @@ def run(
     store_path = work / f"kg-{facts}-seed{seed}-v{BUILD_FORMAT}" / "store"
     samples = Samples()
     cold = pool[questions : min(2 * questions, len(pool) - WARMUP_QUESTIONS)]
-    if drop_cache and cold:
+    if drop_cache:
+        if not cold:
+            raise SystemExit("--drop-page-cache: the KG yields no questions besides the "
+                             "measured ones to retrieve with the page cache dropped")
         if not drop_page_cache():
             raise SystemExit("--drop-page-cache: this machine's page cache cannot be dropped "
                              "from here (it takes root)")
