@@ -315,6 +315,9 @@ class RankedQuery:
             node, degree, p = nodes[int(i.value)], row.get("degree"), row.get("p")
             if isinstance(degree, ox.Literal):
                 degrees[node] = int(degree.value)
+            elif p is None:
+                # A probe's row: the node has an edge past its first RANK_WHOLE_UP_TO.
+                degrees[node] = RANK_WHOLE_UP_TO + 1
             elif whole is not None and isinstance(p, ox.NamedNode):
                 edge = _edge_read_whole(row, p)
                 if edge is not None:
