@@ -156,10 +156,10 @@ class RankedQuery:
     The first request of a hop (retrieve_degrees.rq, the whole frontier) tells the nodes with
     more than RANK_WHOLE_UP_TO edges (a seed's are counted); on the first hop it also finds the
     stems' holders and reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that
-    has no more, so that hop needs no second request. On later hops the second (retrieve_subgraph.rq) reads
-    the edges of the nodes that have no more, ranked here, and the edges of the bigger nodes
-    that are not seeds that can rank first, ranked here too; the bigger seeds are ranked by
-    the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
+    has no more, so that hop needs no second request. On later hops the second
+    (retrieve_subgraph.rq) reads the edges of the nodes that have no more, ranked here, and the
+    edges of the bigger nodes that are not seeds that can rank first, ranked here too; the
+    bigger seeds are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
     Ranking a small node here keeps exactly the edges the store's ranking would, at the cost
     of reading them, which the unranked query did too.
     """
@@ -183,7 +183,9 @@ class RankedQuery:
     def seed_iris(self) -> frozenset[str]:
         return frozenset(seed.value for seed in self.seeds)
 
-    def ranked(self, nodes: Sequence[ox.NamedNode], per_node: int) -> dict[ox.NamedNode, list[ox.Triple]]:
+    def ranked(
+        self, nodes: Sequence[ox.NamedNode], per_node: int
+    ) -> dict[ox.NamedNode, list[ox.Triple]]:
         """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
         missing = [node for node in dict.fromkeys(nodes) if node not in self.best]
         if missing:
@@ -451,9 +453,9 @@ def _split_rows(
     predicates: dict[object, list[str]],
 ) -> tuple[list[list[_Edge]], dict[ox.NamedNode, list[_Match]]]:
     """One pass over retrieve_subgraph.rq's rows: a node read whole gets its edges (with those
-    to blank nodes, which `RankedQuery._rank_whole` drops), a bigger node its matches. `named` are the neighbours
-    named with the question's stems when the request looked them up by value, else empty;
-    `predicates` the stems each predicate's label holds."""
+    to blank nodes, which `RankedQuery._rank_whole` drops), a bigger node its matches. `named`
+    are the neighbours named with the question's stems when the request looked them up by
+    value, else empty; `predicates` the stems each predicate's label holds."""
     read: list[list[_Edge]] = [[] for _ in small]
     matches: dict[ox.NamedNode, list[_Match]] = {node: [] for node in hubs}
     whole = len(small)
