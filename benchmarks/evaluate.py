@@ -33,7 +33,7 @@ facts drown in its noise edges, a few predicates used hundreds of times each, as
 hub). The noise is loaded before the facts and after them (an engine's "first" edges are
 often the first loaded), into an in-memory store and an on-disk one. Per run: retrieval
 recall, selection precision and recall, EM/F1, and retrieval latency (grounding + retrieval,
-`tgsparql.grounding.ground` and `tgsparql.retrieval.retrieve`, timed apart from the pipeline)
+`tgsparql.asking.grounding.ground` and `tgsparql.asking.retrieval.retrieve`, timed apart from the pipeline)
 as median and 90th percentile.
 
 Run: python -m benchmarks.evaluate [--corpus F] [--questions F] [--redocred F] [--rel-info F]
@@ -62,17 +62,15 @@ import pyoxigraph as ox
 
 from benchmarks.data import data_path
 from benchmarks.importers import DatasetError, load
-from benchmarks.importers.redocred import DOCS, REL_INFO, ReDocRedImport
-from benchmarks.importers.redocred import import_redocred
-from benchmarks.importers.twowiki import CORPUS, QUESTIONS, Question
-from benchmarks.importers.twowiki import TwoWikiImport, import_twowiki
-from tgsparql import vocab
-from tgsparql.grounding import ground
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
-from tgsparql.retrieval import retrieve
-from tgsparql.store import EmbeddedStore, open_store
+from benchmarks.importers.redocred import DOCS, REL_INFO, ReDocRedImport, import_redocred
+from benchmarks.importers.twowiki import CORPUS, QUESTIONS, Question, TwoWikiImport, import_twowiki
+from tgsparql.asking.grounding import ground
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.messages import GraphRagResponse
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.asking.retrieval import retrieve
+from tgsparql.rdf import vocab
+from tgsparql.stores.store import EmbeddedStore, open_store
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT: Final = HERE / "results" / "evaluation.md"

@@ -1,14 +1,14 @@
-"""Ingestion benchmark: `tgsparql.ingest` throughput with the LLM's time taken out.
+"""Ingestion benchmark: `tgsparql.data.ingest` throughput with the LLM's time taken out.
 
 Writes N synthetic plain-text documents (pages split by form feeds, one fact per sentence) and
-ingests them with `tgsparql.ingest.ingest_files`, the product path, through a scripted backend
+ingests them with `tgsparql.data.ingest.ingest_files`, the product path, through a scripted backend
 whose `extract` returns precomputed JSONL for each chunk at once: every fact whose sentence lies
 in the chunk, with that sentence as evidence. Each round ingests all documents into a fresh
 in-memory store and a fresh on-disk store, alternating which goes first.
 
 Reported: facts and provenance triples (quads of `urn:graph:source`) per second of ingestion,
 and where the time goes. Stage times come from wrapping, for the measured run only, the
-functions ingestion calls: `chunk_document` and `parse_facts` (by name in `tgsparql.ingest`),
+functions ingestion calls: `chunk_document` and `parse_facts` (by name in `tgsparql.data.ingest`),
 `Templates.render` / `render_block`, the backend's `extract`, `update_label_index`, and the
 store's `ask` / `select` / `update`. A stage's time excludes the stages it calls (the label index
 renders and writes too, and those count as rendering and writes); what is left is "other".
@@ -32,15 +32,15 @@ from typing import Any, BinaryIO, TypeVar
 
 import pyoxigraph as ox
 
-import tgsparql.ingest
+import tgsparql.data.ingest
 from benchmarks.harness import BenchParser, Size, head, load_average, write
 from benchmarks.pipeline_bench import ENTITY_PREDICATES, _Words, median, p95
-from tgsparql import vocab
-from tgsparql.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
-from tgsparql.llm.base import ExtractionOutput, ExtractionRequest, SelectionOutput
-from tgsparql.store import EmbeddedStore, Solution, WithTemplates, open_store
-from tgsparql.templates import Templates
-from tgsparql.terms import Dialect
+from tgsparql.asking.llm.base import ExtractionOutput, ExtractionRequest, SelectionOutput
+from tgsparql.data.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
+from tgsparql.rdf import vocab
+from tgsparql.rdf.templates import Templates
+from tgsparql.rdf.terms import Dialect
+from tgsparql.stores.store import EmbeddedStore, Solution, WithTemplates, open_store
 
 SIZES = {
     "documents": Size(100, 3, "documents ingested per run", least=2),
@@ -192,12 +192,12 @@ class TimedStore(WithTemplates):
 def timed_stages(clock: StageClock, backend: ScriptedBackend) -> Iterator[None]:
     """Route what ingestion calls through the clock, and restore it afterwards."""
     patches: list[tuple[Any, str, Any]] = [
-        (tgsparql.ingest, "chunk_document", STAGES[0]),
+        (tgsparql.data.ingest, "chunk_document", STAGES[0]),
         (backend, "extract", STAGES[1]),
-        (tgsparql.ingest, "parse_facts", STAGES[2]),
+        (tgsparql.data.ingest, "parse_facts", STAGES[2]),
         (Templates, "render", STAGES[3]),
         (Templates, "render_block", STAGES[3]),
-        (tgsparql.ingest, "update_label_index", STAGES[6]),
+        (tgsparql.data.ingest, "update_label_index", STAGES[6]),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     try:
@@ -244,7 +244,7 @@ def ingest_once(kind: str, corpus: Corpus, work: Path) -> Run:
     try:
         with timed_stages(clock, backend):
             start = time.perf_counter_ns()
-            report = tgsparql.ingest.ingest_files(
+            report = tgsparql.data.ingest.ingest_files(
                 timed, backend, corpus.paths, progress=progress  # type: ignore[arg-type]
             )
             wall = time.perf_counter_ns() - start

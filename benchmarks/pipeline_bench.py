@@ -4,9 +4,9 @@ Builds (once, cached under the work directory) a synthetic knowledge graph of N 
 rdfs:labels in an on-disk pyoxigraph store, then measures per question, with the offline
 backend and the package's own functions:
 
-- grounding (`tgsparql.grounding.ground`),
-- subgraph retrieval (`tgsparql.retrieval.retrieve_subgraph`) and label fetch
-  (`tgsparql.labels.get_labelgraph`); side by side with retrieval by the old unranked query
+- grounding (`tgsparql.asking.grounding.ground`),
+- subgraph retrieval (`tgsparql.asking.retrieval.retrieve_subgraph`) and label fetch
+  (`tgsparql.asking.labels.get_labelgraph`); side by side with retrieval by the old unranked query
   (`UNRANKED_QUERY`, kept here only as the baseline: each node's first `triple_limit` edges in
   whatever order the store returns them), alternating which runs first, for the cost of the
   ranking; and apart, on the questions that name one of the two hubs (entities given
@@ -40,24 +40,28 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
-from tgsparql import vocab
-from tgsparql.grounding import STOPWORDS, Grounding, ground, update_label_index
-from tgsparql.iris import SessionIds
-from tgsparql.labels import get_labelgraph
-from tgsparql.librarian import StoreLibrarian
-from tgsparql.llm.base import SelectionRequest
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_file
-from tgsparql.pipeline import GraphRag
-from tgsparql.provenance import Recorder, now
-from tgsparql.retrieval import (
-    RANK_WHOLE_UP_TO, RankedQuery, RetrievalLimits, retrieve_subgraph, walk,
+from tgsparql.asking.grounding import STOPWORDS, Grounding, ground, update_label_index
+from tgsparql.asking.labels import get_labelgraph
+from tgsparql.asking.librarian import StoreLibrarian
+from tgsparql.asking.llm.base import SelectionRequest
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.asking.provenance import Recorder, now
+from tgsparql.asking.retrieval import (
+    RANK_WHOLE_UP_TO,
+    RankedQuery,
+    RetrievalLimits,
+    retrieve_subgraph,
+    walk,
 )
-from tgsparql.selection import parse_selection
-from tgsparql.store import EmbeddedStore, WithTemplates, open_store
-from tgsparql.templates import Templates
-from tgsparql.text import normalize_label
-from tgsparql.trace import facts_sources
+from tgsparql.asking.selection import parse_selection
+from tgsparql.asking.sources import facts_sources
+from tgsparql.data.loader import load_file
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.templates import Templates
+from tgsparql.rdf.text import normalize_label
+from tgsparql.stores.store import EmbeddedStore, WithTemplates, open_store
 
 SIZES = {"facts": Size(1_000_000, 2000, "KG facts"),
          "questions": Size(200, 5, "questions measured")}
@@ -458,7 +462,7 @@ this benchmark's baseline: each node's first `triple_limit` edges in the store's
 
 @dataclass
 class UnrankedQuery:
-    """The old hop query, for `tgsparql.retrieval.walk`: nodes' edges as the store returns
+    """The old hop query, for `tgsparql.asking.retrieval.walk`: nodes' edges as the store returns
     them, taken in term order."""
 
     store: EmbeddedStore

@@ -29,17 +29,28 @@ import pyoxigraph as ox
 from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
 from benchmarks.pipeline_bench import DEFAULT_SEED, generate, median, p95
 from tests.remote.conftest import (
-    Server, oxigraph_binary, serve_oxigraph, serve_virtuoso, virtuoso_binaries,
+    Server,
+    oxigraph_binary,
+    serve_oxigraph,
+    serve_virtuoso,
+    virtuoso_binaries,
 )
-from tgsparql import vocab
-from tgsparql.grounding import update_label_index
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_file
-from tgsparql.pipeline import GraphRag
-from tgsparql.remote import RemoteStore
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store, WithTemplates, open_store
-from tgsparql.terms import Dialect
-from tgsparql.trace import trace
+from tgsparql.asking.grounding import update_label_index
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.data.loader import load_file
+from tgsparql.rdf import vocab
+from tgsparql.rdf.terms import Dialect
+from tgsparql.record.trace import trace
+from tgsparql.stores.remote import RemoteStore
+from tgsparql.stores.store import (
+    DataGraph,
+    EmbeddedStore,
+    Solution,
+    Store,
+    WithTemplates,
+    open_store,
+)
 
 SIZES = {
     "facts": Size(40_000, 2000, "KG facts"),
@@ -276,7 +287,7 @@ def report(found: list[Side], missing: list[str], facts: int, questions: int,
           for name, cell in rows),
         "",
         "Counts are per session: median (min–max). Times are wall-clock milliseconds of the "
-        "whole `GraphRag.query` (all messages consumed), and of `tgsparql.trace.trace` on the "
+        "whole `GraphRag.query` (all messages consumed), and of `tgsparql.record.trace.trace` on the "
         "session just recorded. A store call is one HTTP request on a server (no retries "
         "happened when the two count rows agree); on the embedded store it is a call into "
         "pyoxigraph. Recording over HTTP is two updates: the session with its retrieval and "

@@ -44,8 +44,8 @@ from urllib.parse import quote, urlencode
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
+from tgsparql.rdf.templates import Templates
 from tgsparql.serve.saved import saved_queries
-from tgsparql.templates import Templates
 
 SIZES = {
     "sessions": Size(100_000, 200, "recorded sessions in the store"),

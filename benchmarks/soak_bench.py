@@ -41,14 +41,22 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from benchmarks.harness import (RESULTS, BenchParser, Load, Size, head, load_average, load_line,
-                               write)
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.locking import exclusive_store
-from tgsparql.pipeline import GraphRag
-from tgsparql.store import EmbeddedStore, Store, open_store
-from tgsparql.validation.session import session_nodes
+from benchmarks.harness import (
+    RESULTS,
+    BenchParser,
+    Load,
+    Size,
+    head,
+    load_average,
+    load_line,
+    write,
+)
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.data.loader import load_files
+from tgsparql.record.conformance import session_nodes
+from tgsparql.stores.locking import exclusive_store
+from tgsparql.stores.store import EmbeddedStore, Store, open_store
 from tgsparql.validation import Shapes, Validator
 
 QUESTIONS = [
@@ -170,7 +178,7 @@ class Soak:
 
 
 def demo_store(path: Path) -> None:
-    with open_store(path) as store, as_file(files("tgsparql.demo").joinpath("curie.trig")) as demo:
+    with open_store(path) as store, as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as demo:
         report = load_files(store, [demo])
         if report.failed:
             raise RuntimeError(next(iter(report.failed.values())))
@@ -395,7 +403,7 @@ def oxigraph_server(work: Path) -> Iterator[tuple[str, str] | None]:
 
 def remote_throughput(endpoints: tuple[str, str], writers: int, total: int) -> float:
     """Sessions/s with `writers` threads, each with its own RemoteStore on the server."""
-    from tgsparql.remote import RemoteStore
+    from tgsparql.stores.remote import RemoteStore
 
     rags = [GraphRag(RemoteStore(endpoints[0], update_endpoint=endpoints[1]), OfflineBackend(),
                      index_labels=False) for _ in range(writers)]

@@ -7,14 +7,14 @@ Builds (once, cached under the work directory) an on-disk store holding:
   that ingestion writes with, and the document and chunk texts in the librarian: documents of
   10 pages of 10 chunks, 10 facts per chunk, each chunk's text one sentence per fact at exact
   offsets; every tenth chunk also states a fact stated elsewhere, so some facts have two sources;
-- S recorded sessions, written by `tgsparql.provenance.Recorder` (the pipeline's own recorder)
+- S recorded sessions, written by `tgsparql.asking.provenance.Recorder` (the pipeline's own recorder)
   with 10 selected edges of real KG facts each, and their answers in the librarian.
 
-Then measures, with the package's own functions (`tgsparql.trace`), per measured session:
+Then measures, with the package's own functions (`tgsparql.record.trace`), per measured session:
 session → sources (`session_sources`, the saved query of a session's sources),
 edge selection → sources (`edge_sources`), fact → sources (`fact_sources`), each on its first
 touch, the kinds rotating their order from item to item; then, warm, the session's sources
-again and `tgsparql.trace.trace` of the session and of an edge selection, with the store
+again and `tgsparql.record.trace.trace` of the session and of an edge selection, with the store
 requests each trace makes; and per measured document its trace (`document_sessions`).
 
 Run: python -m benchmarks.trace_bench --facts 1000000 --sessions 100000 --measure 200
@@ -38,19 +38,19 @@ import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
 from benchmarks.pipeline_bench import generate, median, p95
-from tgsparql import vocab
-from tgsparql.grounding import Grounding
-from tgsparql.ingest import AGENT_LABEL, ChunkRow, PageRow, SubgraphRow
-from tgsparql.iris import INGEST_AGENT, ExtractionIds, SessionIds
-from tgsparql.labels import label_of
-from tgsparql.librarian import sha256_hex
-from tgsparql.loader import load_file
-from tgsparql.provenance import Recorder
-from tgsparql.selection import SelectedEdge
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, WithTemplates, open_store
-from tgsparql.templates import Templates
-from tgsparql.terms import DEFAULT_DIALECT, Dialect
-from tgsparql.trace import DocumentTrace, edge_sources, fact_sources, session_sources, trace
+from tgsparql.asking.grounding import Grounding
+from tgsparql.asking.labels import label_of
+from tgsparql.asking.librarian import sha256_hex
+from tgsparql.asking.provenance import Recorder
+from tgsparql.asking.selection import SelectedEdge
+from tgsparql.data.ingest import AGENT_LABEL, ChunkRow, PageRow, SubgraphRow
+from tgsparql.data.loader import load_file
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds, SessionIds
+from tgsparql.rdf.templates import Templates
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
+from tgsparql.record.trace import DocumentTrace, edge_sources, fact_sources, session_sources, trace
+from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, WithTemplates, open_store
 
 SIZES = {
     "facts": Size(1_000_000, 2000, "KG facts"),
@@ -559,11 +559,11 @@ def report(info: TraceBuild, samples: Samples, run: RunInfo) -> str:
         "session); then, warm, the session's sources once more (what the pipeline sees, "
         "tracing the session it has just written), the sources of a session that is not "
         "recorded (the query's parsing and planning, with nothing to read), "
-        "`tgsparql.trace.trace` of the session and "
+        "`tgsparql.record.trace.trace` of the session and "
         f"of one of its edge selections, each the median of {REPEATS} repeats. A document is "
         "traced once, with `trace`. A store request is one call of the store (one HTTP request "
         "on a server). Times include rendering the template and reading the rows into "
-        "`tgsparql.trace` results.",
+        "`tgsparql.record.trace` results.",
         "",
     ]
     return "\n".join(lines)

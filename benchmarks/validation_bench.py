@@ -2,7 +2,7 @@
 
 Builds (once, cached under the work directory) an explainability graph of N recorded sessions
 with a known number of seeded violations of each kind, plus the KG facts they reference and the
-librarian texts, as TriG with the IRIs and record shape of `tgsparql.provenance` — once in the
+librarian texts, as TriG with the IRIs and record shape of `tgsparql.asking.provenance` — once in the
 `rdf12` dialect (triple terms) and once in the `reification` dialect (rdf:Statement IRIs), for
 engines built on rdflib, which cannot represent triple terms. Both are bulk-loaded into on-disk
 pyoxigraph stores. Then each engine validates in its own subprocess, so its peak memory is its
@@ -321,7 +321,7 @@ def dump_union(store_dir: Path, target: Path) -> None:
 
 
 def run_tgsparql(store_dir: Path, dialect: str, scratch: Path) -> str:
-    from tgsparql.store import EmbeddedStore
+    from tgsparql.stores.store import EmbeddedStore
     from tgsparql.validation import Shapes, Validator
 
     store = EmbeddedStore(store_dir)
@@ -410,8 +410,8 @@ def run_scoped(store_dir: Path, dialect: str, samples: int) -> dict[str, object]
     bundled shapes, on sessions spread over the store; the validator is built (once per
     process) by an untimed first session. (A baseline source tree runs its own version of
     this function, which takes the sessions at the step's start; this one takes those halfway.)"""
-    from tgsparql.store import EmbeddedStore
-    from tgsparql.validation.session import validate_session
+    from tgsparql.record.conformance import validate_session
+    from tgsparql.stores.store import EmbeddedStore
 
     store = EmbeddedStore(store_dir)
     store.dialect = dialect  # type: ignore[misc]

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tgsparql import open_store
-from tgsparql.explain import explain_session
-from tgsparql.iris import SessionIds
-from tgsparql.provenance import Recorder, now
+from tgsparql.record.explain import explain_session
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.asking.provenance import Recorder, now
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.fakes import Script
 from tgsparql.testing.strategies import knowledge_graphs, session_records

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 from benchmarks.data import MissingData, data_path
 from tests.servers import Server, oxigraph_binary, serve_oxigraph
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli import main
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.pipeline import GraphRag
-from tgsparql.store import EmbeddedStore, open_store
+from tgsparql.data.loader import load_files
+from tgsparql.stores.store import EmbeddedStore, open_store
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -111,7 +111,7 @@ def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:
 
 @pytest.fixture
 def demo_path() -> Iterator[Path]:
-    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as path:
+    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as path:
         yield path
 
 

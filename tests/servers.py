@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tgsparql.remote import RemoteStore
-from tgsparql.terms import Dialect
+from tgsparql.rdf.terms import Dialect
+from tgsparql.stores.remote import RemoteStore
 
 STARTUP_SECONDS = 20
 

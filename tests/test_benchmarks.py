@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-
-from benchmarks.harness import BenchParser, Size
-from benchmarks import pipeline_bench
 from conftest import REPO
-from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
-from tgsparql import vocab
+
+from benchmarks import pipeline_bench
+from benchmarks.harness import BenchParser, Size
+from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tgsparql.rdf import vocab
 
 # The tiny sizes (`--tiny`) of the pipeline and remote benchmarks, and of validate --session's
 # samples in the validation benchmark.
@@ -273,8 +273,8 @@ def test_tiny_trace_benchmark_traces_every_session_and_matches_ingest_shapes(
 ) -> None:
     from benchmarks.ingest_bench import ScriptedBackend, write_corpus
     from benchmarks.trace_bench import ROW_NAMES, TIMING_ROWS
-    from tgsparql.ingest import ingest_files
-    from tgsparql.store import open_store
+    from tgsparql.data.ingest import ingest_files
+    from tgsparql.stores.store import open_store
 
     work, out = tmp_path / "work", tmp_path / "trace.md"
     args = ("--tiny", "--work", work, "--out", out)

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 from tests.conftest import CliRun, clean_env, cli, console_script
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli.ask import DEMO_QUESTION
-from tgsparql.explain import explain_session
-from tgsparql.pipeline import GraphRag
-from tgsparql.store import open_store
+from tgsparql.record.explain import explain_session
+from tgsparql.stores.store import open_store
 
 TG = "https://trustgraph.ai/ns/"
 PROV = "http://www.w3.org/ns/prov#"

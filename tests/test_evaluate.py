@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from benchmarks.evaluate import (
-    answer_lead, evaluate, exact_match, f1_score, hub_stress, main, render, render_hubs,
+    answer_lead,
+    evaluate,
+    exact_match,
+    f1_score,
+    hub_stress,
+    main,
+    render,
+    render_hubs,
 )
 
 

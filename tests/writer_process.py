@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.locking import exclusive_store
-from tgsparql.pipeline import GraphRag
-from tgsparql.remote import RemoteStore
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.stores.locking import exclusive_store
+from tgsparql.stores.remote import RemoteStore
 
 QUESTIONS = [
     "Where was the scientist who discovered polonium born?",

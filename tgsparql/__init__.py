@@ -1,10 +1,10 @@
 """tgsparql: GraphRAG with query-time explainability, native on SPARQL."""
 
-from tgsparql.llm import make_backend
-from tgsparql.messages import Error, GraphRagResponse, Source
-from tgsparql.pipeline import GraphRag
-from tgsparql.retrieval import RetrievalLimits
-from tgsparql.store import EmbeddedStore, Store, StoreError, open_store
+from tgsparql.asking.llm import make_backend
+from tgsparql.asking.messages import Error, GraphRagResponse, Source
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.asking.retrieval import RetrievalLimits
+from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
 
 __all__ = [
     "EmbeddedStore",

@@ -1,7 +1,7 @@
 """Importers of real datasets: facts plus the extraction provenance of docs/spec.md §8, as N-Quads.
 
 Benchmark code, not the product. An importer writes RDF 1.2 N-Quads with pyoxigraph's
-serializer and loads them with `tgsparql.loader.load_files`, exactly as a user's own files would
+serializer and loads them with `tgsparql.data.loader.load_files`, exactly as a user's own files would
 be loaded (the label index included). Shared shape of every import:
 
 - a document per source text (`ExtractionIds` of its SHA-256), typed `tg:Document`, with its
@@ -11,7 +11,7 @@ be loaded (the label index included). Shared shape of every import:
   and `tg:charLength` into the document text;
 - one subgraph per sentence that states facts, `tg:contains` per fact, with the sentence as
   `tg:sourceText` and its offsets;
-- document and chunk texts in the librarian graph, with SHA-256, as `tgsparql.librarian` keeps
+- document and chunk texts in the librarian graph, with SHA-256, as `tgsparql.asking.librarian` keeps
   them; facts and `rdfs:label`s in the default graph.
 """
 
@@ -27,11 +27,11 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
-from tgsparql.iris import ExtractionIds
-from tgsparql.librarian import sha256_hex
-from tgsparql.loader import load_files
-from tgsparql.store import Store
+from tgsparql.asking.librarian import sha256_hex
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import ExtractionIds
+from tgsparql.stores.store import Store
 
 A = vocab.RDF_TYPE
 MIME = "text/plain"

@@ -27,8 +27,8 @@ import pyoxigraph as ox
 
 from benchmarks.data import data_path
 from benchmarks.importers import DatasetError, QuadWriter, Sentence, read_json
-from tgsparql.iris import entity_iri
-from tgsparql.provenance import now
+from tgsparql.asking.provenance import now
+from tgsparql.rdf.iris import entity_iri
 
 DOCS: Final = ("datasets", "redocred", "dev_revised.json")
 REL_INFO: Final = ("datasets", "redocred", "rel_info.json")

@@ -31,8 +31,8 @@ import pyoxigraph as ox
 
 from benchmarks.data import data_path
 from benchmarks.importers import Anchor, DatasetError, QuadWriter, Sentence, read_json
-from tgsparql.iris import ExtractionIds, entity_iri, relation_iri
-from tgsparql.provenance import now
+from tgsparql.asking.provenance import now
+from tgsparql.rdf.iris import ExtractionIds, entity_iri, relation_iri
 
 CORPUS: Final = ("datasets", "2wiki", "corpus.json")
 QUESTIONS: Final = ("datasets", "2wiki", "questions_dev.json")

@@ -23,11 +23,17 @@ from pathlib import Path
 import pytest
 
 from tests.remote.faulty_proxy import FaultyProxy
+
 # Server, free_port and oxigraph_binary are imported from here by other tests too.
 from tests.servers import (
-    STARTUP_SECONDS, Server, free_port, oxigraph_binary, serve_oxigraph, stop, wait_until_up,
+    STARTUP_SECONDS,
+    Server,
+    free_port,
+    serve_oxigraph,
+    stop,
+    wait_until_up,
 )
-from tgsparql.remote import RemoteStore
+from tgsparql.stores.remote import RemoteStore
 
 VIRTUOSO_KG = "urn:tgsparql:kg"
 VIRTUOSO_CLEAR = ('DELETE { GRAPH ?g { ?s ?p ?o } } WHERE { GRAPH ?g { ?s ?p ?o } '

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import http.client
 import threading
-from urllib.parse import parse_qs
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
+from urllib.parse import parse_qs
 
 Kind = Literal["status", "delay", "truncate", "malformed", "close", "hold"]
 

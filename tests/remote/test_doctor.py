@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from tests.remote.conftest import Server, free_port
 from tests.remote.faulty_proxy import Fault, FaultyProxy
 from tgsparql.cli import main
-from tgsparql.doctor import diagnose
-from tgsparql.remote import RemoteStore
+from tgsparql.stores.doctor import diagnose
+from tgsparql.stores.remote import RemoteStore
 
 OXIGRAPH_05 = {
     "reachable": "ok", "read": "ok", "update": "ok", "named graphs": "ok", "union graph": "ok",

@@ -12,15 +12,15 @@ from click.testing import CliRunner
 
 from tests.remote.conftest import Server, free_port
 from tests.remote.faulty_proxy import Fault, FaultyProxy
-from tgsparql import vocab
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli import main
 from tgsparql.cli.ask import DEMO_QUESTION
-from tgsparql.explain import explain_session
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.pipeline import GraphRag
-from tgsparql.remote import EndpointUnreachable, RemoteStore
-from tgsparql.store import StoreError
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.record.explain import explain_session
+from tgsparql.stores.remote import EndpointUnreachable, RemoteStore
+from tgsparql.stores.store import StoreError
 
 SELECT = "SELECT * WHERE { ?s ?p ?o }"
 INSERT = "INSERT DATA { <urn:a> <urn:b> <urn:c> }"
@@ -62,7 +62,7 @@ def test_a_read_succeeds_once_the_server_recovers(remote: RemoteStore, proxy: Fa
 def test_retries_back_off_exponentially(remote: RemoteStore, proxy: FaultyProxy,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
-    monkeypatch.setattr("tgsparql.remote.time.sleep", pauses.append)
+    monkeypatch.setattr("tgsparql.stores.remote.time.sleep", pauses.append)
     proxy.inject(Fault("status", status=503))
     failure(remote.ask, "ASK {}")
     assert pauses == [0.01, 0.02]

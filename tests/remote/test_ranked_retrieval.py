@@ -11,11 +11,11 @@ import pyoxigraph as ox
 import pytest
 
 from tests.remote.conftest import Server
-from tgsparql import retrieval
-from tgsparql.grounding import ground
-from tgsparql.loader import load_files
-from tgsparql.retrieval import RetrievalLimits, retrieve
-from tgsparql.store import Store, open_store
+from tgsparql.asking import retrieval
+from tgsparql.asking.grounding import ground
+from tgsparql.asking.retrieval import RetrievalLimits, retrieve
+from tgsparql.data.loader import load_files
+from tgsparql.stores.store import Store, open_store
 
 EX = "http://example.org/hub/"
 QUESTIONS = [

@@ -17,9 +17,9 @@ from tests.remote.conftest import Server
 from tests.remote.faulty_proxy import FaultyProxy
 from tgsparql.cli import main
 from tgsparql.cli.ask import DEMO_QUESTION
-from tgsparql.iris import statement_iri
-from tgsparql.remote import RemoteStore, display_url, is_insert_data
-from tgsparql.store import Store, StoreError
+from tgsparql.rdf.iris import statement_iri
+from tgsparql.stores.remote import RemoteStore, display_url, is_insert_data
+from tgsparql.stores.store import Store, StoreError
 
 S = ox.NamedNode("http://example.org/s")
 P = ox.NamedNode("http://example.org/p")

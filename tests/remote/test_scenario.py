@@ -18,17 +18,17 @@ import pyoxigraph as ox
 import pytest
 
 from tests.remote.conftest import Server
-from tgsparql import vocab
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.messages import GraphRagResponse
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli.ask import DEMO_QUESTION
-from tgsparql.explain import explain_session, list_sessions
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.record.conformance import render, validate_session
+from tgsparql.record.explain import explain_session, list_sessions
+from tgsparql.record.trace import trace, trace_json
 from tgsparql.serve import pages
-from tgsparql.store import Store, open_store
-from tgsparql.trace import trace, trace_json
-from tgsparql.validation.session import render, validate_session
+from tgsparql.stores.store import Store, open_store
 
 QUESTIONS = [
     DEMO_QUESTION,
@@ -94,7 +94,7 @@ def sides(request: pytest.FixtureRequest) -> dict[str, Side]:
     server: Server = request.getfixturevalue(request.param)
     server.clear()
     result: dict[str, Side] = {}
-    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as demo:
+    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as demo:
         for name, store in (("embedded", open_store()), ("remote", server.store())):
             report = load_files(store, [Path(demo)])
             assert not report.failed, report.failed

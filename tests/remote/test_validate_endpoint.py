@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import cli
 from tests.remote.conftest import Server
-from tgsparql.store import open_store
+from tgsparql.stores.store import open_store
 
 QUESTION = "Who did Marie Curie marry?"
 SESSION_RE = re.compile(r"urn:trustgraph:session:[0-9a-f-]{36}")
@@ -39,7 +39,7 @@ def endpoint(server: Server) -> list[str]:
 
 @pytest.fixture(scope="module")
 def demo() -> Iterator[Path]:
-    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as path:
+    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as path:
         yield path
 
 

@@ -10,24 +10,24 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
 import pytest
 
-from tgsparql import vocab
-from tgsparql.iris import SessionIds
-from tgsparql.llm.base import Backend
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.pipeline import GraphRag
+from tgsparql.asking.llm.base import Backend
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
 from tgsparql.serve import ServerConfig, TgsparqlServer
-from tgsparql.store import open_store
+from tgsparql.stores.store import open_store
 
 QUESTIONS = ("Who did Marie Curie marry, and what prize did she win?",
              "Who did Marie Curie marry, and where was she born?")
@@ -84,7 +84,7 @@ def fetch(url: str, body: bytes | None = None,
 def build_store(path: Path) -> tuple[list[str], str]:
     """The demo KG with two answered sessions and one that failed after its session record."""
     store = open_store(path)
-    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as demo:
+    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as demo:
         assert not load_files(store, [demo]).failed
     rag = GraphRag(store, OfflineBackend())
     sessions = [list(rag.query(q))[0].explain_id or "" for q in QUESTIONS]

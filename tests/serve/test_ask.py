@@ -25,14 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.llm.openai_backend import OpenAIBackend
+from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.llm.openai_backend import OpenAIBackend
+from tgsparql.record.conformance import validate_session
 from tgsparql.serve import ServerConfig, TgsparqlServer
-from tgsparql.serve.readonly import ReadOnlyStore
 from tgsparql.serve.ask import AskLimits, RateLimiter, negotiate
+from tgsparql.serve.readonly import ReadOnlyStore
 from tgsparql.serve.sparql import ProtocolError
-from tgsparql.validation.session import validate_session
 
 from .browser import browser
 from .conftest import Served, build_store, running, serve_process

@@ -25,7 +25,7 @@ from tests.remote.faulty_proxy import Fault, FaultyProxy
 from tests.servers import Server, free_port
 from tgsparql.cli import main
 from tgsparql.serve import ServerConfig, TgsparqlServer
-from tgsparql.store import StoreError
+from tgsparql.stores.store import StoreError
 
 from .conftest import Served, fetch, running, serve_process
 

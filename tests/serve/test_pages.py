@@ -10,16 +10,16 @@ import textwrap
 import urllib.parse
 from pathlib import Path
 
-from click.testing import CliRunner
 import pyoxigraph as ox
 import pytest
+from click.testing import CliRunner
 
-from tgsparql import vocab
 from tgsparql.cli import main
-from tgsparql.iris import SessionIds
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.serve import ServerConfig
 
 from .conftest import QUESTIONS, Served, running, serve_process
-from tgsparql.serve import ServerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -86,9 +86,9 @@ def test_explain_writes_the_picture(served: Served, tmp_path: Path, fmt: str,
 
 WRITER = textwrap.dedent("""
     import sys
-    from tgsparql.llm.offline import OfflineBackend
-    from tgsparql.pipeline import GraphRag
-    from tgsparql.store import open_store
+    from tgsparql.asking.llm.offline import OfflineBackend
+    from tgsparql.asking.pipeline import GraphRag
+    from tgsparql.stores.store import open_store
     store = open_store(sys.argv[1])  # holds the store's exclusive lock until it exits
     rag = GraphRag(store, OfflineBackend())
     print("open", flush=True)

@@ -6,9 +6,10 @@ import json
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tgsparql import vocab
+from tgsparql.rdf import vocab
 from tgsparql.serve.records import serialize_records, typed
 
 

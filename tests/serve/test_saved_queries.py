@@ -10,8 +10,8 @@ import urllib.parse
 import pyoxigraph as ox
 import pytest
 
+from tgsparql.rdf.templates import Templates
 from tgsparql.serve.saved import saved_queries
-from tgsparql.templates import Templates
 
 from .conftest import FAILED_ERROR, FAILED_QUESTION, Served
 

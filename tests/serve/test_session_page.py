@@ -17,15 +17,15 @@ from urllib.parse import quote, urlencode
 import pyoxigraph as ox
 import pytest
 
-from tgsparql import vocab
-from tgsparql.explain import explain_session
-from tgsparql.iris import SessionIds
-from tgsparql.llm.offline import OfflineBackend
-from tgsparql.loader import load_files
-from tgsparql.pipeline import GraphRag
-from tgsparql.retrieval import RetrievalLimits
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.asking.retrieval import RetrievalLimits
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.record.explain import explain_session
 from tgsparql.serve import ServerConfig, pages, routes
-from tgsparql.store import open_store
+from tgsparql.stores.store import open_store
 
 from .browser import Browser, Tab, browser, installed_chromium
 from .conftest import ServeProcess, running, serve_process
@@ -73,7 +73,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     folder = tmp_path_factory.mktemp("reader")
     (folder / "kg.ttl").write_text(kg_turtle(), encoding="utf-8")
     store = open_store(folder / "store")
-    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as demo:
+    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as demo:
         assert not load_files(store, [demo, folder / "kg.ttl"]).failed
     rag = GraphRag(store, OfflineBackend(),
                    limits=RetrievalLimits(triple_limit=400, max_subgraph_size=1000))

@@ -7,7 +7,7 @@ from pathlib import Path
 from tgsparql.serve import ServerConfig
 from tgsparql.serve.jobs import SavedJob
 from tgsparql.serve.workers import Worker, WorkerPool
-from tgsparql.store import EmbeddedStore
+from tgsparql.stores.store import EmbeddedStore
 
 
 def test_the_idle_worker_used_last_answers_the_next_request(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tgsparql.llm.base import ExtractionRequest
-from tgsparql.pipeline import GraphRag
+from tgsparql.asking.llm.base import ExtractionRequest
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.testing import assert_conforms
 from tgsparql.testing.fakes import Script, ScriptedBackend, UnscriptedRequest
 

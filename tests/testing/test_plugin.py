@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from tests.servers import oxigraph_server
-from tgsparql.iris import SessionIds
-from tgsparql.provenance import Recorder, now
-from tgsparql.store import EmbeddedStore, Store
-from tgsparql.templates import Templates
+from tgsparql.asking.provenance import Recorder, now
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.templates import Templates
+from tgsparql.stores.store import EmbeddedStore, Store
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.fakes import Script
 
@@ -125,14 +125,14 @@ def test_without_remote_support_the_marked_tests_skip_saying_why(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(
-        "import sys\nsys.modules['tgsparql.remote'] = None  # as if it were not installed\n"
+        "import sys\nsys.modules['tgsparql.stores.remote'] = None  # as if it were not installed\n"
     )
     pytester.makepyfile(test_example=EXAMPLE.read_text(encoding="utf-8"))
     result = pytester.runpytest_subprocess(
         "-q", "-rs", "-p", "no:cacheprovider", "--tgsparql-endpoint", "http://127.0.0.1:9/query"
     )
     result.assert_outcomes(passed=3, skipped=1)
-    result.stdout.fnmatch_lines(["*--tgsparql-endpoint given, but tgsparql.remote cannot be used*"])
+    result.stdout.fnmatch_lines(["*--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used*"])
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def server(tmp_path: Path) -> Iterator[str]:
 def test_the_marked_example_runs_against_a_real_endpoint(
     pytester: pytest.Pytester, server: str
 ) -> None:
-    from tgsparql.remote import RemoteStore
+    from tgsparql.stores.remote import RemoteStore
 
     pytester.makepyfile(test_example=EXAMPLE.read_text(encoding="utf-8"))
     result = pytester.runpytest_subprocess(

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tgsparql.labels import get_labelgraph
-from tgsparql.selection import parse_selection
-from tgsparql.store import open_store
+from tgsparql.asking.labels import get_labelgraph
+from tgsparql.asking.selection import parse_selection
+from tgsparql.stores.store import open_store
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.strategies import (
     knowledge_graphs,

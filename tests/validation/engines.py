@@ -146,7 +146,7 @@ def has_triple_terms(text: str) -> bool:
 
 def run_ours(data: str, shapes: str) -> Outcome:
     """tgsparql's validator on an in-memory store holding the data in its default graph."""
-    from tgsparql.store import open_store
+    from tgsparql.stores.store import open_store
     from tgsparql.validation import Shapes, Validator
 
     store = open_store()

@@ -17,26 +17,31 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
+from conftest import REPO
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tgsparql import vocab
-from tgsparql.grounding import update_label_index
-from tgsparql.validation import session as sessions
-from tgsparql.explain import SessionNotFound
-from tgsparql.iris import SessionIds, statement_iri
-from tgsparql.labels import LabeledEdge
-from tgsparql.llm.base import SelectionOutput, SelectionRequest
-from tgsparql.llm.offline import OfflineAnswer, OfflineBackend
-from tgsparql.llm.usage import Usage
-from tgsparql.loader import load_files
-from tgsparql.pipeline import GraphRag
-from tgsparql.store import EmbeddedStore, open_store
-from tgsparql.terms import Dialect
-from tgsparql.validation.session import session_nodes
-from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
-
-from conftest import REPO
+from tgsparql.asking.grounding import update_label_index
+from tgsparql.asking.labels import LabeledEdge
+from tgsparql.asking.llm.base import SelectionOutput, SelectionRequest
+from tgsparql.asking.llm.offline import OfflineAnswer, OfflineBackend
+from tgsparql.asking.llm.usage import Usage
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds, statement_iri
+from tgsparql.rdf.terms import Dialect
+from tgsparql.record import conformance as sessions
+from tgsparql.record.conformance import session_nodes
+from tgsparql.record.explain import SessionNotFound
+from tgsparql.stores.store import EmbeddedStore, open_store
+from tgsparql.validation import (
+    Shapes,
+    ShapesError,
+    ValidationReport,
+    ValidationResult,
+    Validator,
+)
 
 QUESTION = "Who did Marie Curie marry, and where was she born?"
 TGS = "https://trustgraph.ai/shapes/"

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tgsparql import vocab
-from tgsparql.store import EmbeddedStore
+from tgsparql.rdf import vocab
+from tgsparql.stores.store import EmbeddedStore
 from tgsparql.validation import Shapes, Validator
 
 TG = vocab.TG

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tgsparql.cli import main
-from tgsparql.store import open_store
+from tgsparql.stores.store import open_store
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, Validator
 
 EX = "http://example.org/"

@@ -11,7 +11,7 @@ import pyoxigraph as ox
 import pytest
 
 from tests.conftest import CliRun, cli
-from tgsparql.store import open_store
+from tgsparql.stores.store import open_store
 
 SH = "http://www.w3.org/ns/shacl#"
 TGS = "https://trustgraph.ai/shapes/"
@@ -381,7 +381,7 @@ def test_query_validate_in_jsonl_ends_with_the_verdict_object(store) -> None:
 @pytest.fixture
 def broken_librarian(monkeypatch: pytest.MonkeyPatch) -> None:
     """A librarian that records a wrong SHA-256 for every text it stores."""
-    monkeypatch.setattr("tgsparql.librarian.sha256_hex", lambda text: ZERO_SHA)
+    monkeypatch.setattr("tgsparql.asking.librarian.sha256_hex", lambda text: ZERO_SHA)
 
 
 def test_query_validate_exits_1_when_the_new_session_does_not_conform(store, broken_librarian) -> None:

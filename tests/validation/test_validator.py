@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tgsparql.store import EmbeddedStore
+from tgsparql.stores.store import EmbeddedStore
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, Validator
 
 PREFIXES = """

@@ -10,7 +10,7 @@ import tracemalloc
 
 import pyoxigraph as ox
 
-from tgsparql.store import EmbeddedStore
+from tgsparql.stores.store import EmbeddedStore
 from tgsparql.validation import Shapes, Validator
 from tgsparql.validation.compiler import FOCUS_STAND_IN
 

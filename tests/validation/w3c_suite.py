@@ -15,7 +15,7 @@ from typing import Literal
 import pyoxigraph as ox
 
 from benchmarks.data import MissingData, data_path
-from tgsparql.store import EmbeddedStore
+from tgsparql.stores.store import EmbeddedStore
 from tgsparql.validation import Shapes, ShapesError, ValidationResult, Validator
 
 MF = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#"

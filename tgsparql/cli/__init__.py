@@ -1,6 +1,9 @@
 """The `tgsparql` command: one group, its commands in the modules beside this one by what they
 do (`ask`, `data`, `records`, `checks`, `serving`), the flags and store plumbing they share in
-`options`."""
+`options`.
+
+The rule of this face: the top of the package. Nothing imports it; it may use every wing.
+"""
 
 from __future__ import annotations
 

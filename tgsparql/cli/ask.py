@@ -10,7 +10,10 @@ from pathlib import Path
 
 import click
 
-from tgsparql import vocab
+from tgsparql.asking.llm.base import Backend
+from tgsparql.asking.messages import GraphRagResponse
+from tgsparql.asking.pipeline import GraphRag, OutputLimits
+from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.cli.checks import session_conforms
 from tgsparql.cli.options import (
     Failure,
@@ -25,15 +28,11 @@ from tgsparql.cli.options import (
     store_option,
 )
 from tgsparql.cli.records import explained
-from tgsparql.explain import render_text
-from tgsparql.llm.base import Backend
-from tgsparql.loader import load_files
-from tgsparql.messages import GraphRagResponse
-from tgsparql.pipeline import GraphRag, OutputLimits
-from tgsparql.retrieval import RetrievalLimits
-from tgsparql.store import Store, StoreError
-from tgsparql.terminal import visible
-
+from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
+from tgsparql.record.explain import render_text
+from tgsparql.record.terminal import visible
+from tgsparql.stores.store import Store, StoreError
 
 DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 
@@ -48,7 +47,7 @@ def demo(target: StoreTarget, question: str, llm: str | None, model: str | None,
     """Load the bundled sample (the Curies) and answer a question with its explanation."""
     backend = backend_from(llm, model, base_url, api_key, constrain)
     with opened(target, waits_for_llm=True) as store:
-        with as_file(files("tgsparql.demo").joinpath("curie.trig")) as sample:
+        with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as sample:
             report = load_files(store, [sample])
         if report.failed:
             raise Failure(next(iter(report.failed.values())))

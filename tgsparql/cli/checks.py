@@ -17,8 +17,8 @@ from tgsparql.cli.options import (
     store_for,
     store_option,
 )
-from tgsparql.explain import SessionNotFound
-from tgsparql.store import Store, StoreError
+from tgsparql.record.explain import SessionNotFound
+from tgsparql.stores.store import Store, StoreError
 
 
 class CannotValidate(Failure):
@@ -50,8 +50,13 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     Exit 0 when the data conforms (warnings allowed), 1 when it has violations, 2 when it
     could not be validated (bad shapes, a store that cannot be opened, an unknown session).
     """
-    from tgsparql.validation.session import (
-        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes,
+    from tgsparql.record.conformance import (
+        GraphNameError,
+        bundled_validator,
+        data_graph,
+        empty_graphs,
+        render,
+        session_nodes,
         verdict,
     )
     from tgsparql.validation import Shapes, ShapesError, Validator
@@ -108,7 +113,7 @@ def _refuse_non_store(path: Path) -> None:
 
 def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
     """`query --validate`: the new session against the bundled shapes, verdict printed."""
-    from tgsparql.validation.session import validate_session, verdict
+    from tgsparql.record.conformance import validate_session, verdict
     from tgsparql.validation import ShapesError
 
     try:
@@ -135,7 +140,7 @@ def doctor(remote: Remote | None, format_: str) -> None:
 
     Exit 0 when the endpoint can serve tgsparql (in --dialect, when given), else 1 with why.
     """
-    from tgsparql.doctor import diagnose
+    from tgsparql.stores.doctor import diagnose
 
     if remote is None:
         raise click.UsageError("give --endpoint URL (or set TGSPARQL_ENDPOINT)")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tgsparql.asking.grounding import rebuild_label_index, update_label_index
 from tgsparql.cli.options import (
     Failure,
     Remote,
@@ -23,13 +24,12 @@ from tgsparql.cli.options import (
     reply_options,
     store_option,
 )
-from tgsparql.grounding import rebuild_label_index, update_label_index
-from tgsparql.loader import load_files
-from tgsparql.store import StoreError
-from tgsparql.terms import DEFAULT_DIALECT
+from tgsparql.data.loader import load_files
+from tgsparql.rdf.terms import DEFAULT_DIALECT
+from tgsparql.stores.store import StoreError
 
 if TYPE_CHECKING:
-    from tgsparql.ingest import DocumentReport, IngestReport
+    from tgsparql.data.ingest import DocumentReport, IngestReport
 
 
 @click.command()
@@ -70,8 +70,8 @@ def export(target: StoreTarget, graphs: tuple[str, ...], format_: str,
     rdf:Statement IRIs with rdf:subject, rdf:predicate and rdf:object, for SPARQL 1.1 tools and
     rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
     """
-    from tgsparql.export import export as export_store
-    from tgsparql.validation.session import GraphNameError, data_graph
+    from tgsparql.data.export import export as export_store
+    from tgsparql.record.conformance import GraphNameError, data_graph
 
     try:
         chosen = data_graph(graphs) if graphs else None
@@ -129,10 +129,10 @@ def ingest(target: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
     it again). One line per file as it finishes, then a summary. Needs an LLM: the offline
     backend does not invent facts.
     """
-    from tgsparql.chunking import ChunkingError, check_settings
-    from tgsparql.ingest import IngestFailure, ingest_files
-    from tgsparql.llm.base import ExtractionUnsupported
-    from tgsparql.llm.offline import EXTRACTION_REFUSED, OfflineBackend
+    from tgsparql.asking.llm.base import ExtractionUnsupported
+    from tgsparql.asking.llm.offline import EXTRACTION_REFUSED, OfflineBackend
+    from tgsparql.data.chunking import ChunkingError, check_settings
+    from tgsparql.data.ingest import IngestFailure, ingest_files
 
     try:
         check_settings(chunk_size, chunk_overlap)
@@ -228,8 +228,8 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
     tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage, and the documents of
     the selected facts: tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount). Safe to
     interrupt and to run again."""
-    from tgsparql.migrate import migrate as run_migration
-    from tgsparql.migrate import pending
+    from tgsparql.record.migrate import migrate as run_migration
+    from tgsparql.record.migrate import pending
 
     with opened(target) as store, progress_bars() as bar:
         try:

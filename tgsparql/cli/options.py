@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from tgsparql import vocab
-from tgsparql.llm import LLMError, make_backend
-from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
-from tgsparql.locking import TurnTakingStore, exclusive_store
-from tgsparql.store import ENDPOINT_ENVIRONMENT, Store, StoreError, open_store
-from tgsparql.terms import DEFAULT_DIALECT, DIALECTS
+from tgsparql.asking.llm import LLMError, make_backend
+from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
+from tgsparql.rdf import vocab
+from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
+from tgsparql.stores.locking import TurnTakingStore, exclusive_store
+from tgsparql.stores.store import ENDPOINT_ENVIRONMENT, Store, StoreError, open_store
 
 if TYPE_CHECKING:
-    from tgsparql.llm.log import LLMLog
-    from tgsparql.remote import RemoteStore
+    from tgsparql.asking.llm.log import LLMLog
+    from tgsparql.stores.remote import RemoteStore
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,7 +44,7 @@ class Remote:
     options: dict[str, Any]
 
     def open(self) -> RemoteStore:
-        from tgsparql.remote import RemoteStore  # its HTTP stack only for an endpoint
+        from tgsparql.stores.remote import RemoteStore  # its HTTP stack only for an endpoint
 
         return RemoteStore(self.endpoint, **self.options)
 
@@ -302,7 +302,7 @@ def llm_log(path: Path | None) -> Iterator[LLMLog | None]:
     if path is None:
         yield None
         return
-    from tgsparql.llm.log import LLMLog, LLMLogError
+    from tgsparql.asking.llm.log import LLMLog, LLMLogError
 
     try:
         log = LLMLog(path)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from tgsparql import vocab
 from tgsparql.cli.options import (
     Failure,
     StoreTarget,
@@ -15,10 +14,11 @@ from tgsparql.cli.options import (
     opened,
     store_option,
 )
-from tgsparql.explain import SessionNotFound, explain_session, list_sessions, render_text
-from tgsparql.readback import Explanation
-from tgsparql.store import Store, StoreError
-from tgsparql.terminal import one_line
+from tgsparql.rdf import vocab
+from tgsparql.record.explain import SessionNotFound, explain_session, list_sessions, render_text
+from tgsparql.record.readback import Explanation
+from tgsparql.record.terminal import one_line
+from tgsparql.stores.store import Store, StoreError
 
 
 @click.group(invoke_without_command=True)
@@ -65,7 +65,12 @@ def sessions_delete(target: StoreTarget, collection: str, older_than: str | None
                     session_iris: tuple[str, ...], dry_run: bool) -> None:
     """Delete sessions with every triple they own (session, retrieval, selection, edge
     selections, answer, failure fields) and their answer documents; nothing else."""
-    from tgsparql.retention import RetentionError, delete_sessions, parse_duration, select_sessions
+    from tgsparql.record.retention import (
+        RetentionError,
+        delete_sessions,
+        parse_duration,
+        select_sessions,
+    )
 
     if (older_than is None) == (not session_iris):
         raise click.UsageError("give either --older-than DURATION or --session IRI")
@@ -143,8 +148,9 @@ def explain(target: StoreTarget, session: str, collection: str, format_: str,
 def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
     """Trace IRI — an edge selection, a session (IRI or UUID) or a document — to its sources,
     or a document to the sessions and answers that used its facts."""
-    from tgsparql.trace import TraceError, trace_json
-    from tgsparql.trace import render_text as trace_text, trace as trace_iri
+    from tgsparql.record.trace import TraceError, trace_json
+    from tgsparql.record.trace import render_text as trace_text
+    from tgsparql.record.trace import trace as trace_iri
 
     with opened(target) as store:
         try:

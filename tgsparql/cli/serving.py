@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tgsparql import vocab
+from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
 from tgsparql.cli.options import (
     DEFAULT_LOCK_TIMEOUT,
     LLM_WAIT,
@@ -23,8 +23,8 @@ from tgsparql.cli.options import (
     remote_options,
     usage_line,
 )
-from tgsparql.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
-from tgsparql.store import StoreError
+from tgsparql.rdf import vocab
+from tgsparql.stores.store import StoreError
 
 
 @click.command()

@@ -40,16 +40,16 @@ from __future__ import annotations
 import json
 from http.server import ThreadingHTTPServer
 
-from tgsparql import vocab
-from tgsparql.llm.base import Backend
-from tgsparql.migrate import MIGRATE_HINT, needs_migration
-from tgsparql.remote import display_url
+from tgsparql.asking.llm.base import Backend
+from tgsparql.rdf import vocab
+from tgsparql.record.migrate import MIGRATE_HINT, needs_migration
 from tgsparql.serve.ask import Asker, offer_in_nav
 from tgsparql.serve.config import ServerConfig, size_text
 from tgsparql.serve.readonly import open_served
 from tgsparql.serve.routes import Handler, Hosts
 from tgsparql.serve.workers import WorkerPool
-from tgsparql.store import StoreError
+from tgsparql.stores.remote import display_url
+from tgsparql.stores.store import StoreError
 
 __all__ = ["ServerConfig", "TgsparqlServer", "describe", "is_loopback"]
 

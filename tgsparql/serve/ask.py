@@ -41,17 +41,17 @@ from urllib.parse import parse_qs, urlsplit
 import pyoxigraph as ox
 from markupsafe import Markup, escape
 
-from tgsparql import vocab
-from tgsparql.iris import SessionIds, trailing_index
-from tgsparql.labels import fetch_labels, label_of, label_terms
-from tgsparql.llm.base import Backend
-from tgsparql.locking import exclusive_store
-from tgsparql.messages import GraphRagResponse, Source
-from tgsparql.pipeline import MAX_QUESTION_CHARS, GraphRag, QuestionError, check_question
+from tgsparql.asking.labels import fetch_labels, label_of, label_terms
+from tgsparql.asking.llm.base import Backend
+from tgsparql.asking.messages import GraphRagResponse, Source
+from tgsparql.asking.pipeline import MAX_QUESTION_CHARS, GraphRag, QuestionError, check_question
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds, trailing_index
 from tgsparql.serve.pages import _environment
 from tgsparql.serve.records import _json as json_line
 from tgsparql.serve.sparql import ProtocolError, _accept_ranges, _text
-from tgsparql.store import StoreError
+from tgsparql.stores.locking import exclusive_store
+from tgsparql.stores.store import StoreError
 
 WINDOW = 60.0
 """Seconds over which `per_minute` counts a client's asks."""

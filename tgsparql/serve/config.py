@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tgsparql import vocab
+from tgsparql.rdf import vocab
+from tgsparql.rdf.terms import DEFAULT_DIALECT
 from tgsparql.serve.ask import AskLimits
-from tgsparql.store import StoreError
-from tgsparql.terms import DEFAULT_DIALECT
+from tgsparql.stores.store import StoreError
 
 
 @dataclass(frozen=True)

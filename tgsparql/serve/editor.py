@@ -20,15 +20,22 @@ from urllib.parse import parse_qs, urlencode
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
-from tgsparql.iris import SESSION_PREFIX, SessionIds
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SESSION_PREFIX, SessionIds
+from tgsparql.rdf.templates import templates_for
+from tgsparql.rdf.terms import DEFAULT_DIALECT
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import Answer, QueryRequest, Queryable, Result, capped, check_query, \
-    evaluate
-from tgsparql.store import QueryForm
-from tgsparql.templates import templates_for
-from tgsparql.terms import DEFAULT_DIALECT
+from tgsparql.serve.sparql import (
+    Answer,
+    Queryable,
+    QueryRequest,
+    Result,
+    capped,
+    check_query,
+    evaluate,
+)
+from tgsparql.stores.store import QueryForm
 
 HTML = "text/html; charset=utf-8"
 PAGE_ROWS = 1000

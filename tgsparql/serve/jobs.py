@@ -9,17 +9,23 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tgsparql.explain import SessionNotFound, list_sessions
-from tgsparql.remote import RemoteStore
+from tgsparql.record.conformance import validate_session
+from tgsparql.record.explain import SessionNotFound, list_sessions
 from tgsparql.serve import editor, pages
 from tgsparql.serve.config import ServerConfig
 from tgsparql.serve.readonly import Served
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import Answer, ProtocolError, QueryRequest, execute, refuse_service, \
-    serialize
-from tgsparql.store import StoreError
-from tgsparql.validation.session import validate_session
+from tgsparql.serve.sparql import (
+    Answer,
+    ProtocolError,
+    QueryRequest,
+    execute,
+    refuse_service,
+    serialize,
+)
+from tgsparql.stores.remote import RemoteStore
+from tgsparql.stores.store import StoreError
 
 HTML = editor.HTML
 TEXT = "text/plain; charset=utf-8"

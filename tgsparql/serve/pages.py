@@ -28,12 +28,13 @@ from urllib.parse import urlencode
 import jinja2
 import pyoxigraph as ox
 
-from tgsparql import vocab
-from tgsparql.explain import SessionSummary, explain_session
-from tgsparql.iris import SessionIds
-from tgsparql.labels import fetch_labels, label_of, label_terms
-from tgsparql.readback import AnswerCitation, ChunkSource, Explanation, RecordedEdge
-from tgsparql.store import Store
+from tgsparql.asking.labels import fetch_labels, label_of, label_terms
+from tgsparql.asking.sources import ChunkSource
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.record.explain import SessionSummary, explain_session
+from tgsparql.record.readback import AnswerCitation, Explanation, RecordedEdge
+from tgsparql.stores.store import Store
 from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 
 COLUMNS = ("question", "edge", "chunk", "document")

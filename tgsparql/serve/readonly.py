@@ -19,10 +19,10 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from tgsparql.remote import RemoteStore
 from tgsparql.serve.config import ServerConfig
 from tgsparql.serve.sparql import READ_ONLY, Result
-from tgsparql.store import EmbeddedStore, StoreError
+from tgsparql.stores.remote import RemoteStore
+from tgsparql.stores.store import EmbeddedStore, StoreError
 
 
 class ReadOnlyStore(EmbeddedStore):

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
+from tgsparql.rdf import vocab
 from tgsparql.serve.sparql import Answer, ProtocolError, Result, capped
 
 INTEGERS = frozenset(vocab.XSD + name for name in (

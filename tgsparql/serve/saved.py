@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
+from tgsparql.rdf import vocab
 from tgsparql.serve.sparql import ProtocolError
 
 TYPES = ("integer", "string", "date", "collection")

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 
 import pyoxigraph as ox
 
-from tgsparql.store import QueryForm, query_form, result_form
+from tgsparql.stores.store import QueryForm, query_form, result_form
 
 Result = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples | list[ox.Triple]
 """A query's result as pyoxigraph gives it; a remote store's graph results are a list."""

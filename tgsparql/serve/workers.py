@@ -22,7 +22,7 @@ from tgsparql.serve.config import ServerConfig, size_text
 from tgsparql.serve.jobs import Job, SparqlJob, run
 from tgsparql.serve.readonly import open_served
 from tgsparql.serve.sparql import Answer, ProtocolError
-from tgsparql.store import StoreError
+from tgsparql.stores.store import StoreError
 
 OUT_OF_MEMORY_EXIT = 3
 OUT_OF_MEMORY = (OUT_OF_MEMORY_EXIT, -signal.SIGABRT, -signal.SIGKILL)

@@ -7,8 +7,8 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tgsparql.store import DataGraph, Store
-    from tgsparql.terms import Dialect
+    from tgsparql.rdf.terms import Dialect
+    from tgsparql.stores.store import DataGraph, Store
     from tgsparql.validation import Shapes, ValidationReport, ValidationResult
 
 MAX_LISTED = 50
@@ -37,7 +37,7 @@ def assert_conforms(
     allowed unless `warnings=False`. Returns the report; raises NonConformance listing each
     violation (shape, focus node, path, value, message) otherwise.
     """
-    from tgsparql.validation.session import session_nodes
+    from tgsparql.record.conformance import session_nodes
     from tgsparql.validation import Validator
 
     validator = Validator(_shapes(shapes, store.dialect), dialect=store.dialect)

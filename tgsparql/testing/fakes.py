@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from tgsparql.labels import LabeledEdge, LabelTriple
-from tgsparql.llm.base import (
+from tgsparql.asking.labels import LabeledEdge, LabelTriple
+from tgsparql.asking.llm.base import (
     ExtractionOutput,
     ExtractionRequest,
     LLMError,
     SelectionOutput,
     SelectionRequest,
 )
-from tgsparql.llm.usage import Usage
+from tgsparql.asking.llm.usage import Usage
 
 EdgeRef = ox.Triple | LabelTriple | str
 """A scripted edge: its original triple, its three labels, or an edge id."""

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tgsparql.pipeline import GraphRag
-    from tgsparql.store import Store
+    from tgsparql.asking.pipeline import GraphRag
+    from tgsparql.stores.store import Store
 
 MARKER = "tgsparql_remote"
 
@@ -53,7 +53,7 @@ def tgsparql_store(request: pytest.FixtureRequest) -> Iterator[Store]:
     if endpoint and request.node.get_closest_marker(MARKER) is not None:
         store = _remote(endpoint, request.config.getoption("--tgsparql-update-endpoint"))
     else:
-        from tgsparql.store import open_store
+        from tgsparql.stores.store import open_store
 
         store = open_store()
     try:
@@ -65,7 +65,7 @@ def tgsparql_store(request: pytest.FixtureRequest) -> Iterator[Store]:
 @pytest.fixture
 def tgsparql_disk_store(tmp_path: Path) -> Iterator[Store]:
     """A fresh embedded store on disk, in the test's temporary directory."""
-    from tgsparql.store import open_store
+    from tgsparql.stores.store import open_store
 
     store = open_store(tmp_path / "tgsparql-store")
     try:
@@ -79,7 +79,7 @@ def tgsparql_demo_file() -> Iterator[Path]:
     """The bundled sample (the Curies: KG, extraction provenance, texts) as a TriG file."""
     from importlib.resources import as_file, files
 
-    with as_file(files("tgsparql.demo").joinpath("curie.trig")) as path:
+    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as path:
         yield path
 
 
@@ -89,7 +89,7 @@ def tgsparql_loaded_store(tgsparql_store: Store) -> Callable[..., Store]:
     the RDF files loaded as `tgsparql load` does; a file that does not load fails the test."""
 
     def load(*paths: str | os.PathLike[str], store: Store | None = None) -> Store:
-        from tgsparql.loader import load_files
+        from tgsparql.data.loader import load_files
 
         target = store if store is not None else tgsparql_store
         report = load_files(target, list(paths))
@@ -110,8 +110,8 @@ def tgsparql_pipeline(tgsparql_store: Store) -> Callable[..., GraphRag]:
     def build(backend: Any = "offline", *, store: Store | None = None, **options: Any) -> GraphRag:
         from collections.abc import Mapping
 
-        from tgsparql.llm.offline import OfflineBackend
-        from tgsparql.pipeline import GraphRag
+        from tgsparql.asking.llm.offline import OfflineBackend
+        from tgsparql.asking.pipeline import GraphRag
         from tgsparql.testing.fakes import ScriptedBackend
 
         if backend == "offline":
@@ -133,9 +133,9 @@ def tgsparql_assert_conforms() -> Callable[..., Any]:
 
 def _remote(endpoint: str, update_endpoint: str | None) -> Store:
     try:
-        from tgsparql.remote import RemoteStore
+        from tgsparql.stores.remote import RemoteStore
     except ImportError as error:
-        pytest.skip(f"--tgsparql-endpoint given, but tgsparql.remote cannot be used: {error}")
+        pytest.skip(f"--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used: {error}")
 
     store = RemoteStore(endpoint, update_endpoint=update_endpoint)
     store.run("testing_clear")

@@ -24,17 +24,17 @@ except ImportError as missing:
     raise ImportError("tgsparql.testing.strategies needs hypothesis: "
                       "pip install 'tgsparql[testing]'") from missing
 
-from tgsparql import vocab
-from tgsparql.grounding import Grounding, update_label_index
-from tgsparql.iris import ExtractionIds, SessionIds
-from tgsparql.labels import LabeledEdge
-from tgsparql.librarian import StoreLibrarian, sha256_hex
-from tgsparql.llm.usage import Usage
-from tgsparql.provenance import Recorder
-from tgsparql.selection import SelectedEdge
-from tgsparql.store import Store
-from tgsparql.templates import to_literal
-from tgsparql.trace import facts_sources
+from tgsparql.asking.grounding import Grounding, update_label_index
+from tgsparql.asking.labels import LabeledEdge
+from tgsparql.asking.librarian import StoreLibrarian, sha256_hex
+from tgsparql.asking.llm.usage import Usage
+from tgsparql.asking.provenance import Recorder
+from tgsparql.asking.selection import SelectedEdge
+from tgsparql.asking.sources import facts_sources
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import ExtractionIds, SessionIds
+from tgsparql.rdf.templates import to_literal
+from tgsparql.stores.store import Store
 
 EX = "http://example.org/"
 XSD = vocab.XSD

@@ -7,14 +7,13 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from tgsparql.store import query_form
-from tgsparql.templates import Templates, TemplateError
+from tgsparql.rdf.templates import TemplateError, Templates
+from tgsparql.stores.store import query_form
 from tgsparql.validation.errors import ShapesError
-from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.model import Constraint, Shape
+from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
-
 
 SPARQL_BASED = ("Sparql", "SparqlComponent")
 
@@ -46,7 +45,7 @@ def compile_shapes(
 ) -> Iterator[CompiledQuery]:
     """Every query validation runs, in a stable order; shapes no focus node reaches run none.
     `lexical` has sh:datatype read the data's own datatype and lexical form from the records
-    of tgsparql.lexical, for a store that holds some.
+    of tgsparql.rdf.lexical, for a store that holds some.
 
     One at a time: each query lists every focus node, so holding all of them at once would cost
     (queries x focus nodes) of text, tens of MB for a few thousand nodes.

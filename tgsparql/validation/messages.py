@@ -7,9 +7,9 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from tgsparql.store import Solution
-from tgsparql.validation.report import show_term
+from tgsparql.stores.store import Solution
 from tgsparql.validation.model import Constraint, Path, Shape
+from tgsparql.validation.report import show_term
 
 _KIND = {
     "IRI": "an IRI", "BlankNode": "a blank node", "Literal": "a literal",

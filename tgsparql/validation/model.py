@@ -8,12 +8,13 @@ needs nothing of the reader's module and the two import in one direction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal as TypingLiteral, Protocol
+from typing import Literal as TypingLiteral
+from typing import Protocol
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
-from tgsparql.terms import Term
+from tgsparql.rdf import vocab
+from tgsparql.rdf.terms import Term
 from tgsparql.validation.errors import ShapesError
 
 SH = vocab.SH

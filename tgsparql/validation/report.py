@@ -8,8 +8,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
-from tgsparql.terms import Term
+from tgsparql.rdf import vocab
+from tgsparql.rdf.terms import Term
 from tgsparql.validation.model import Path
 
 SH = vocab.SH

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyoxigraph as ox
 
-from tgsparql.terms import DEFAULT_DIALECT, Dialect, Term
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Path, Shape
 from tgsparql.validation.reader import ShapesGraph, read_shapes

@@ -14,13 +14,17 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from tgsparql import vocab
-from tgsparql.templates import Sparql, render_term
-from tgsparql.terms import Term
+from tgsparql.rdf import vocab
+from tgsparql.rdf.templates import Sparql, render_term
+from tgsparql.rdf.terms import Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Shape, ShapesReader
 from tgsparql.validation.prebinding import (
-    one_query_for_all, refuse_forbidden, substitute, tokens, uses,
+    one_query_for_all,
+    refuse_forbidden,
+    substitute,
+    tokens,
+    uses,
 )
 
 SH = vocab.SH

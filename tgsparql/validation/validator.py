@@ -10,18 +10,23 @@ from dataclasses import replace
 
 import pyoxigraph as ox
 
-from tgsparql.lexical import BY_VALUE, stored_forms
-from tgsparql.store import DataGraph, EmbeddedStore, Solution, Store
-from tgsparql.templates import Sparql, render_term, templates_for, to_iri
-from tgsparql.terms import DEFAULT_DIALECT, Dialect, Term
+from tgsparql.rdf.lexical import BY_VALUE, stored_forms
+from tgsparql.rdf.templates import Sparql, render_term, templates_for, to_iri
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
+from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, Store
 from tgsparql.validation.compiler import (
-    FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
+    FOCUS_STAND_IN,
+    SPARQL_BASED,
+    CompiledQuery,
+    check_shapes,
+    compile_shape,
+    compile_shapes,
 )
-from tgsparql.validation.messages import default_message
-from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.errors import ShapesError
-from tgsparql.validation.prebinding import substitute
+from tgsparql.validation.messages import default_message
 from tgsparql.validation.model import Shape
+from tgsparql.validation.prebinding import substitute
+from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
@@ -83,7 +88,7 @@ class Validator:
 
     def _compile(self, lexical: bool) -> list[CompiledQuery]:
         """The queries over every focus node, rendered once, on first use: those reading the
-        records of tgsparql.lexical only for a store that holds some."""
+        records of tgsparql.rdf.lexical only for a store that holds some."""
         if lexical not in self._compiled:
             self._compiled[lexical] = list(compile_shapes(self.shapes, self.templates, lexical=lexical))
         return self._compiled[lexical]
@@ -286,7 +291,7 @@ class Validator:
     ) -> list[ValidationResult]:
         """The results with each literal the store keeps in another form as the data (or the
         shapes' sh:targetNode) wrote it: a focus node from the shapes' target nodes, any other
-        from the records of tgsparql.lexical, matched by the result's statement (focus node,
+        from the records of tgsparql.rdf.lexical, matched by the result's statement (focus node,
         predicate path) when that names one, else by the stored literal alone when only one
         written form is behind it."""
         stored = sorted(

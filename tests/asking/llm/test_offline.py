@@ -1,0 +1,400 @@
+"""The offline backend: a deterministic selector and answer writer over the demo knowledge graph."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tgsparql.asking.labels import LabeledEdge, build_labelgraph
+from tgsparql.asking.llm.base import SelectionOutput, SelectionRequest
+from tgsparql.asking.llm.offline import OfflineBackend, stems
+from tgsparql.asking.pipeline import GraphRag
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.text import words
+
+ENT = "https://example.org/demo/entity/"
+REL = "https://example.org/demo/rel/"
+TG = vocab.TG
+GRAPH = vocab.explainability_graph()
+
+POLONIUM = "Where was the scientist who discovered polonium born?"
+PRIZE = "Which prize did the daughter of Pierre Curie win?"
+LEAD = ". From the knowledge graph: "
+
+
+def fact(s: str, p: str, o: str) -> ox.Triple:
+    return ox.Triple(ox.NamedNode(ENT + s), ox.NamedNode(REL + p), ox.NamedNode(ENT + o))
+
+
+class Spy:
+    """The offline backend, keeping what the pipeline asked it and what it answered."""
+
+    name = "offline"
+
+    def __init__(self) -> None:
+        self.inner = OfflineBackend()
+        self.requests: list[SelectionRequest] = []
+        self.outputs: list[SelectionOutput] = []
+        self.answers: list = []
+
+    def select(self, request: SelectionRequest) -> SelectionOutput:
+        self.requests.append(request)
+        self.outputs.append(self.inner.select(request))
+        return self.outputs[-1]
+
+    def answer(self, question: str, facts: Sequence[LabeledEdge], *, stream: bool):
+        self.answers.append(self.inner.answer(question, facts, stream=stream))
+        return self.answers[-1]
+
+
+@pytest.fixture
+def spy(demo_store) -> tuple[GraphRag, Spy]:
+    backend = Spy()
+    return GraphRag(demo_store, backend), backend
+
+
+def objects(store, subject: ox.NamedNode, local: str) -> list:
+    return [
+        quad.object
+        for quad in store.oxigraph.quads_for_pattern(subject, ox.NamedNode(TG + local), None, GRAPH)
+    ]
+
+
+def recorded_selection(store, ids: SessionIds) -> list[tuple[ox.Triple, str]]:
+    """(edge, reasoning) of each selected edge, in index order."""
+    chosen = []
+    for item in objects(store, ids.selection, "selectedEdge"):
+        [edge] = objects(store, item, "edge")
+        [reasoning] = objects(store, item, "reasoning")
+        chosen.append((int(item.value.rsplit(":", 1)[1]), edge, reasoning.value))
+    return [(edge, reasoning) for _, edge, reasoning in sorted(chosen, key=lambda c: c[0])]
+
+
+def run(rag: GraphRag, question: str, *, stream: bool = False) -> tuple[str, SessionIds]:
+    messages = list(rag.query(question, stream=stream))
+    assert [m.error for m in messages] == [None] * len(messages)
+    text = "".join(m.response for m in messages if m.message_type == "chunk")
+    return text, SessionIds.from_session_iri(messages[0].explain_id)
+
+
+def parsed_lines(output: SelectionOutput) -> list[dict]:
+    return [json.loads(line) for line in output.text.splitlines()]
+
+
+# ---- the demo questions
+
+
+def test_polonium_question_selects_discovery_and_birthplace_and_answers_warsaw(rag) -> None:
+    text, ids = run(rag, POLONIUM)
+    selected = [edge for edge, _ in recorded_selection(rag.store, ids)]
+    assert fact("Marie_Curie", "bornIn", "Warsaw") in selected
+    assert fact("Marie_Curie", "discovered", "Polonium") in selected
+    assert text.startswith("Warsaw" + LEAD)
+
+
+def test_prize_question_follows_daughter_to_her_prize(rag) -> None:
+    text, ids = run(rag, PRIZE)
+    selected = [edge for edge, _ in recorded_selection(rag.store, ids)]
+    assert fact("Irene_Joliot-Curie", "daughterOf", "Pierre_Curie") in selected
+    assert fact("Irene_Joliot-Curie", "won", "Nobel_Prize_in_Chemistry_1935") in selected
+    assert text.startswith("Nobel Prize in Chemistry 1935" + LEAD)
+
+
+@pytest.mark.parametrize(
+    ("question", "lead"),
+    [
+        ("Where was Pierre Curie born?", "Paris"),  # a place, though a birth year also matches
+        ("In which year was Pierre Curie born?", "1859"),  # a value, though a birthplace matches
+        ("When did Marie Curie die?", "1934"),
+    ],
+)
+def test_the_lead_is_of_the_kind_the_question_asks_for(rag, question: str, lead: str) -> None:
+    text, _ = run(rag, question)
+    assert text.startswith(lead + LEAD)
+
+
+REASON = re.compile(
+    r"^offline selector: this edge matches (?P<own>.+?)"
+    r"(?:; (?P<rest>.*))?; score (?P<score>\d+\.\d\d)$"
+)
+
+
+@pytest.mark.parametrize("question", [POLONIUM, PRIZE])
+def test_reasons_state_matched_terms_and_scores_in_ranking_order(spy, question: str) -> None:
+    rag, backend = spy
+    run(rag, question)
+    [request], [output] = backend.requests, backend.outputs
+    by_id = {edge.id: edge for edge in request.edges}
+    question_words = set(words(question))
+    lines = parsed_lines(output)
+    assert lines, "the demo questions select something"
+    scores = []
+    for line in lines:
+        reason = line["reasoning"]
+        assert reason.startswith("offline selector: ")
+        match = REASON.match(reason)
+        assert match, reason
+        edge = by_id[line["id"]]
+        edge_stems = set(stems(" ".join(edge.labels)))
+        own = re.findall(r"'([^']*)'", match["own"])
+        assert own, reason
+        for term in own:
+            assert term in question_words
+            assert set(stems(term)) <= edge_stems, (term, edge.labels)
+        touches_seed = bool(set(request.seeds) & {edge.triple.subject, edge.triple.object})
+        assert ("it touches a seed entity of the question" in (match["rest"] or "")) is touches_seed
+        scores.append(float(match["score"]))
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] > 0
+
+
+def test_reasons_are_what_the_store_records(spy) -> None:
+    rag, backend = spy
+    _, ids = run(rag, POLONIUM)
+    by_id = {edge.id: edge for edge in backend.requests[0].edges}
+    expected = [(by_id[l["id"]].triple, l["reasoning"]) for l in parsed_lines(backend.outputs[0])]
+    assert recorded_selection(rag.store, ids) == expected
+
+
+def test_selection_is_deterministic(spy) -> None:
+    rag, backend = spy
+    first_text, first = run(rag, PRIZE)
+    second_text, second = run(rag, PRIZE)
+    assert first != second
+    assert backend.outputs[0] == backend.outputs[1]
+    assert backend.outputs[0].text == OfflineBackend().select(backend.requests[0]).text
+    assert first_text == second_text
+    assert recorded_selection(rag.store, first) == recorded_selection(rag.store, second)
+
+
+def test_offline_reports_no_usage_and_records_no_model(spy) -> None:
+    rag, backend = spy
+    _, ids = run(rag, POLONIUM, stream=True)
+    assert backend.outputs[0].usage is None
+    assert backend.answers[0].usage is None
+    for entity in (ids.selection, ids.answer):
+        assert objects(rag.store, entity, "llmModel") == []
+        assert objects(rag.store, entity, "inToken") == []
+        assert objects(rag.store, entity, "outToken") == []
+    assert objects(rag.store, ids.answer, "document") == [ids.answer_document]
+
+
+# ---- selection edge cases
+
+
+def labeled(*triples: tuple[str, str, str]) -> list[LabeledEdge]:
+    subgraph, labels = [], {}
+    for index, names in enumerate(triples):
+        terms = [ox.NamedNode(f"https://example.org/t/{part}{index}") for part in "spo"]
+        subgraph.append(ox.Triple(*terms))
+        labels.update(zip(terms, names))
+    return build_labelgraph(subgraph, labels).labeled_edges
+
+
+def test_no_edges_select_nothing() -> None:
+    assert OfflineBackend().select(SelectionRequest(POLONIUM, [], [])) == SelectionOutput("", None)
+
+
+def test_question_of_stopwords_only_selects_nothing() -> None:
+    edges = labeled(("Marie Curie", "born in", "Warsaw"))
+    output = OfflineBackend().select(SelectionRequest("Who is it?", edges, []))
+    assert output == SelectionOutput("", None)
+
+
+def test_edges_matching_no_question_term_are_not_selected() -> None:
+    edges = labeled(("Paris", "capital of", "France"), ("radium", "type", "chemical element"))
+    assert OfflineBackend().select(SelectionRequest(POLONIUM, edges, [])).text == ""
+
+
+def test_two_edges_through_a_shared_node_are_selected_as_a_path() -> None:
+    subgraph = [
+        fact("Marie_Curie", "bornIn", "Warsaw"),
+        fact("Marie_Curie", "discovered", "Polonium"),
+        fact("Paris", "capitalOf", "France"),
+    ]
+    names = {"Marie_Curie": "Marie Curie", "Warsaw": "Warsaw", "Polonium": "polonium",
+             "Paris": "Paris", "France": "France", "bornIn": "born in",
+             "discovered": "discovered", "capitalOf": "capital of"}
+    labels = {ox.NamedNode(ns + key): value for key, value in names.items() for ns in (ENT, REL)}
+    edges = build_labelgraph(subgraph, labels).labeled_edges
+    lines = parsed_lines(OfflineBackend().select(SelectionRequest(POLONIUM, edges, [])))
+    assert sorted(line["id"] for line in lines) == sorted([edges[0].id, edges[1].id])
+    assert all(set(line) == {"id", "reasoning"} for line in lines)
+    for line in lines:
+        other = edges[1] if line["id"] == edges[0].id else edges[0]
+        assert f"it shares a node with ({' '.join(other.labels)})" in line["reasoning"]
+        assert "'born', 'discovered', 'polonium'" in line["reasoning"]
+
+
+# ---- the answer
+
+
+def test_answer_is_composed_only_from_the_selected_facts(rag) -> None:
+    for question in (POLONIUM, PRIZE):
+        text, ids = run(rag, question)
+        labels = [rag_labels(rag, edge) for edge, _ in recorded_selection(rag.store, ids)]
+        lead, rest = text.split(LEAD, 1)
+        assert lead in {label for s, _, o in labels for label in (s, o)}
+        plain = re.sub(r" \[[0-9a-f]{8}(?:-[0-9]+)?\]", "", rest)
+        assert plain == "; ".join(" ".join(triple) for triple in labels) + "."
+        fact_words = {word for triple in labels for part in triple for word in part.split()}
+        assert set(plain.rstrip(".").replace(";", " ").split()) <= fact_words
+
+
+def test_the_answer_cites_exactly_the_edges_it_was_composed_from(rag) -> None:
+    text, ids = run(rag, POLONIUM)
+    selected = [iri for _, iri in sorted(
+        (int(q.object.value.rsplit(":", 1)[1]), q.object) for q in rag.store.oxigraph
+        .quads_for_pattern(ids.selection, ox.NamedNode(TG + "selectedEdge"), None, None))]
+    cites = [q.object for q in rag.store.oxigraph.quads_for_pattern(
+        ids.answer, ox.NamedNode(TG + "cites"), None, None)]
+    assert len(selected) > 1 and sorted(cites, key=str) == sorted(selected, key=str)
+    [invalid] = [q.object.value for q in rag.store.oxigraph.quads_for_pattern(
+        ids.answer, ox.NamedNode(TG + "invalidCitationCount"), None, None)]
+    assert invalid == "0"
+    assert len(re.findall(r"\[[0-9a-f]{8}(?:-[0-9]+)?\]", text)) == len(selected)
+
+
+def rag_labels(rag: GraphRag, edge: ox.Triple) -> tuple[str, str, str]:
+    """The rdfs:label of each term in the demo KG (a literal is its own label)."""
+    found = []
+    for term in (edge.subject, edge.predicate, edge.object):
+        if isinstance(term, ox.Literal):
+            found.append(term.value)
+            continue
+        quads = rag.store.oxigraph.quads_for_pattern(term, vocab.RDFS_LABEL, None, ox.DefaultGraph())
+        [label] = [quad.object.value for quad in quads]
+        found.append(label)
+    return tuple(found)
+
+
+def test_answer_without_facts_says_the_graph_holds_none() -> None:
+    answer = OfflineBackend().answer(POLONIUM, [], stream=False)
+    assert list(answer) == ["The knowledge graph holds no facts that answer this question."]
+
+
+label = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    question=st.text(max_size=60),
+    triples=st.lists(st.tuples(label, label, label), min_size=1, max_size=6),
+)
+def test_answer_states_a_lead_from_the_facts_then_the_facts_verbatim(question, triples) -> None:
+    facts = labeled(*triples)
+    [text] = list(OfflineBackend().answer(question, facts, stream=False))
+    statements = "; ".join(f"{' '.join(f.labels)} [{f.id}]" for f in facts)
+    ends = {label for f in facts for label in (f.labels[0], f.labels[2])}
+    if text.startswith("From the knowledge graph: "):
+        assert text == f"From the knowledge graph: {statements}."
+    else:
+        lead = text[: len(text) - len(statements) - len(LEAD) - 1]
+        assert text == f"{lead}{LEAD}{statements}."
+        assert lead in ends
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    question=st.text(max_size=60),
+    triples=st.lists(st.tuples(label, label, label), min_size=0, max_size=8),
+)
+def test_streamed_chunks_join_to_the_unstreamed_answer(question, triples) -> None:
+    facts = labeled(*triples)
+    backend = OfflineBackend()
+    [whole] = list(backend.answer(question, facts, stream=False))
+    chunks = list(backend.answer(question, facts, stream=True))
+    assert "".join(chunks) == whole
+    assert all(chunks)
+
+
+def test_pipeline_streams_the_same_answer_in_several_chunks(rag) -> None:
+    whole, _ = run(rag, PRIZE, stream=False)
+    messages = list(rag.query(PRIZE, stream=True))
+    chunks = [m.response for m in messages if m.message_type == "chunk" and not m.end_of_session]
+    assert len(chunks) > 1
+    assert "".join(chunks) == whole
+
+
+# ---- honesty: edges added around the seeds that tell nothing are never chosen
+
+ASKED = ["mother", "director", "birth", "death", "spouse", "founder", "capital", "composer"]
+NAMES = ["Lothair", "Ermengarde", "Broadway", "Tara", "Gershwin", "Sedgwick", "Acton", "Baronet"]
+NOISE = ["zantor", "vikelo", "bakumi", "rasoti", "fagujo", "mirusa", "tikeze", "dohiva"]
+
+
+def term(name: str) -> ox.NamedNode:
+    return ox.NamedNode("https://example.org/h/" + name)
+
+
+@st.composite
+def hub_questions(draw: st.DrawFn) -> tuple[SelectionRequest, SelectionRequest, set[str]]:
+    """A question about a named seed, the edges that answer parts of it, and the same with
+    distractor edges around the seed and its neighbours that share no word with the question
+    but the seed's name."""
+    name = " ".join(draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True)))
+    asked = draw(st.lists(st.sampled_from(ASKED), min_size=1, max_size=2, unique=True))
+    seed = term("seed")
+    labels = {seed: name}
+    facts = []
+    for i, word in enumerate(asked):
+        predicate, value = term(f"p{i}"), term(f"v{i}")
+        labels[predicate], labels[value] = word, f"Value {i}"
+        facts.append(ox.Triple(seed, predicate, value))
+    noise = []
+    for i in range(draw(st.integers(min_value=1, max_value=40))):
+        predicate, other = term(f"n{draw(st.integers(0, 7))}"), term(f"x{i}")
+        labels[predicate] = draw(st.sampled_from(NOISE))
+        labels[other] = " ".join(draw(st.lists(st.sampled_from(NOISE), min_size=1, max_size=2)))
+        anchor = draw(st.sampled_from([seed, *(fact.object for fact in facts)]))
+        noise.append(ox.Triple(anchor, predicate, other) if draw(st.booleans())
+                     else ox.Triple(other, predicate, anchor))
+    question = f"What is the {' and the '.join(asked)} of {name}?"
+    clean = build_labelgraph(facts, labels).labeled_edges
+    noisy = build_labelgraph(draw(st.permutations([*facts, *noise])), labels).labeled_edges
+    distractor_ids = {edge.id for edge in noisy if edge.triple in set(noise)}
+    return (SelectionRequest(question, clean, [seed]), SelectionRequest(question, noisy, [seed]),
+            distractor_ids)
+
+
+@given(hub_questions())
+@settings(max_examples=150, deadline=None)
+def test_distractors_are_never_selected_and_change_nothing(
+    case: tuple[SelectionRequest, SelectionRequest, set[str]]
+) -> None:
+    clean, noisy, distractors = case
+    backend = OfflineBackend()
+    chosen = {line["id"] for line in parsed_lines(backend.select(noisy))}
+    assert not chosen & distractors
+    assert chosen == {line["id"] for line in parsed_lines(backend.select(clean))}
+    assert chosen, "every question names a predicate of the seed's facts"
+
+
+def test_an_edge_that_only_names_the_seed_is_not_selected() -> None:
+    seed, other = term("seed"), term("other")
+    labels = {seed: "Sir Edward Acton, 3rd Baronet", term("p"): "zantor", other: "vikelo",
+              term("q"): "father", term("m"): "Walter Acton"}
+    edges = build_labelgraph(
+        [ox.Triple(seed, term("p"), other), ox.Triple(seed, term("q"), term("m"))], labels
+    ).labeled_edges
+    request = SelectionRequest("Who is Sir Edward Acton, 3rd Baronet's father?", edges, [seed])
+    assert [line["id"] for line in parsed_lines(OfflineBackend().select(request))] == [
+        edges[1].id
+    ]
+
+
+def test_an_edge_between_two_seeds_is_a_path_the_question_names() -> None:
+    a, b = term("a"), term("b")
+    labels = {a: "Broadway Or Bust", b: "Ballad Of Tara", term("p"): "zantor"}
+    edges = build_labelgraph([ox.Triple(a, term("p"), b)], labels).labeled_edges
+    request = SelectionRequest("Is Broadway Or Bust older than Ballad Of Tara?", edges, [a, b])
+    assert [line["id"] for line in parsed_lines(OfflineBackend().select(request))] == [
+        edges[0].id
+    ]

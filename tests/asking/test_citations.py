@@ -1,0 +1,82 @@
+"""Citations: markers of selected edge ids found in an answer, each with its sentence."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyoxigraph as ox
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tgsparql.asking.citations import Citation, find_citations
+from tgsparql.asking.provenance import Recorder
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
+from tgsparql.stores.store import open_store
+
+SELECTED = ["1a2b3c4d", "5e6f7a8b", "5e6f7a8b-2"]
+
+
+def test_a_marker_cites_the_sentence_it_ends_and_follows_it_when_written_after_the_stop() -> None:
+    text = ("Marie Curie was born in Warsaw [1a2b3c4d]. She discovered polonium. [5e6f7a8b]\n"
+            "Both facts [1a2b3c4d; 5e6f7a8b-2] hold")
+    found = find_citations(text, SELECTED)
+    assert [(c.edge, c.sentence) for c in found.citations] == [
+        (0, "Marie Curie was born in Warsaw [1a2b3c4d]."),
+        (1, "She discovered polonium. [5e6f7a8b]"),
+        (0, "Both facts [1a2b3c4d; 5e6f7a8b-2] hold"),
+        (2, "Both facts [1a2b3c4d; 5e6f7a8b-2] hold"),
+    ]
+    assert found.cited == [0, 1, 2] and found.invalid_ids == []
+
+
+def test_ids_of_unselected_edges_are_invalid_and_brackets_of_prose_are_no_markers() -> None:
+    text = "Warsaw [1a2b3c4d, deadbeef]. See [1] and [citation needed] and [ffffffff-3]."
+    found = find_citations(text, SELECTED)
+    assert [c.edge for c in found.citations] == [0]
+    assert found.invalid_ids == ["deadbeef", "ffffffff-3"]
+
+
+def test_a_sentence_citing_an_edge_twice_is_one_citation() -> None:
+    found = find_citations("Warsaw [1a2b3c4d] [1a2b3c4d].", SELECTED)
+    assert found.citations == [Citation(0, "Warsaw [1a2b3c4d] [1a2b3c4d].", 0, 29)]
+
+
+marker = st.lists(st.sampled_from(SELECTED + ["deadbeef", "0000000g", "1"]), min_size=1,
+                  max_size=3).map(lambda ids: "[" + ", ".join(ids) + "]")
+
+answers = st.lists(st.one_of(st.text(max_size=30), marker, st.sampled_from([". ", "; ", "\n"])),
+                   max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=answers)
+def test_every_citation_is_the_answer_text_at_its_offsets(text: str) -> None:
+    found = find_citations(text, SELECTED)
+    for citation in found.citations:
+        assert citation.length > 0
+        assert text[citation.offset : citation.offset + citation.length] == citation.sentence
+        assert SELECTED[citation.edge] in citation.sentence
+    assert all(i not in SELECTED for i in found.invalid_ids)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_hostile_answer_text_is_recorded_literally(text: str) -> None:
+    answer = f"{text} [1a2b3c4d]. \"}} ; DROP ALL ; {text} [5e6f7a8b]"
+    found = find_citations(answer, SELECTED)
+    store = open_store()
+    try:
+        recorder = Recorder(store)
+        ids = SessionIds.new()
+        now = dt.datetime.now(dt.timezone.utc)
+        recorder.write(recorder.answer(ids, None, now, found, started=now))
+        graph = vocab.explainability_graph()
+        stored = {q.object.value for q in store.oxigraph.quads_for_pattern(
+            None, ox.NamedNode(vocab.TG + "sentence"), None, graph)}
+        assert stored == {c.sentence for c in found.citations}
+        [invalid] = store.oxigraph.quads_for_pattern(
+            ids.answer, ox.NamedNode(vocab.TG + "invalidCitationCount"), None, graph)
+        assert invalid.object.value == str(len(found.invalid_ids))
+    finally:
+        store.close()

@@ -1,0 +1,481 @@
+"""Grounding: from a question to the seed entities of the KG it speaks of.
+
+Concepts are the phrases of the question (word n-grams). An entity matches a concept when their
+matching keys are equal, so matching ignores case, accents, punctuation and a label's
+disambiguating suffix ("Ray Taylor (director)" is found as "Ray Taylor"); every name the KG
+gives an entity counts (`rdfs:label`, `skos:altLabel`, `schema:alternateName`).
+A name the question writes shorter than the KG does ("Edsel Ford" for "Edsel Bryant Ford")
+matches too, in any word order ("Ford, Edsel"): a run of capitalised words that no label equals
+finds the labels that contain all its words with at most MAX_EXTRA_NAME_WORDS more. Within such
+a run, an initial stands for any word it begins ("Thaddeus P. Mott" finds "Thaddeus Phelps
+Mott"), an ordinal belongs to the name ("Richard Beauchamp, 1st Earl of Worcester"), and a name
+of three words or more may miss one of them when the label holds the rest and at most one word
+more, spelt alike at the start ("Joanna" for "Johanna"): see `name_fit`. A label's parenthetical
+aside is no part of its name ("Eustace III (died c. 1125), Count of Boulogne").
+Normalised label keys and their words live in the label index graph, written once per label by
+`update_label_index`, so grounding is indexed lookups instead of a scan over every label, all in
+one query.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+import pyoxigraph as ox
+
+from tgsparql.rdf import vocab
+from tgsparql.rdf.stems import stem
+from tgsparql.rdf.text import WORD as _WORD
+from tgsparql.rdf.text import normalize_label, words
+from tgsparql.stores.store import Solution, Store
+
+MAX_PHRASE_WORDS: Final = 10
+MAX_QUESTION_WORDS: Final = 200
+INDEX_BATCH: Final = 1000
+"""Labels an update of the index: each update's transaction is held in memory until it commits
+(5,000 took some 100 MB more at the peak of a large load, and were no faster)."""
+INDEX_VERSION: Final = 4
+"""Bumped when the index holds something new; an older index is rebuilt on the next update."""
+MAX_EXTRA_NAME_WORDS: Final = 3
+NAME_MATCHES_PER_RUN: Final = 2
+MIN_NAMES_TO_MISS_ONE: Final = 3
+"""A run of at least this many names may match a label that lacks one of them."""
+SAME_START: Final = 2
+"""Letters a missing name shares with the label's word in its place: a variant spelling."""
+MIN_SHORT_FORM: Final = 3
+"""Letters a name needs to stand for a longer word it begins ("Gwen" for "Gwendolyn")."""
+COMMON_STEM: Final = 1000
+"""A stem more names than this hold tells no edges apart: retrieval does not rank by it."""
+NAME_CONNECTORS: Final = frozenset(
+    "of the and de del della der den di da du la le van von bin ibn al".split()
+)
+"""Lower-case words that may sit inside a capitalised name ("Prince of Orange")."""
+
+STOPWORDS: Final = frozenset(
+    """a about after all also an and any are as at be been before being between both but by can
+    could did do does doing done for from had has have having he her here hers him his how i if
+    in into is it its me more most my no nor not of on once only or other our out over own same
+    she should so some such than that the their them then there these they this those through to
+    too under until up very was we were what when where which while who whom whose why will with
+    would you your yours s""".split()
+)
+
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+_JOINER = re.compile(r"(?<=[^\W_])['’‐-](?=[^\W_])")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
+
+
+def match_key(text: str) -> str:
+    """The matching key of a label or phrase: its normalised words without accents."""
+    decomposed = unicodedata.normalize("NFKD", normalize_label(text))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFKC", bare)
+
+
+def label_keys(label: str) -> list[str]:
+    """The keys a label is found by: its own, its own without a disambiguating suffix, without
+    any parenthetical aside ("Eustace III (died c. 1125) was the count of Boulogne"), and that
+    with the words a hyphen or apostrophe joins written as one ("Terii-maeva-rua" as
+    "Teriimaevarua")."""
+    bare = _ASIDE.sub(" ", label)
+    keys = [match_key(label), match_key(_DISAMBIGUATOR.sub("", label)), match_key(bare),
+            match_key(_JOINER.sub("", bare))]
+    return [key for key in dict.fromkeys(keys) if key]
+
+
+def content_words(key: str) -> list[str]:
+    """The words of a normalised key that can identify a name: not stopwords nor connectors
+    (so "Marie de Namur" finds "Marie of Namur"), once each."""
+    return list(
+        dict.fromkeys(
+            word for word in key.split() if word not in STOPWORDS and word not in NAME_CONNECTORS
+        )
+    )
+
+
+def stems(text: str) -> dict[str, str]:
+    """Content words of `text` by stem (stem → first surface form)."""
+    found: dict[str, str] = {}
+    for word in match_key(text).split():
+        if word not in STOPWORDS:
+            found.setdefault(stem(word), word)
+    return found
+
+
+@dataclass(frozen=True)
+class Phrase:
+    text: str
+    """The phrase's normalised words, as the question writes them: a concept of the record."""
+    start: int
+    end: int
+
+    @property
+    def key(self) -> str:
+        return match_key(self.text)
+
+
+@dataclass(frozen=True)
+class NameRun:
+    """Capitalised words of the question, as normalised words at [start, end)."""
+
+    words: tuple[str, ...]
+    start: int
+    end: int
+    part_of: int | None = None
+    """For the part of a run before its first comma ("Robert Petre" of "Robert Petre, 8th Baron
+    Petre"), the run's index: the part is looked for in case the whole is not found (what
+    follows a comma is a title, which other people hold too)."""
+
+    @property
+    def names(self) -> list[str]:
+        """The words a label must hold: the content words, or all but stopwords when fewer
+        than two are left, since a name may be made of words that are connectors elsewhere
+        ("Từ Dụ")."""
+        key = match_key(" ".join(self.words))
+        content = content_words(key)
+        if len(content) >= 2:
+            return content
+        return list(dict.fromkeys(word for word in key.split() if word not in STOPWORDS))
+
+    @property
+    def probes(self) -> list[Probe]:
+        """What is asked of the label index: the labels holding the names that are neither
+        initials nor connectors; from MIN_NAMES_TO_MISS_ONE names on (up to MAX_PHRASE_WORDS,
+        so a run asks at most that many more), those holding all of them but one, each left
+        out once; of two names, those holding one and a longer word the other begins."""
+        looked_up = [w for w in self.names if len(w) > 1 and w not in NAME_CONNECTORS]
+        if not looked_up:
+            return []
+        probes = [Probe(looked_up)]
+        others = [[w for w in looked_up if w != left_out] for left_out in looked_up]
+        if len(self.names) >= MIN_NAMES_TO_MISS_ONE and (
+            MIN_NAMES_TO_MISS_ONE <= len(looked_up) <= MAX_PHRASE_WORDS
+        ):
+            probes += [Probe(rest) for rest in others]
+        elif len(looked_up) == 2:
+            probes += [
+                Probe(rest, short)
+                for short, rest in zip(looked_up, others)
+                if len(short) >= MIN_SHORT_FORM
+            ]
+        return probes
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Labels holding every one of `words`, and, when given, a word longer than `prefix` that
+    begins with it."""
+
+    words: list[str]
+    prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class Grounding:
+    concepts: list[str]
+    """Phrases of the question that grounding looked for: matched ones and uncovered words."""
+    seeds: list[ox.NamedNode]
+    """Matched entities, in the order their phrases appear in the question."""
+    schema_predicates: tuple[ox.NamedNode, ...] | None = None
+    """The well-known schema predicates the KG uses, asked in the same query, for retrieval;
+    None when not asked."""
+    stems: tuple[str, ...] = ()
+    """The stems of the question's words that some but at most COMMON_STEM indexed names hold,
+    for retrieval's ranking."""
+
+
+def candidate_phrases(question: str) -> list[Phrase]:
+    """Every n-gram of up to MAX_PHRASE_WORDS words that is not made of stopwords alone."""
+    tokens = words(question)[:MAX_QUESTION_WORDS]
+    phrases = []
+    for start in range(len(tokens)):
+        for end in range(start + 1, min(start + MAX_PHRASE_WORDS, len(tokens)) + 1):
+            span = tokens[start:end]
+            if all(token in STOPWORDS for token in span):
+                continue
+            phrases.append(Phrase(" ".join(span), start, end))
+    return phrases
+
+
+def name_runs(question: str) -> list[NameRun]:
+    """Runs of capitalised words (with connectors inside) that could be a name.
+
+    The question's first word is left out: it is capitalised because it starts the sentence.
+    Runs are given as positions in `words(question)`; where case folding would change how the
+    text splits into words, the positions cannot be trusted and no runs are given.
+    """
+    text = unicodedata.normalize("NFKC", question)
+    matches = list(itertools.islice(_WORD.finditer(text), MAX_QUESTION_WORDS))
+    original = [match.group() for match in matches]
+    tokens = words(question)[:MAX_QUESTION_WORDS]
+    if [token.casefold() for token in original] != tokens:
+        return []
+    commas = {
+        i for i in range(1, len(matches)) if "," in text[matches[i - 1].end() : matches[i].start()]
+    }
+    runs: list[NameRun] = []
+    start = None
+    for i in range(1, len(original) + 1):
+        token = original[i] if i < len(original) else ""
+        capital = token[:1].isupper()
+        inside = start is not None and bool(token) and (
+            tokens[i] in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None
+        )
+        if capital or inside:
+            if start is None:
+                start = i
+            continue
+        if start is not None:
+            end = i
+            while end > start and _trailing(original[end - 1], tokens[end - 1]):
+                end -= 1
+            runs.append(NameRun(tuple(tokens[start:end]), start, end))
+            start = None
+    whole = [run for run in runs if len(run.names) >= 2]
+    parts = []
+    for index, run in enumerate(whole):
+        cut = min((c for c in commas if run.start < c < run.end), default=None)
+        if cut is not None:
+            parts.append(NameRun(tuple(tokens[run.start : cut]), run.start, cut, part_of=index))
+    return whole + [part for part in parts if len(part.names) >= 2]
+
+
+def _trailing(token: str, word: str) -> bool:
+    """Whether a run's last word is no part of the name: a connector or ordinal written in
+    lower case ("Lady of the ...", "the Duke of Kent's 2nd ...")."""
+    lower = not token[:1].isupper()
+    return lower and (word in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None)
+
+
+def ground(store: Store, question: str, entity_limit: int) -> Grounding:
+    """The seeds of the question, and the schema predicates the KG uses, in one query."""
+    phrases = candidate_phrases(question)
+    if not phrases:
+        return Grounding(concepts=[], seeds=[])
+    keys = sorted({phrase.key for phrase in phrases})
+    runs = name_runs(question)
+    question_stems = sorted(stems(question))
+    rows = store.run(
+        "ground",
+        keys=keys,
+        probes=[(i, probe) for i, run in enumerate(runs) for probe in run.probes],
+        schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
+        stems=question_stems,
+        common_stem=COMMON_STEM,
+    ).rows
+    read = _GroundRows.of(rows)
+    entities_by_key, name_rows = read.entities_by_key, read.name_rows
+    chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
+    covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
+    tokens = words(question)[:MAX_QUESTION_WORDS]
+    concepts = [phrase.text for phrase in chosen]
+    concepts += [
+        token
+        for i, token in enumerate(tokens)
+        if i not in covered and token not in STOPWORDS and token not in concepts
+    ]
+    found = [entities_by_key[phrase.key] for phrase in chosen]
+    uncovered = {
+        i
+        for i, run in enumerate(runs)
+        if any(
+            i not in covered and tokens[i] not in STOPWORDS and tokens[i] not in NAME_CONNECTORS
+            for i in range(run.start, run.end)
+        )
+    }
+    named = _name_matches(runs, [row for row in name_rows if row[0] in uncovered])
+    named = {i: found for i, found in named.items() if runs[i].part_of not in named}
+    inside = [(runs[i].start, runs[i].end) for i in named]
+    # a run that names one entity is not also the single words it is made of ("William",
+    # "Louis", "Prince" in "William Louis, Prince of Anhalt-Harzgerode")
+    found = [
+        entities
+        for phrase, entities in zip(chosen, found)
+        if not any(start <= phrase.start and phrase.end <= end for start, end in inside)
+    ]
+    found += [named[i] for i in sorted(named)]
+    seeds: list[ox.NamedNode] = []
+    for entity in dict.fromkeys(entity for entities in found for entity in entities):
+        if len(seeds) < entity_limit:
+            seeds.append(entity)
+    return Grounding(
+        concepts=_unique(concepts),
+        seeds=seeds,
+        schema_predicates=tuple(sorted(set(read.schema), key=lambda node: node.value)),
+        stems=tuple(sorted(set(read.telling))),
+    )
+
+
+@dataclass
+class _GroundRows:
+    """The rows of `ground.rq` sorted by what they answer."""
+
+    telling: list[str] = field(default_factory=list)
+    """The question's stems that name few enough things to tell them apart."""
+    entities_by_key: dict[str, list[ox.NamedNode]] = field(default_factory=dict)
+    """Entities whose label is a phrase's key, by key, in IRI order."""
+    name_rows: list[tuple[int, str, ox.NamedNode]] = field(default_factory=list)
+    """(name run, key, entity) for the probes of the question's name runs."""
+    schema: list[ox.NamedNode] = field(default_factory=list)
+    """Schema predicates the KG uses."""
+
+    @classmethod
+    def of(cls, rows: Iterable[Solution]) -> _GroundRows:
+        out = cls()
+        for row in rows:
+            entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
+            stem_, named = row.get("stem"), row.get("named")
+            if isinstance(stem_, ox.Literal) and isinstance(named, ox.Literal):
+                if 0 < int(named.value) <= COMMON_STEM:
+                    out.telling.append(stem_.value)
+            elif isinstance(predicate, ox.NamedNode):
+                out.schema.append(predicate)
+            elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
+                continue
+            elif isinstance(run, ox.Literal):
+                out.name_rows.append((int(run.value), key.value, entity))
+            else:
+                out.entities_by_key.setdefault(key.value, []).append(entity)
+        for found in out.entities_by_key.values():
+            found.sort(key=lambda node: node.value)
+        return out
+
+
+def _name_matches(
+    runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
+) -> dict[int, list[ox.NamedNode]]:
+    """Per run that matched, the entities whose label fits it best (`name_fit`): labels
+    holding every name before those missing one, names written in full before shortened ones,
+    in the run's order before another order ("Ford, Edsel"), fewest extra words first."""
+    candidates: dict[int, set[tuple[int, int, bool, int, str, ox.NamedNode]]] = {}
+    for index, key, entity in rows:
+        fit = name_fit(runs[index].names, key)
+        if fit is not None:
+            candidates.setdefault(index, set()).add((*fit, entity.value, entity))
+    found = {}
+    for i, items in candidates.items():
+        ranked = sorted(items)
+        best = [item for item in ranked if item[:3] == ranked[0][:3]]
+        found[i] = [entity for *_, entity in best[:NAME_MATCHES_PER_RUN]]
+    return found
+
+
+def name_fit(names: list[str], key: str) -> tuple[int, int, bool, int] | None:
+    """How a label's key fits a run's names, as (names missing, names shortened, reordered,
+    extra words), or None when it does not fit.
+
+    A name fits the label's word equal to it, else, shortened, the first longer word it begins
+    if it is an initial (one letter) or has MIN_SHORT_FORM letters or more. With MIN_NAMES_TO_MISS_ONE names or more, one may be missing: in place of a word of
+    the label that begins with the same SAME_START letters (a variant spelling), or, when the
+    label has no other word, between two names that fit (a title left out: "William Louis,
+    Prince of Anhalt-Harzgerode" for "William Louis of Anhalt-Harzgerode"). Otherwise every
+    name must fit, with at most MAX_EXTRA_NAME_WORDS extra content words.
+    """
+    label_words = key.split()
+    positions: list[int] = []
+    missing = []
+    shortened = 0
+    for name in names:
+        free = [i for i in range(len(label_words)) if i not in positions]
+        place = next((i for i in free if label_words[i] == name), None)
+        if place is None and (len(name) == 1 or len(name) >= MIN_SHORT_FORM):
+            place = next(
+                (i for i in free if label_words[i].startswith(name) and label_words[i] != name),
+                None,
+            )
+            shortened += place is not None
+        if place is None:
+            missing.append(name)
+        else:
+            positions.append(place)
+    extra = [
+        word
+        for i, word in enumerate(label_words)
+        if i not in positions and word not in STOPWORDS and word not in NAME_CONNECTORS
+    ]
+    if missing:
+        one = len(missing) == 1 and len(names) >= MIN_NAMES_TO_MISS_ONE
+        name = missing[0]
+        spelt_alike = len(extra) == 1 and len(name) > SAME_START and (
+            extra[0][:SAME_START] == name[:SAME_START]
+        )
+        left_out = not extra and names[0] != name and names[-1] != name
+        if not (one and (spelt_alike or left_out)):
+            return None
+    elif len(extra) > MAX_EXTRA_NAME_WORDS:
+        return None
+    return len(missing), shortened, positions != sorted(positions), len(extra)
+
+
+def _longest_matches(matched: list[Phrase]) -> list[Phrase]:
+    """Greedy cover: longer phrases first, no two overlapping, returned in question order."""
+    chosen: list[Phrase] = []
+    taken: set[int] = set()
+    for phrase in sorted(matched, key=lambda p: (-(p.end - p.start), p.start)):
+        span = set(range(phrase.start, phrase.end))
+        if span & taken:
+            continue
+        chosen.append(phrase)
+        taken |= span
+    return sorted(chosen, key=lambda p: p.start)
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    entity: ox.NamedNode
+    label: ox.Literal
+    keys: list[str]
+
+    @property
+    def words(self) -> list[str]:
+        return list(dict.fromkeys(word for key in self.keys for word in content_words(key)))
+
+    @property
+    def stems(self) -> list[str]:
+        """For retrieval's ranking, which meets the question's words by stem."""
+        return sorted({stem(word) for word in self.words})
+
+
+def update_label_index(store: Store, progress: Callable[[int], None] | None = None) -> int:
+    """Index every label not yet indexed; returns how many were added.
+
+    An index written by an older version is rebuilt whole, so every entry has what grounding
+    now looks up.
+    """
+    if not store.run("label_index_version", version=INDEX_VERSION).boolean:
+        store.run("label_index_clear", version=INDEX_VERSION)
+    pending = store.templates.render("label_index_pending")
+    # Rows one at a time where the store can stream them (the embedded store, whose query reads
+    # a snapshot, so writing meanwhile is safe): a load of a million labels must not hold them all.
+    stream: Callable[[str], Iterable[Solution]] = getattr(store, "select_iter", store.select)
+    added = 0
+    batch: list[IndexEntry] = []
+    for row in itertools.chain(stream(pending), [None]):
+        if row is not None:
+            entity, label = row.get("entity"), row.get("label")
+            if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
+                keys = label_keys(label.value)
+                if keys:
+                    batch.append(IndexEntry(entity, label, keys))
+        if batch and (row is None or len(batch) == INDEX_BATCH):
+            store.run("label_index_insert", entries=batch)
+            added += len(batch)
+            if progress is not None:
+                progress(len(batch))
+            batch = []
+    return added
+
+
+def rebuild_label_index(store: Store) -> int:
+    store.run("label_index_clear", version=INDEX_VERSION)
+    return update_label_index(store)

@@ -1,0 +1,98 @@
+"""The interface every backend implements, and the prompts they share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any, Literal, Protocol
+
+import jinja2
+import pyoxigraph as ox
+
+from tgsparql.asking.labels import LabeledEdge
+from tgsparql.asking.llm.usage import Usage
+
+DEFAULT_LLM_TIMEOUT = 25.0
+"""Seconds to wait for the LLM to connect or send more of a reply. With DEFAULT_LLM_RETRIES, a
+server that accepts and never answers fails the call in under a minute (2 x 25 s + backoff)."""
+DEFAULT_LLM_RETRIES = 1
+
+Constraint = Literal["none", "grammar"]
+"""How a backend may constrain the selection output: not at all, or by a GBNF grammar."""
+
+
+class LLMError(RuntimeError):
+    """The LLM could not be reached or gave no usable reply."""
+
+
+class ExtractionUnsupported(LLMError):
+    """The backend cannot read facts out of text, so ingesting with it would invent them."""
+
+
+@dataclass(frozen=True)
+class SelectionRequest:
+    question: str
+    edges: Sequence[LabeledEdge]
+    seeds: Sequence[ox.NamedNode]
+
+
+@dataclass(frozen=True)
+class SelectionOutput:
+    text: str
+    """JSONL, one `{"id": …, "reasoning": …}` per selected edge; parsed tolerantly later."""
+    usage: Usage | None
+
+
+@dataclass(frozen=True)
+class ExtractionRequest:
+    text: str
+    """The chunk, exactly as stored."""
+    title: str
+
+
+@dataclass(frozen=True)
+class ExtractionOutput:
+    text: str
+    """JSONL, one `{"s", "p", "o", "evidence"}` object per fact; parsed tolerantly later."""
+    usage: Usage | None
+
+
+class AnswerStream(Protocol):
+    """Chunks of the answer text; `usage` is known once the iteration is over."""
+
+    usage: Usage | None
+
+    def __iter__(self) -> Iterator[str]: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def select(self, request: SelectionRequest) -> SelectionOutput: ...
+
+    def answer(
+        self, question: str, facts: Sequence[LabeledEdge], *, stream: bool
+    ) -> AnswerStream: ...
+
+    def extract(self, request: ExtractionRequest) -> ExtractionOutput:
+        """The facts a chunk states; ExtractionUnsupported when the backend cannot read text."""
+        ...
+
+
+@cache
+def _prompts() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(
+            lambda name: files("tgsparql.asking.prompts").joinpath(name).read_text(encoding="utf-8")
+        ),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+
+
+def render_prompt(name: str, **params: Any) -> str:
+    """A prompt of `tgsparql/asking/prompts/`; edges reach it JSON-encoded, never spliced raw."""
+    return _prompts().get_template(name).render(**params)

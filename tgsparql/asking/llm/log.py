@@ -1,0 +1,68 @@
+"""The LLM log: every prompt sent and every raw reply, as JSON Lines a user can read back.
+
+It shows why nothing was extracted or selected: what the model was asked, with which
+constraint, and exactly what it wrote, before any parsing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from tgsparql.asking.llm.usage import Usage
+
+
+class LLMLogError(OSError):
+    """The log file cannot be opened or written."""
+
+
+class LLMLog:
+    """Appends one JSON object a line per LLM call; shared safely by the pipeline's threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            self._file: TextIO = path.open("a", encoding="utf-8")
+        except OSError as error:
+            raise LLMLogError(f"cannot open the LLM log {path}: {error.strerror or error}") from None
+
+    def write(
+        self,
+        call: str,
+        *,
+        request: dict[str, Any],
+        reply: str | None,
+        usage: Usage | None = None,
+        error: str | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        """One call: `call` says what for (select, answer, extract); `request` is what was
+        sent (model, messages, constraint, limits); `reply` the raw text, None if none came."""
+        entry: dict[str, Any] = {
+            "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "call": call,
+            **request,
+            "reply": reply,
+        }
+        if usage is not None:
+            entry["usage"] = {"model": usage.model, "in_tokens": usage.in_tokens,
+                              "out_tokens": usage.out_tokens}
+        if error is not None:
+            entry["error"] = error
+        if seconds is not None:
+            entry["seconds"] = round(seconds, 3)
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        with self._lock:
+            try:
+                self._file.write(line)
+                self._file.flush()
+            except (OSError, ValueError) as failure:  # ValueError: written after close
+                raise LLMLogError(f"cannot write the LLM log {self.path}: {failure}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()

@@ -1,0 +1,598 @@
+"""Retrieval: the subgraph around the seed entities, hop by hop, within the limits of
+docs/spec.md §5.
+
+Per node and hop the node's edges are ranked before the limit cuts them (`RANKING_RULE`, spelled
+out in queries/retrieve_ranked.rq): edges to other seeds, then edges whose predicate or neighbour
+is named with the question's words, then rare predicates of that node before common ones, ties
+by term strings — so the edges a question needs survive on a hub, and every engine keeps the
+same ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by the same
+rule; the store ranks only bigger seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Protocol
+
+import pyoxigraph as ox
+
+from tgsparql.asking.grounding import COMMON_STEM
+from tgsparql.rdf import vocab
+from tgsparql.stores.store import Solution, Store
+
+RANKING_RULE = vocab.TG_QUESTION_PATH_RARITY_RANKING
+RANK_WHOLE_UP_TO = 100
+"""A node with at most this many edges has all of them ranked."""
+COUNT_UP_TO = 2000
+"""A node with more edges than RANK_WHOLE_UP_TO but at most this many has its predicates counted,
+and the edges of its rare ones compete with those that match the question or reach a seed; a
+node with more (a hub) is never read whole: only the edges that match the question or reach a
+seed compete for its places. Also how far each seed's edges are counted for the record."""
+NEIGHBOURS_BY_VALUE = 2000
+"""Up to this many (node, neighbour named with the question's stems) pairs, _matches.rq
+looks each up (an index lookup each, cheaper than a join with the label index per node);
+with more, it joins with the label index."""
+RARE_USES = 10
+"""A predicate a node uses at most this many times is rare at that node."""
+NODES_PER_QUERY = 8
+"""Nodes ranked in one request: Virtuoso refuses a query of many more ("Query too large,
+variables in state over the limit")."""
+MATCHES_UP_TO = 30
+"""A node with more edges that match the question than this in one direction (a word all its
+neighbours' labels hold) keeps none of those: they tell nothing apart, and ranking them all
+would cost."""
+TURN_SLACK = 2
+"""How many turns' worth of edges a node is first asked for when the size cap binds."""
+MIN_EDGES_PER_NODE = 5
+
+
+@dataclass(frozen=True)
+class RetrievalLimits:
+    max_path_length: int = 2
+    triple_limit: int = 30
+    entity_limit: int = 50
+    max_subgraph_size: int = 150
+
+    def __post_init__(self) -> None:
+        for name in ("max_path_length", "triple_limit", "entity_limit", "max_subgraph_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    edges: list[ox.Triple]
+    """In the order they were reached: hop by hop, each node's in rank order, nodes in turns."""
+    candidates: dict[ox.NamedNode, int]
+    """Per seed, the edges touching it, counted up to COUNT_UP_TO + 1 (which means more): how
+    many the ranking chose from."""
+    rule: ox.NamedNode = RANKING_RULE
+
+
+def retrieve_subgraph(
+    store: Store,
+    seeds: Sequence[ox.NamedNode],
+    limits: RetrievalLimits,
+    schema_predicates: Sequence[ox.NamedNode] | None = None,
+    stems: Sequence[str] = (),
+) -> list[ox.Triple]:
+    """Edges within `max_path_length` hops of the seeds, in the order they were reached."""
+    return retrieve(store, seeds, limits, schema_predicates, stems).edges
+
+
+def retrieve(
+    store: Store,
+    seeds: Sequence[ox.NamedNode],
+    limits: RetrievalLimits,
+    schema_predicates: Sequence[ox.NamedNode] | None = None,
+    stems: Sequence[str] = (),
+) -> Retrieved:
+    """The subgraph, and what its cut chose from.
+
+    The first hop is one SELECT, each later one two, over the whole frontier, and one more per
+    NODES_PER_QUERY of the hop's seeds with more than RANK_WHOLE_UP_TO edges (see
+    `RankedQuery`).
+    When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
+    crowd out the others. `stems` are the question's word stems the ranking matches labels
+    with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
+    its own query); the store is asked here only when they are not given.
+    """
+    if not seeds:
+        return Retrieved([], {})
+    excluded = (
+        sorted(schema_predicates, key=str)
+        if schema_predicates is not None
+        else _schema_predicates_in_use(store)
+    )
+    query = RankedQuery(
+        store, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
+        limits.triple_limit,
+    )
+    return walk(query, limits)
+
+
+class HopQuery(Protocol):
+    """What the walk asks the store each hop: each node's best edges, best first."""
+
+    seeds: Sequence[ox.NamedNode]
+    candidates: dict[ox.NamedNode, int]
+
+    def ranked(
+        self, nodes: Sequence[ox.NamedNode], per_node: int
+    ) -> dict[ox.NamedNode, list[ox.Triple]]: ...
+
+
+def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
+    """Hop by hop from `query.seeds`, within the limits."""
+    seeds = query.seeds
+    subgraph: dict[ox.Triple, None] = {}
+    reached: set[ox.NamedNode] = set(seeds)
+    frontier = list(dict.fromkeys(seeds))
+    for _ in range(limits.max_path_length):
+        if not frontier or len(subgraph) >= limits.max_subgraph_size:
+            break
+        added = _hop(query, frontier, subgraph, limits)
+        next_frontier = []
+        for edge in added:
+            for node in (edge.subject, edge.object):
+                if isinstance(node, ox.NamedNode) and node not in reached:
+                    reached.add(node)
+                    next_frontier.append(node)
+        frontier = next_frontier
+    seed_counts = {seed: query.candidates[seed] for seed in query.seeds if seed in query.candidates}
+    return Retrieved(list(subgraph), seed_counts)
+
+
+@dataclass
+class RankedQuery:
+    """Each node's best `triple_limit` edges, found once per node.
+
+    The first request of a hop (retrieve_degrees.rq, the whole frontier) tells the nodes with
+    more than RANK_WHOLE_UP_TO edges (a seed's are counted); on the first hop it also finds the
+    stems' holders and reads the seeds' first RANK_WHOLE_UP_TO + 1 edges, all of a seed's that
+    has no more, so that hop needs no second request. On later hops the second
+    (retrieve_subgraph.rq) reads the edges of the nodes that have no more, ranked here, and the
+    edges of the bigger nodes that are not seeds that can rank first, ranked here too; the
+    bigger seeds are ranked by the store (retrieve_ranked.rq), NODES_PER_QUERY a request.
+    Ranking a small node here keeps exactly the edges the store's ranking would, at the cost
+    of reading them, which the unranked query did too.
+    """
+
+    store: Store
+    excluded: Sequence[ox.NamedNode]
+    stems: Sequence[str]
+    seeds: Sequence[ox.NamedNode]
+    triple_limit: int
+    candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
+    best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
+    holders: dict[object, set[str]] | None = None
+    """The terms whose labels hold the question's stems, and which (`_stem_holders`); read
+    with the first hop's degrees."""
+    predicates: dict[object, list[str]] = field(default_factory=dict)
+    """Those of them used as predicates, with their stems."""
+    named: dict[str, int] = field(default_factory=dict)
+    """How many of the stems each holder's label holds, by its IRI (`_best`)."""
+
+    @cached_property
+    def seed_iris(self) -> frozenset[str]:
+        return frozenset(seed.value for seed in self.seeds)
+
+    def ranked(
+        self, nodes: Sequence[ox.NamedNode], per_node: int
+    ) -> dict[ox.NamedNode, list[ox.Triple]]:
+        """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
+        missing = [node for node in dict.fromkeys(nodes) if node not in self.best]
+        if missing:
+            self._read(missing)
+        return {node: self.best[node][:per_node] for node in nodes}
+
+    def _read(self, nodes: Sequence[ox.NamedNode]) -> None:
+        degrees, whole = self._degrees(nodes)
+        for seed in self.seeds:
+            if seed in degrees:
+                self.candidates.setdefault(seed, degrees[seed])
+        small = [node for node in nodes if degrees.get(node, 0) <= RANK_WHOLE_UP_TO]
+        over = [node for node in nodes if degrees.get(node, 0) > RANK_WHOLE_UP_TO]
+        seeds = set(self.seeds)
+        if whole is not None:
+            # Read with their counts (schema predicates included, as the count counts them).
+            over += [node for node in small if not self._rank_whole(node, whole.get(node, []))]
+            small = []
+        hubs = [node for node in over if node not in seeds]
+        while small or hubs:
+            # A node that grew past RANK_WHOLE_UP_TO since the count is asked again as bigger.
+            small = self._read_edges(small, hubs)
+            over += small
+            hubs = [node for node in small if node not in seeds]
+            small = []
+        over = [node for node in over if node in seeds]
+        for start in range(0, len(over), NODES_PER_QUERY):
+            batch = over[start : start + NODES_PER_QUERY]
+            self.best.update(self._rank(batch, self._select(batch)))
+
+    def _read_edges(
+        self, small: Sequence[ox.NamedNode], hubs: Sequence[ox.NamedNode]
+    ) -> list[ox.NamedNode]:
+        """In one request (retrieve_subgraph.rq), the edges of the nodes read whole, ranked
+        here, and the best edges of nodes with many edges that are not seeds, from their edges
+        to seeds and those that match the question. Returns the nodes read whole that gave
+        more than RANK_WHOLE_UP_TO edges."""
+        holders = self.holders or {}
+        neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
+        by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
+        rows = self._select_edges(small, hubs, neighbours if by_value else None)
+        seeds = set(self.seeds)
+        read, matches = _split_rows(
+            rows, small, hubs, seeds, holders if by_value else {}, self.predicates
+        )
+        grown = [node for node, edges in zip(small, read) if not self._rank_whole(node, edges)]
+        for node, rows_of_node in matches.items():
+            self.best[node] = _best_matches(rows_of_node, self.triple_limit)
+        return grown
+
+    def _rank_whole(self, node: ox.NamedNode, edges: Sequence[_Edge]) -> bool:
+        """Ranks the edges of a node read whole; False, ranking nothing, when it gave more than
+        RANK_WHOLE_UP_TO (it grew since its count): it is ranked as the bigger node it is. An
+        edge with a blank node counts, as the count counts it, and is dropped after the test."""
+        if len(edges) > RANK_WHOLE_UP_TO:
+            return False
+        kept = [edge for edge in edges if not isinstance(edge[0], ox.BlankNode)]
+        self.best[node] = _best(node, kept, self.seed_iris, self.named, self.triple_limit)
+        return True
+
+    def _select_edges(
+        self,
+        small: Sequence[ox.NamedNode],
+        hubs: Sequence[ox.NamedNode],
+        neighbours: Sequence[ox.NamedNode] | None,
+    ) -> list[Solution]:
+        return self.store.run(
+            "retrieve_subgraph",
+            nodes=small,
+            hubs=hubs,
+            stems=self.stems,
+            predicates=self.predicates,
+            seeds=self.seeds,
+            neighbours=neighbours,
+            excluded=self.excluded,
+            matches_up_to=MATCHES_UP_TO,
+        ).rows
+
+    def _stem_holders(self, rows: list[Solution]) -> dict[object, set[str]]:
+        """Which terms' labels hold which of the question's stems, and which of those terms
+        are predicates (`predicates`), from the rows of _stem_holders.rq. A stem more than
+        COMMON_STEM terms hold tells nothing apart: it is dropped from `stems`, so the store's
+        ranking of the larger nodes does not use it either."""
+        by_stem: dict[str, list[object]] = {}
+        predicates: set[object] = set()
+        for row in rows:
+            stem = row.get("stem")
+            if isinstance(stem, ox.Literal) and row.get("term") is not None:
+                by_stem.setdefault(stem.value, []).append(row["term"])
+            elif isinstance(row.get("predicate"), ox.NamedNode):
+                predicates.add(row["predicate"])
+        telling = {stem: terms for stem, terms in by_stem.items() if len(terms) <= COMMON_STEM}
+        self.stems = sorted(telling)
+        holders: dict[object, set[str]] = {}
+        for stem, terms in telling.items():
+            for term in terms:
+                holders.setdefault(term, set()).add(stem)
+        self.predicates = {
+            term: sorted(holders[term]) for term in sorted(predicates & holders.keys(), key=str)
+        }
+        return holders
+
+    def _degrees(
+        self, nodes: Sequence[ox.NamedNode]
+    ) -> tuple[dict[ox.NamedNode, int], dict[ox.NamedNode, list[_Edge]] | None]:
+        """Edges touching each seed, counted up to COUNT_UP_TO + 1 (for the record), and
+        RANK_WHOLE_UP_TO + 1 for any other node that has more than RANK_WHOLE_UP_TO (one with
+        fewer has no entry: it is read whole); on the first hop also the stems' holders
+        (`_stem_holders`) and each node's first RANK_WHOLE_UP_TO + 1 edges, which are all
+        the edges of a node counted no bigger (None on later hops: a frontier there has
+        bigger nodes, whose first edges would be read for nothing)."""
+        first = self.holders is None
+        rows = self.store.run(
+            "retrieve_degrees",
+            nodes=nodes,
+            seeds=self.seeds,
+            stems=self.stems if first else [],
+            whole=first,
+            rank_whole_up_to=RANK_WHOLE_UP_TO,
+            count_up_to=COUNT_UP_TO,
+            common_stem=COMMON_STEM,
+        ).rows
+        degrees: dict[ox.NamedNode, int] = {}
+        whole: dict[ox.NamedNode, list[_Edge]] | None = {} if first else None
+        for row in rows:
+            i = row.get("i")
+            if not isinstance(i, ox.Literal):
+                continue
+            node, degree, p = nodes[int(i.value)], row.get("degree"), row.get("p")
+            if isinstance(degree, ox.Literal):
+                degrees[node] = int(degree.value)
+            elif p is None:
+                # A probe's row: the node has an edge past its first RANK_WHOLE_UP_TO.
+                degrees[node] = RANK_WHOLE_UP_TO + 1
+            elif whole is not None and isinstance(p, ox.NamedNode):
+                edge = _edge_read_whole(row, p)
+                if edge is not None:
+                    whole.setdefault(node, []).append(edge)
+        if first:
+            self.holders = self._stem_holders(rows)
+            self.named = {
+                term.value: len(held) for term, held in self.holders.items()
+                if isinstance(term, ox.NamedNode)
+            }
+        return degrees, whole
+
+    def _select(self, nodes: Sequence[ox.NamedNode]) -> list[Solution]:
+        return self.store.run(
+            "retrieve_ranked",
+            nodes=nodes,
+            triple_limit=self.triple_limit,
+            excluded=self.excluded,
+            stems=self.stems,
+            predicates=self.predicates,
+            seeds=self.seeds,
+            count_up_to=COUNT_UP_TO,
+            rare_uses=RARE_USES,
+            matches_up_to=MATCHES_UP_TO,
+        ).rows
+
+    def _rank(
+        self, nodes: Sequence[ox.NamedNode], rows: list[Solution]
+    ) -> dict[ox.NamedNode, list[ox.Triple]]:
+        ranked: dict[ox.NamedNode, list[tuple[tuple[object, ...], ox.Triple]]] = {
+            node: [] for node in nodes
+        }
+        for row in rows:
+            node = row.get("node")
+            if node not in ranked:
+                continue
+            s, p, o = row.get("s"), row.get("p"), row.get("o")
+            if not isinstance(p, ox.NamedNode) or _is_schema(p) or s is None or o is None:
+                continue
+            score, rarity = row.get("score"), row.get("rarity")
+            key = (
+                -_number(score),
+                _number(rarity) if rarity is not None else COUNT_UP_TO + 1,
+                _text(s), p.value, _text(o),
+            )
+            ranked[node].append((key, ox.Triple(s, p, o)))  # type: ignore[arg-type]
+        return {node: [edge for _, edge in sorted(found, key=lambda item: item[0])]
+                for node, found in ranked.items()}
+
+
+_Edge = tuple[ox.NamedNode | ox.Literal, ox.NamedNode, bool]
+"""An edge as a whole read gives it (retrieve_subgraph.rq, retrieve_degrees.rq): (neighbour,
+predicate, whether it goes from the node); a loop twice, once each way. Only the edges kept
+become Triples: most of a node's edges are read to be ranked."""
+
+
+def _edge_read_whole(row: Solution, p: ox.NamedNode) -> _Edge | None:
+    """The edge of a row that binds the predicate and the neighbour (?o for an edge from the
+    node, ?s for one to it). An edge with a blank node, which the templates do not filter out
+    of a whole read, as that costs the store more than it costs here, is the caller's to drop."""
+    o = row.get("o")
+    edge = (o, p, True) if o is not None else (row.get("s"), p, False)
+    return None if edge[0] is None else edge  # type: ignore[return-value]
+
+
+def _best(
+    node: ox.NamedNode,
+    edges: Sequence[_Edge],
+    seeds: frozenset[str],
+    named: Mapping[str, int],
+    limit: int,
+) -> list[ox.Triple]:
+    """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to another
+    seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then the predicate's
+    rarity at the node, then the terms' strings, subject, predicate, object. `seeds` are the
+    seeds' IRIs and `named` how many stems each IRI's label holds, as strings: a node's edges
+    are looked up by their neighbour's string, which is needed for the order anyway, rather
+    than by the term."""
+    uses = Counter(p for _, p, _ in edges)
+    # Per predicate once: its count, its string and the score its label gives (a schema one
+    # none: it is dropped).
+    facts = {
+        p: (count, p.value, 2 * named.get(p.value, 0))
+        for p, count in uses.items() if not _is_schema(p)
+    }
+    own = node.value
+    keys: list[tuple[int, int, str, str, str, int]] = []
+    kept: list[_Edge] = []
+    loops: set[ox.NamedNode] = set()
+    for neighbour, p, out in edges:
+        fact = facts.get(p)
+        if fact is None:
+            continue
+        count, name, score = fact
+        if type(neighbour) is ox.NamedNode:
+            text = neighbour.value
+            score += named.get(text, 0)
+            if text == own:
+                # A loop, read both ways, is one edge, and reaches no other seed.
+                if p in loops:
+                    continue
+                loops.add(p)
+                out = True
+            elif text in seeds:
+                score += 4
+        else:
+            text = _text(neighbour)
+        keys.append(
+            (-score, count, own, name, text, len(kept)) if out
+            else (-score, count, text, name, own, len(kept))
+        )
+        kept.append((neighbour, p, out))
+    keys.sort()
+    return [
+        ox.Triple(node, p, neighbour) if out else ox.Triple(neighbour, p, node)  # type: ignore[arg-type]
+        for neighbour, p, out in (kept[key[-1]] for key in keys[:limit])
+    ]
+
+
+_Match = tuple[str, ox.Triple, int]
+"""An edge of a node with many edges that can rank first: how it matched (a direction of
+_matches.rq, "seed", or a neighbour named with a stem), the edge, and the match's weight."""
+
+
+def _split_rows(
+    rows: Sequence[Solution],
+    small: Sequence[ox.NamedNode],
+    hubs: Sequence[ox.NamedNode],
+    seeds: set[ox.NamedNode],
+    named: dict[object, set[str]],
+    predicates: dict[object, list[str]],
+) -> tuple[list[list[_Edge]], dict[ox.NamedNode, list[_Match]]]:
+    """One pass over retrieve_subgraph.rq's rows: a node read whole gets its edges (with those
+    to blank nodes, which `RankedQuery._rank_whole` drops), a bigger node its matches. `named`
+    are the neighbours named with the question's stems when the request looked them up by
+    value, else empty; `predicates` the stems each predicate's label holds."""
+    read: list[list[_Edge]] = [[] for _ in small]
+    matches: dict[ox.NamedNode, list[_Match]] = {node: [] for node in hubs}
+    whole = len(small)
+    for row in rows:
+        i, p = row.get("i"), row.get("p")
+        if not isinstance(i, ox.Literal) or not isinstance(p, ox.NamedNode):
+            continue
+        place = int(i.value)
+        if place < whole:
+            found = _edge_read_whole(row, p)
+            if found is not None:
+                read[place].append(found)
+            continue
+        if _is_schema(p):
+            continue
+        node = hubs[place - whole]
+        edge = ox.Triple(row.get("s", node), p, row.get("o", node))  # type: ignore[arg-type]
+        direction = row.get("dir")
+        if isinstance(direction, ox.Literal):
+            way = direction.value
+            if way.endswith("predicate"):
+                # One match a stem the predicate's label holds.
+                matches[node].extend((way, edge, 2) for _ in predicates.get(p, ()))
+            else:
+                matches[node].append((way, edge, 1))
+            continue
+        # An edge to a seed or to a neighbour named with the question's stems (one match a
+        # stem), told apart here.
+        way, neighbour = (
+            ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
+        )
+        if neighbour in seeds:
+            matches[node].append(("seed", edge, 4))
+        matches[node].extend((way, edge, 1) for _ in named.get(neighbour, ()))
+    return read, matches
+
+
+def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
+    """A bigger node's best edges by the sum of their matches' weights, then the terms'
+    strings; a way of matching (other than to a seed) with more than MATCHES_UP_TO edges
+    counts for none of them."""
+    too_many = {
+        way for way, count in Counter(way for way, _, _ in matches).items()
+        if way != "seed" and count > MATCHES_UP_TO
+    }
+    scores: dict[ox.Triple, int] = {}
+    for way, edge, weight in matches:
+        if way not in too_many:
+            scores[edge] = scores.get(edge, 0) + weight
+    return sorted(
+        scores,
+        key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
+                          _text(edge.object)),
+    )[:limit]
+
+
+def _number(term: object) -> float:
+    return float(term.value) if isinstance(term, ox.Literal) else 0.0
+
+
+def _text(term: object) -> str:
+    """The term's string as SPARQL's STR gives it, for the same tie order as the store's: a
+    sort key, so "" (first, as an unbound STR sorts) where terms.term_text gives None."""
+    return term.value if isinstance(term, (ox.NamedNode, ox.Literal)) else ""
+
+
+def _hop(
+    query: HopQuery,
+    frontier: Sequence[ox.NamedNode],
+    subgraph: dict[ox.Triple, None],
+    limits: RetrievalLimits,
+) -> list[ox.Triple]:
+    """One hop; returns the edges it added to `subgraph`.
+
+    Every row the store returns costs, so when the size cap binds each node is first asked
+    only for about as many edges as its turns can use. Nodes whose short lists run out before
+    the cap is reached are asked again for their full `triple_limit`.
+    """
+    cap = limits.max_subgraph_size
+    share = math.ceil((cap - len(subgraph)) / len(frontier))
+    per_node = min(limits.triple_limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * share))
+    edges = query.ranked(frontier, per_node)
+    if per_node < limits.triple_limit:
+        _, ran_out = _take_in_turns(frontier, edges, dict(subgraph), cap)
+        cut_short = [
+            node for node in frontier if node in ran_out and len(edges[node]) >= per_node
+        ]
+        if cut_short:
+            edges.update(query.ranked(cut_short, limits.triple_limit))
+    added, _ = _take_in_turns(frontier, edges, subgraph, cap)
+    return added
+
+
+def _schema_predicates_in_use(store: Store) -> list[ox.NamedNode]:
+    rows = store.run("schema_predicates",
+                     schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES).rows
+    return sorted(
+        (row["schema"] for row in rows
+         if isinstance(row.get("schema"), ox.NamedNode)),
+        key=str,
+    )
+
+
+_SCHEMA_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL)
+
+
+@lru_cache(maxsize=4096)
+def _is_schema(predicate: ox.NamedNode) -> bool:
+    """Remembered per predicate: a retrieval asks it for each of hundreds of rows, of a few
+    dozen predicates."""
+    return predicate != vocab.RDF_TYPE and predicate.value.startswith(_SCHEMA_NAMESPACES)
+
+
+def _take_in_turns(
+    frontier: Sequence[ox.NamedNode],
+    per_node: dict[ox.NamedNode, list[ox.Triple]],
+    subgraph: dict[ox.Triple, None],
+    cap: int,
+) -> tuple[list[ox.Triple], set[ox.NamedNode]]:
+    """Round-robin over the nodes' edges (each node's in rank order) until the cap.
+
+    Returns the edges added and the nodes whose edges ran out before the cap was reached.
+    """
+    added: list[ox.Triple] = []
+    ran_out: set[ox.NamedNode] = set()
+    queues = [(node, iter(per_node[node])) for node in frontier]
+    while queues and len(subgraph) < cap:
+        still_open = []
+        for node, queue in queues:
+            if len(subgraph) >= cap:
+                break
+            for edge in queue:
+                if edge not in subgraph:
+                    subgraph[edge] = None
+                    added.append(edge)
+                    still_open.append((node, queue))
+                    break
+            else:
+                ran_out.add(node)
+        queues = still_open
+    return added, ran_out

@@ -1,0 +1,94 @@
+"""Word stems, so a question's words meet the labels that say the same thing in another form
+("born" and "place of birth", "films" and "film"): the offline selector and retrieval's ranking
+compare stems, never surface words (`tgsparql.asking.grounding.stems` gives a text's)."""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+
+import snowballstemmer
+
+# Irregular forms the stemmer leaves apart, and the words that KG predicates use for what
+# questions ask with others ("born" → place of birth, "die" → date of death, "grandfather" →
+# father, "older" → date).
+_LEMMAS = {
+    "born": "birth",
+    "die": "death",
+    "dead": "death",
+    "won": "win",
+    "wrote": "write",
+    "written": "write",
+    "made": "make",
+    "led": "lead",
+    "began": "begin",
+    "begun": "begin",
+    "gave": "give",
+    "given": "give",
+    "taught": "teach",
+    "held": "hold",
+    "built": "build",
+    "spoke": "speak",
+    "spoken": "speak",
+    "sang": "sing",
+    "sung": "sing",
+    "drew": "draw",
+    "drawn": "draw",
+    "grew": "grow",
+    "grown": "grow",
+    "knew": "know",
+    "known": "know",
+    "took": "take",
+    "taken": "take",
+    "sold": "sell",
+    "told": "tell",
+    "went": "go",
+    "came": "come",
+    "becam": "becom",
+    "marriag": "marri",
+    "husband": "spous",
+    "wife": "spous",
+    # kin a KG states as the parent, child or sibling relation
+    "grandfath": "father",
+    "grandmoth": "mother",
+    "patern": "father",
+    "matern": "mother",
+    "grandson": "child",
+    "granddaught": "child",
+    "uncl": "sibl",
+    "aunt": "sibl",
+    "nephew": "sibl",
+    "niec": "sibl",
+    "brother": "sibl",
+    "sister": "sibl",
+    "nation": "countri",
+    # a comparison in time asks for dates ("Which film came out first?")
+    "first": "date",
+    "earlier": "date",
+    "earliest": "date",
+    "later": "date",
+    "latest": "date",
+    "older": "date",
+    "oldest": "date",
+    "younger": "date",
+    "youngest": "date",
+    "newer": "date",
+    "recent": "date",
+    "longer": "date",
+    "releas": "date",
+    "stepmoth": "spous",
+    "stepfath": "spous",
+}
+
+
+@cache
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A word's stem, remembered: the pure-Python stemmer would otherwise dominate selection,
+    since the same label words recur across every question's subgraph."""
+    found = _stemmer().stemWord(word)
+    return _LEMMAS.get(found, found)
+

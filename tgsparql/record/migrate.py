@@ -1,0 +1,146 @@
+"""Bring records written by older versions up to the current record (docs/spec.md §2, §10).
+
+The current record carries fields that exist only so that BI aggregates read one triple per
+session instead of joining: the session's UTC day (tg:day, and tg:completeDay or tg:failedDay
+once it is closed), the Selection's tg:selectedEdgeCount, each LLM call's model with its
+token counts on the session (tg:selectionUsage, tg:answerUsage), and the documents that state
+the selected facts (tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount). Each is derived
+from its own session's record alone (the documents from the extraction provenance as it is when
+migrating), so adding it is safe beside live writers and `sessions delete`. A migration finds
+the records that lack them, and adds them in batches: each batch is one INSERT DATA (all or
+nothing), and a record is pending until its batch lands, so an interrupted run is finished by
+running it again, and a run with nothing pending changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from tgsparql.asking.provenance import call_usage, document_iris
+from tgsparql.rdf import vocab
+from tgsparql.rdf.terms import term_text
+from tgsparql.stores.store import Store
+
+BATCH = 2000
+"""Records (sessions or selections) per update."""
+
+MIGRATE_HINT = "run `tgsparql migrate --store DIR` once to bring them up to date"
+
+
+@dataclass
+class Pending:
+    """What a migration would add: the sessions, selections and LLM calls missing a field, and
+    the selections whose facts' documents are not recorded (`sourced`)."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    selections: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    sourced: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.sessions) + len(self.selections) + len(self.calls) + len(self.sourced)
+
+
+def pending(store: Store) -> Pending:
+    """The records of every collection that lack a field the current templates write."""
+    sessions = [
+        {"graph": row["graph"], "session": row["session"],
+         "started": _datetime(row["started"]), "status": term_text(row.get("status"))}
+        for row in store.run("migrate/pending_sessions").rows
+        if _datetime(row["started"]) is not None
+    ]
+    selections = [
+        {"graph": row["graph"], "selection": row["selection"],
+         "selected": int(row["selected"].value)}
+        for row in store.run("migrate/pending_selections").rows
+    ]
+    calls = [
+        {"graph": row["graph"], "session": row["session"], "stage": row["stage"].value,
+         "call": call_usage(row["model"].value, _integer(row.get("in")),
+                            _integer(row.get("out")))}
+        for row in store.run("migrate/pending_usage").rows
+        if isinstance(row["model"], ox.Literal)
+    ]
+    return Pending(sessions, selections, calls, _sourced(
+        store.run("migrate/pending_documents").rows,
+        lambda: store.run("migrate/fact_documents").rows))
+
+
+def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
+            progress: Callable[[int], None] | None = None) -> int:
+    """Write the pending fields, `batch` records per update; returns the updates made."""
+    updates = 0
+    for sessions, selections, calls, sourced in _batches(todo, batch):
+        store.run("migrate/record_fields", dated_sessions=sessions,
+                  counted_selections=selections, used_models=calls, sourced_selections=sourced)
+        updates += 1
+        if progress is not None:
+            progress(len(sessions) + len(selections) + len(calls) + len(sourced))
+    return updates
+
+
+def needs_migration(store: Store, graph: ox.NamedNode) -> bool:
+    """Whether the collection holds a record an older version wrote (checked when serving)."""
+    return store.run("migrate/collection_pending", graph=graph).boolean
+
+
+def _sourced(
+    rows: Sequence[dict[str, Any]], fact_documents: Callable[[], Sequence[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Per pending Selection (`rows`: its edge selections and their facts), its edge selections
+    with the documents that state their facts (`fact_documents`, read only when some Selection
+    is pending), and those documents once (docs/spec.md §2), as record_selection.rq writes
+    them."""
+    stating: dict[Any, set[str]] = {}
+    for row in fact_documents() if rows else ():
+        stating.setdefault(row["edge"], set()).add(row["document"].value)
+    selections: dict[tuple[Any, Any], dict[Any, set[str]]] = {}
+    for row in rows:
+        edges = selections.setdefault((row["graph"], row["selection"]), {})
+        if row.get("edgeSelection") is not None:
+            edges.setdefault(row["edgeSelection"], set()).update(
+                stating.get(row["edge"], ()))
+    return [
+        {"graph": graph, "selection": selection,
+         "edges": [{"iri": edge, "documents": document_iris(found)}
+                   for edge, found in edges.items()],
+         "documents": document_iris(set().union(*edges.values()))}
+        for (graph, selection), edges in selections.items()
+    ]
+
+
+_KINDS = ("session", "selection", "call", "sourced")
+
+
+def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
+    items: list[tuple[str, dict[str, Any]]] = [("session", s) for s in todo.sessions]
+    items += [("selection", s) for s in todo.selections]
+    items += [("call", c) for c in todo.calls]
+    items += [("sourced", s) for s in todo.sourced]
+    chunks = [items[start : start + size] for start in range(0, len(items), size)]
+    return [tuple([i for kind, i in chunk if kind == wanted] for wanted in _KINDS)
+            for chunk in chunks]
+
+
+def _datetime(term: Any) -> dt.datetime | None:
+    """The datetime of an xsd:dateTime with a time zone; None for anything else (such a session
+    gets no day, and the shapes report its start time)."""
+    if not isinstance(term, ox.Literal):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(term.value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _integer(term: Any) -> int | None:
+    """An xsd:integer's value; None for anything else (the shapes report such a token count)."""
+    if isinstance(term, ox.Literal) and term.datatype == vocab.XSD_INTEGER:
+        return int(term.value)
+    return None

@@ -1,0 +1,382 @@
+"""The store interface the pipeline talks to, and its embedded pyoxigraph implementation.
+
+The interface is four verbs over SPARQL text plus a bulk load, so a remote SPARQL 1.1 Protocol
+endpoint can implement it without the pipeline noticing. A store carries the query templates
+rendered for its dialect (`store.templates`), so whatever runs a step is given the store alone,
+and runs one by name (`store.run`) through those verbs, as the form of its text asks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Literal, Protocol, cast, runtime_checkable
+
+import pyoxigraph as ox
+
+from tgsparql.rdf.lexical import with_records
+from tgsparql.rdf.templates import Templates, templates_for
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
+
+Solution = dict[str, Term]
+
+QueryForm = Literal["select", "ask", "graph"]
+"""What a query answers: solutions, a boolean, or triples (CONSTRUCT and DESCRIBE)."""
+
+
+def query_form(query: str) -> QueryForm:
+    """The query's form, learnt from pyoxigraph's parser on an empty store: nothing is read
+    (SELECT and CONSTRUCT results are lazy, an ASK has nothing to match). SyntaxError for text
+    that is not a query, an update included."""
+    return result_form(ox.Store().query(query))
+
+
+def result_form(result: object) -> QueryForm:
+    """The form of the query whose result this is."""
+    if isinstance(result, ox.QueryBoolean):
+        return "ask"
+    if isinstance(result, ox.QuerySolutions):
+        return "select"
+    return "graph"
+
+
+Form = QueryForm | Literal["update"]
+"""What running a template does: a query of one of the three forms, or an update."""
+
+_FORMS: dict[str, Form] = {}
+"""The form of each template run so far, by name: learnt from its first rendering, since the
+values a template is given never change its form."""
+
+
+def template_form(name: str, text: str) -> Form:
+    """The form of template `name`, learnt once from `text`, a rendering of it, by
+    `query_form`. A text that is no query is taken for an update: the store's update parser
+    judges it when it runs, so a broken one fails there with the parser's message; it is
+    remembered as an update only once a store has run it as one (`learnt_update`), so one
+    broken rendering never makes a query's later runs go to the update endpoint."""
+    form = known_form(name)
+    if form is None:
+        try:
+            form = _FORMS[name] = query_form(text)
+        except SyntaxError:
+            form = "update"
+    return form
+
+
+def known_form(name: str) -> Form | None:
+    """The form of template `name`, if a run has learnt it."""
+    return _FORMS.get(name)
+
+
+def learnt_update(name: str) -> None:
+    """Template `name` ran as an update: remember it, so its next runs skip the query parser."""
+    _FORMS.setdefault(name, "update")
+
+
+_READS = {
+    "select": "a SELECT, which answers rows",
+    "ask": "an ASK, which answers a boolean",
+    "graph": "a CONSTRUCT, which answers triples",
+    "update": "an update, which answers nothing",
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What running a template answered, by the form of its text: rows for a SELECT, a boolean
+    for an ASK, triples for a CONSTRUCT, nothing for an update. Reading it as another form is a
+    mistake in the caller, and fails naming the template and its form."""
+
+    template: str
+    form: Form
+    value: list[Solution] | bool | list[ox.Triple] | None
+
+    @property
+    def rows(self) -> list[Solution]:
+        return cast(list[Solution], self._as("select", "rows"))
+
+    @property
+    def boolean(self) -> bool:
+        return cast(bool, self._as("ask", "a boolean"))
+
+    @property
+    def triples(self) -> list[ox.Triple]:
+        return cast(list[ox.Triple], self._as("graph", "triples"))
+
+    def _as(self, form: Form, wanted: str) -> object:
+        if self.form != form:
+            raise TypeError(f"the template {self.template!r} is {_READS[self.form]}, not {wanted}")
+        return self.value
+
+
+DataGraph = Literal["union"] | Sequence[ox.NamedNode | ox.DefaultGraph] | None
+"""What a read sees as its default graph: None, the store's own default graph; "union", the merge
+of every graph (how validation reads provenance spread over named graphs); or the merge of the
+listed graphs, `ox.DefaultGraph()` naming the store's default graph."""
+
+
+ENDPOINT_ENVIRONMENT = {
+    "endpoint": "TGSPARQL_ENDPOINT",
+    "update_endpoint": "TGSPARQL_UPDATE_ENDPOINT",
+    "graph_store": "TGSPARQL_GRAPH_STORE",
+    "dialect": "TGSPARQL_DIALECT",
+    "kg_graph": "TGSPARQL_KG_GRAPH",
+    "user": "TGSPARQL_USER",
+    "password": "TGSPARQL_PASSWORD",
+    "token": "TGSPARQL_TOKEN",
+}
+"""The environment variable of each endpoint setting, read by `RemoteStore.from_environment` and
+by the command's endpoint flags; kept here so the flags need not import the remote store's HTTP
+stack."""
+
+BULK_BATCH = 50_000
+"""Quads per write of a bulk load. pyoxigraph's own bulk loader keeps up to a million quads per
+thread in memory (a 200 MB N-Triples file took 1.3 GB); batches of this size keep a load of any
+size near 100 MB, and load as fast (benchmarks/load_bench.py)."""
+
+FLUSH_EVERY = 1000
+"""Updates between flushes of an on-disk store. RocksDB keeps unflushed writes in memory, so
+without this a long-running writer grows by about 80 KB per session (the soak benchmark)."""
+FLUSH_BYTES = 4 * 1024 * 1024
+"""Update text between flushes, for writers of big updates: without it the label index of a
+large load grew RocksDB's memtables by some 450 MB for 80,000 labels."""
+
+
+class StoreError(RuntimeError):
+    """The store could not answer: unreachable, unreadable, or it refused the request."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    dialect: Dialect
+    round_trips: bool
+    """Whether each call crosses the network, so that fewer calls beat overlapped ones."""
+
+    @property
+    def templates(self) -> Templates:
+        """The query templates, rendered for this store's dialect."""
+        ...
+
+    def run(self, name: str, /, **params: Any) -> Answer:
+        """Template `name` rendered with `params` and run as its form asks."""
+        ...
+
+    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
+        """Rows of a SELECT, each a dict of the bound variables."""
+        ...
+
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool: ...
+
+    def construct(self, query: str) -> list[ox.Triple]: ...
+
+    def update(self, update: str) -> None: ...
+
+    def bulk_load(
+        self,
+        source: BinaryIO,
+        format: ox.RdfFormat,
+        *,
+        graph: ox.NamedNode | None = None,
+    ) -> None:
+        """Load an already validated RDF stream fast."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class WithTemplates:
+    """A store's templates follow its dialect: every store and wrapper of one shares them. A
+    store runs one by name, through its own four verbs, so a wrapper that changes a verb changes
+    how templates run too."""
+
+    dialect: Dialect
+
+    @property
+    def templates(self) -> Templates:
+        return templates_for(self.dialect)
+
+    def run(self, name: str, /, **params: Any) -> Answer:
+        """Template `name` rendered with `params` and run as its form (learnt by
+        `template_form`) asks: one call where a caller would render, then pick the verb.
+
+        A form is the same in every dialect, so it is learnt from the RDF 1.2 rendering, the one
+        pyoxigraph's parser reads in every template (an RDF-star quoted triple in a pattern it
+        does not); other dialects render a second time only until their form is known."""
+        store = cast(Store, self)
+        text = self.templates.render(name, **params)
+        form = known_form(name) or template_form(
+            name, text if self.dialect == DEFAULT_DIALECT
+            else templates_for(DEFAULT_DIALECT).render(name, **params))
+        if form == "select":
+            return Answer(name, form, store.select(text))
+        if form == "ask":
+            return Answer(name, form, store.ask(text))
+        if form == "graph":
+            return Answer(name, form, store.construct(text))
+        store.update(text)
+        learnt_update(name)
+        return Answer(name, form, None)
+
+
+class EmbeddedStore(WithTemplates):
+    """pyoxigraph in this process: in memory, or on disk at `path`."""
+
+    dialect: Dialect = DEFAULT_DIALECT
+    round_trips = False
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._updates = itertools.count(1)
+        self._unflushed_bytes = 0
+        try:
+            self._open: ox.Store | None = (
+                ox.Store(str(self.path)) if self.path is not None else ox.Store()
+            )
+        except OSError as error:
+            if "lock" in str(error).lower():
+                raise StoreError(
+                    f"cannot open store at {self.path}: another process has it open for writing "
+                    "(one writer process at a time; open it read-only, or take turns with "
+                    f"tgsparql.stores.locking.exclusive_store): {error}"
+                ) from None
+            raise StoreError(f"cannot open store at {self.path}: {error}") from None
+
+    @property
+    def oxigraph(self) -> ox.Store:
+        """The underlying pyoxigraph store, for tests and tools that need its own API."""
+        return self._store
+
+    @property
+    def _store(self) -> ox.Store:
+        if self._open is None:
+            raise StoreError(f"the store {self.path or '(in memory)'} is closed")
+        return self._open
+
+    def select(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> list[Solution]:
+        """The query's rows; `substitutions` pre-binds variables (blank nodes included)."""
+        return list(self.select_iter(query, default_graph=default_graph,
+                                     substitutions=substitutions))
+
+    def select_iter(
+        self,
+        query: str,
+        *,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> Iterator[Solution]:
+        """The rows of a SELECT one at a time, from a snapshot of the store: for results too
+        big to hold, and safe to write to the store between rows."""
+        result = self._run(query, default_graph, substitutions)
+        if not isinstance(result, ox.QuerySolutions):
+            raise StoreError("expected a SELECT query")
+        names = [variable.value for variable in result.variables]
+        try:
+            for solution in result:
+                # A solution iterates its values in the order of the variables: zipped, a row
+                # costs a third of what a lookup by name per variable costs.
+                yield {name: value for name, value in zip(names, solution) if value is not None}
+        except OSError as error:
+            raise StoreError(f"the store failed to read: {error}") from None
+
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
+        result = self._run(query, default_graph)
+        if not isinstance(result, ox.QueryBoolean):
+            raise StoreError("expected an ASK query")
+        return bool(result)
+
+    def construct(self, query: str) -> list[ox.Triple]:
+        result = self._run(query)
+        if not isinstance(result, ox.QueryTriples):
+            raise StoreError("expected a CONSTRUCT query")
+        return list(result)
+
+    def update(self, update: str) -> None:
+        try:
+            self._store.update(update)
+            if self.path is not None:
+                self._unflushed_bytes += len(update)
+                if (next(self._updates) % FLUSH_EVERY == 0
+                        or self._unflushed_bytes >= FLUSH_BYTES):
+                    self._store.flush()
+                    self._unflushed_bytes = 0
+        except SyntaxError as error:
+            raise StoreError(f"the store rejected an update: {error}") from None
+        except OSError as error:
+            raise StoreError(f"the store failed to write: {error}") from None
+
+    def bulk_load(
+        self,
+        source: BinaryIO,
+        format: ox.RdfFormat,
+        *,
+        graph: ox.NamedNode | None = None,
+    ) -> None:
+        """Streams `source` into the store in batches of BULK_BATCH quads, each written by
+        pyoxigraph's bulk path (no transaction): check a file first, as `load` does, for all or
+        nothing."""
+        try:
+            quads: Iterator[ox.Quad] = iter(ox.parse(source, format))
+            if graph is not None:
+                quads = (_into_graph(quad, graph) for quad in quads)
+            self.extend(quads)
+        except (OSError, SyntaxError, ValueError) as error:
+            raise StoreError(f"bulk load failed: {error}") from None
+
+    def extend(self, quads: Iterable[ox.Quad]) -> None:
+        """Add quads in batches of BULK_BATCH, each written by pyoxigraph's bulk path (no
+        transaction), with the records of the literals the store would not keep as written
+        (tgsparql.rdf.lexical)."""
+        for batch in with_records(quads, BULK_BATCH):
+            self._store.bulk_extend(batch)
+
+    def close(self) -> None:
+        """Flush and release the store (and its on-disk lock); closing twice is harmless."""
+        if self._open is not None:
+            if self.path is not None:
+                self._open.flush()
+            self._open = None
+
+    def __enter__(self) -> EmbeddedStore:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _run(
+        self,
+        query: str,
+        default_graph: DataGraph = None,
+        substitutions: Mapping[str, Term] | None = None,
+    ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+        bound = {ox.Variable(name): term for name, term in (substitutions or {}).items()}
+        try:
+            if default_graph is None:
+                return self._store.query(query, substitutions=bound)
+            if default_graph == "union":
+                return self._store.query(query, use_default_graph_as_union=True, substitutions=bound)
+            return self._store.query(query, default_graph=list(default_graph), substitutions=bound)
+        except SyntaxError as error:
+            raise StoreError(f"the store rejected a query: {error}") from None
+        except OSError as error:
+            raise StoreError(f"the store failed to read: {error}") from None
+
+
+def _into_graph(quad: ox.Quad, graph: ox.NamedNode) -> ox.Quad:
+    """A triple of the default graph moved into `graph`; a quad of a named graph as it is."""
+    if isinstance(quad.graph_name, ox.DefaultGraph):
+        return ox.Quad(quad.subject, quad.predicate, quad.object, graph)
+    return quad
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> EmbeddedStore:
+    """The embedded store: in memory when `path` is None, else on disk (created if missing)."""
+    return EmbeddedStore(path)
