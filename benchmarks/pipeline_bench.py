@@ -48,11 +48,7 @@ from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.asking.provenance import Recorder, now
 from tgsparql.asking.retrieval import (
-    RANK_WHOLE_UP_TO,
-    RankedQuery,
-    RetrievalLimits,
-    retrieve_subgraph,
-    walk,
+    RANK_WHOLE_UP_TO, RankedQuery, RetrievalLimits, retrieve_subgraph, walk,
 )
 from tgsparql.asking.selection import parse_selection
 from tgsparql.asking.sources import facts_sources

@@ -28,13 +28,8 @@ import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
 from benchmarks.pipeline_bench import DEFAULT_SEED, generate, median, p95
-from tests.remote.conftest import (
-    Server,
-    oxigraph_binary,
-    serve_oxigraph,
-    serve_virtuoso,
-    virtuoso_binaries,
-)
+from tests.remote.conftest import Server, serve_oxigraph, serve_virtuoso, virtuoso_binaries
+from tests.servers import oxigraph_binary
 from tgsparql.asking.grounding import update_label_index
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
@@ -44,12 +39,7 @@ from tgsparql.rdf.terms import Dialect
 from tgsparql.record.trace import trace
 from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import (
-    DataGraph,
-    EmbeddedStore,
-    Solution,
-    Store,
-    WithTemplates,
-    open_store,
+    DataGraph, EmbeddedStore, Solution, Store, WithTemplates, open_store,
 )
 
 SIZES = {

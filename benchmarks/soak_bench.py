@@ -42,14 +42,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from benchmarks.harness import (
-    RESULTS,
-    BenchParser,
-    Load,
-    Size,
-    head,
-    load_average,
-    load_line,
-    write,
+    RESULTS, BenchParser, Load, Size, head, load_average, load_line, write,
 )
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag

@@ -387,7 +387,8 @@ def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
 def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
         tmp_path: Path) -> None:
     from benchmarks.remote_bench import stage_of
-    from tests.remote.conftest import oxigraph_binary, virtuoso_binaries
+    from tests.remote.conftest import virtuoso_binaries
+    from tests.servers import oxigraph_binary
 
     out = tmp_path / "remote.md"
     done = run_module("benchmarks.remote_bench", "--tiny", "--out", out)

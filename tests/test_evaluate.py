@@ -9,14 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.evaluate import (
-    answer_lead,
-    evaluate,
-    exact_match,
-    f1_score,
-    hub_stress,
-    main,
-    render,
-    render_hubs,
+    answer_lead, evaluate, exact_match, f1_score, hub_stress, main, render, render_hubs,
 )
 
 

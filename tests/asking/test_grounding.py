@@ -8,15 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tgsparql.asking.grounding import (
-    MAX_PHRASE_WORDS,
-    Phrase,
-    candidate_phrases,
-    ground,
-    label_keys,
-    name_fit,
-    name_runs,
-    rebuild_label_index,
-    update_label_index,
+    MAX_PHRASE_WORDS, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
+    rebuild_label_index, update_label_index,
 )
 from tgsparql.rdf.text import normalize_label
 from tgsparql.stores.store import EmbeddedStore, WithTemplates

@@ -12,13 +12,7 @@ from hypothesis import strategies as st
 
 from tgsparql.asking import labels as labels_module
 from tgsparql.asking.labels import (
-    LabeledEdge,
-    build_labelgraph,
-    edge_id,
-    fetch_labels,
-    get_labelgraph,
-    label_of,
-    label_terms,
+    LabeledEdge, build_labelgraph, edge_id, fetch_labels, get_labelgraph, label_of, label_terms,
     local_name,
 )
 from tgsparql.stores.store import EmbeddedStore

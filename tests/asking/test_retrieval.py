@@ -12,11 +12,7 @@ from hypothesis import strategies as st
 from tgsparql.asking import retrieval
 from tgsparql.asking.grounding import update_label_index
 from tgsparql.asking.retrieval import (
-    RANKING_RULE,
-    RetrievalLimits,
-    _schema_predicates_in_use,
-    retrieve,
-    retrieve_subgraph,
+    RANKING_RULE, RetrievalLimits, _schema_predicates_in_use, retrieve, retrieve_subgraph,
 )
 from tgsparql.stores.store import EmbeddedStore, WithTemplates, open_store
 

@@ -13,12 +13,7 @@ from hypothesis import strategies as st
 from benchmarks.importers import DatasetError, load
 from benchmarks.importers.redocred import import_redocred, join_sentences
 from benchmarks.importers.twowiki import (
-    NO_PARAGRAPH,
-    TitleResolver,
-    fact_triple,
-    import_twowiki,
-    read_corpus,
-    split_sentences,
+    NO_PARAGRAPH, TitleResolver, fact_triple, import_twowiki, read_corpus, split_sentences,
 )
 from tests.conftest import FIXTURES
 from tgsparql.rdf import vocab

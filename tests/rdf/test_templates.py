@@ -26,13 +26,7 @@ from tgsparql.rdf.templates import Sparql, TemplateError, Templates, _environmen
 from tgsparql.rdf.terms import DIALECTS, Dialect
 from tgsparql.serve.saved import saved_queries
 from tgsparql.stores.store import (
-    Answer,
-    EmbeddedStore,
-    Solution,
-    WithTemplates,
-    open_store,
-    query_form,
-    template_form,
+    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form, template_form,
 )
 
 XSD = vocab.XSD

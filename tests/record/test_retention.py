@@ -22,18 +22,11 @@ from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.record.retention import (
-    RetentionError,
-    delete_sessions,
-    parse_duration,
-    select_sessions,
+    RetentionError, delete_sessions, parse_duration, select_sessions,
 )
 from tgsparql.stores.store import EmbeddedStore, open_store
 from tgsparql.testing import assert_conforms
-from tgsparql.testing.strategies import (
-    SessionRecord,
-    provenanced_graphs,
-    session_lists,
-)
+from tgsparql.testing.strategies import SessionRecord, provenanced_graphs, session_lists
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

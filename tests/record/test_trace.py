@@ -24,19 +24,8 @@ from tgsparql.rdf.templates import Templates
 from tgsparql.record.explain import explain_session
 from tgsparql.record.readback import Explanation
 from tgsparql.record.trace import (
-    SAVED_QUERIES,
-    DocumentTrace,
-    EdgeTrace,
-    TraceError,
-    document_sessions,
-    edge_sources,
-    fact_sources,
-    render_text,
-    saved_form,
-    session_sources,
-    session_trace,
-    trace,
-    trace_json,
+    SAVED_QUERIES, DocumentTrace, EdgeTrace, TraceError, document_sessions, edge_sources,
+    fact_sources, render_text, saved_form, session_sources, session_trace, trace, trace_json,
 )
 from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, WithTemplates, open_store
 

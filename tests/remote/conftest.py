@@ -24,15 +24,8 @@ import pytest
 
 from tests.remote.faulty_proxy import FaultyProxy
 
-# Server, free_port and oxigraph_binary are imported from here by other tests too.
-from tests.servers import (
-    STARTUP_SECONDS,
-    Server,
-    free_port,
-    serve_oxigraph,
-    stop,
-    wait_until_up,
-)
+# Server and free_port are imported from here by other tests too.
+from tests.servers import STARTUP_SECONDS, Server, free_port, serve_oxigraph, stop, wait_until_up
 from tgsparql.stores.remote import RemoteStore
 
 VIRTUOSO_KG = "urn:tgsparql:kg"

@@ -14,12 +14,7 @@ from tgsparql.asking.selection import parse_selection
 from tgsparql.stores.store import open_store
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.strategies import (
-    knowledge_graphs,
-    provenanced_graphs,
-    selection_texts,
-    session_lists,
-    session_records,
-    terms,
+    knowledge_graphs, provenanced_graphs, selection_texts, session_lists, session_records, terms,
 )
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

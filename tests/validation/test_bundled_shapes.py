@@ -35,13 +35,7 @@ from tgsparql.record import conformance as sessions
 from tgsparql.record.conformance import session_nodes
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.store import EmbeddedStore, open_store
-from tgsparql.validation import (
-    Shapes,
-    ShapesError,
-    ValidationReport,
-    ValidationResult,
-    Validator,
-)
+from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
 
 QUESTION = "Who did Marie Curie marry, and where was she born?"
 TGS = "https://trustgraph.ai/shapes/"

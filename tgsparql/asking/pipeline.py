@@ -7,13 +7,7 @@ import itertools
 import os
 import threading
 from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Generator,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
+    AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping, Sequence,
 )
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass

@@ -16,16 +16,8 @@ from tgsparql.asking.pipeline import GraphRag, OutputLimits
 from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.cli.checks import session_conforms
 from tgsparql.cli.options import (
-    Failure,
-    StoreTarget,
-    backend_from,
-    collection_option,
-    constrain_option,
-    llm_log,
-    llm_options,
-    opened,
-    reply_options,
-    store_option,
+    Failure, StoreTarget, backend_from, collection_option, constrain_option, llm_log, llm_options,
+    opened, reply_options, store_option,
 )
 from tgsparql.cli.records import explained
 from tgsparql.data.loader import load_files

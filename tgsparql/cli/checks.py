@@ -9,13 +9,7 @@ from pathlib import Path
 import click
 
 from tgsparql.cli.options import (
-    STORE_MARKER,
-    Failure,
-    Remote,
-    StoreTarget,
-    remote_options,
-    store_for,
-    store_option,
+    STORE_MARKER, Failure, Remote, StoreTarget, remote_options, store_for, store_option,
 )
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.store import Store, StoreError
@@ -51,13 +45,7 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     could not be validated (bad shapes, a store that cannot be opened, an unknown session).
     """
     from tgsparql.record.conformance import (
-        GraphNameError,
-        bundled_validator,
-        data_graph,
-        empty_graphs,
-        render,
-        session_nodes,
-        verdict,
+        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes, verdict,
     )
     from tgsparql.validation import Shapes, ShapesError, Validator
 

@@ -12,17 +12,8 @@ import click
 
 from tgsparql.asking.grounding import rebuild_label_index, update_label_index
 from tgsparql.cli.options import (
-    Failure,
-    Remote,
-    StoreTarget,
-    backend_from,
-    constrain_option,
-    llm_log,
-    llm_options,
-    opened,
-    progress_bars,
-    reply_options,
-    store_option,
+    Failure, Remote, StoreTarget, backend_from, constrain_option, llm_log, llm_options, opened,
+    progress_bars, reply_options, store_option,
 )
 from tgsparql.data.loader import load_files
 from tgsparql.rdf.terms import DEFAULT_DIALECT

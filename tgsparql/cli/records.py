@@ -7,13 +7,7 @@ from pathlib import Path
 
 import click
 
-from tgsparql.cli.options import (
-    Failure,
-    StoreTarget,
-    collection_option,
-    opened,
-    store_option,
-)
+from tgsparql.cli.options import Failure, StoreTarget, collection_option, opened, store_option
 from tgsparql.rdf import vocab
 from tgsparql.record.explain import SessionNotFound, explain_session, list_sessions, render_text
 from tgsparql.record.readback import Explanation
@@ -66,10 +60,7 @@ def sessions_delete(target: StoreTarget, collection: str, older_than: str | None
     """Delete sessions with every triple they own (session, retrieval, selection, edge
     selections, answer, failure fields) and their answer documents; nothing else."""
     from tgsparql.record.retention import (
-        RetentionError,
-        delete_sessions,
-        parse_duration,
-        select_sessions,
+        RetentionError, delete_sessions, parse_duration, select_sessions,
     )
 
     if (older_than is None) == (not session_iris):

@@ -11,17 +11,8 @@ import click
 
 from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
 from tgsparql.cli.options import (
-    DEFAULT_LOCK_TIMEOUT,
-    LLM_WAIT,
-    Failure,
-    Remote,
-    backend_from,
-    chosen_target,
-    collection_option,
-    constrain_option,
-    llm_options,
-    remote_options,
-    usage_line,
+    DEFAULT_LOCK_TIMEOUT, LLM_WAIT, Failure, Remote, backend_from, chosen_target, collection_option,
+    constrain_option, llm_options, remote_options, usage_line,
 )
 from tgsparql.rdf import vocab
 from tgsparql.stores.store import StoreError

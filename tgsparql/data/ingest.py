@@ -30,11 +30,7 @@ from tgsparql.asking.llm.base import Backend, ExtractionRequest, ExtractionUnsup
 from tgsparql.asking.llm.usage import Usage
 from tgsparql.asking.provenance import now
 from tgsparql.data.chunking import (
-    DEFAULT_CHUNK_OVERLAP,
-    DEFAULT_CHUNK_SIZE,
-    Chunk,
-    check_settings,
-    chunk_document,
+    DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunk, check_settings, chunk_document,
 )
 from tgsparql.data.extraction import Fact, parse_facts
 from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds

@@ -18,13 +18,7 @@ from tgsparql.asking.labels import best_labels, label_of
 from tgsparql.asking.messages import Source, rdf_text
 from tgsparql.asking.sources import ChunkSource, chunk_source, facts_sources, sorted_sources
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import (
-    EDGE_SELECTION_PREFIX,
-    SESSION_PREFIX,
-    UUID,
-    ExtractionIds,
-    SessionIds,
-)
+from tgsparql.rdf.iris import EDGE_SELECTION_PREFIX, SESSION_PREFIX, UUID, ExtractionIds, SessionIds
 from tgsparql.rdf.templates import Templates
 from tgsparql.rdf.terms import edge_of, term_text
 from tgsparql.record.readback import Explanation, RecordedEdge

@@ -27,13 +27,7 @@ from tgsparql.rdf.terms import DEFAULT_DIALECT
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import (
-    Answer,
-    Queryable,
-    QueryRequest,
-    Result,
-    capped,
-    check_query,
-    evaluate,
+    Answer, Queryable, QueryRequest, Result, capped, check_query, evaluate,
 )
 from tgsparql.stores.store import QueryForm
 

@@ -17,12 +17,7 @@ from tgsparql.serve.readonly import Served
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import (
-    Answer,
-    ProtocolError,
-    QueryRequest,
-    execute,
-    refuse_service,
-    serialize,
+    Answer, ProtocolError, QueryRequest, execute, refuse_service, serialize,
 )
 from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import StoreError

@@ -18,28 +18,12 @@ from tgsparql.asking.pipeline import StageError
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import (
-    Asker,
-    AskPage,
-    EventStream,
-    Framing,
-    JsonLines,
-    negotiate,
-    read_question,
-    refused_page,
-    render_page,
-    same_origin,
+    Asker, AskPage, EventStream, Framing, JsonLines, negotiate, read_question, refused_page,
+    render_page, same_origin,
 )
 from tgsparql.serve.config import ServerConfig
 from tgsparql.serve.jobs import (
-    HTML,
-    TEXT,
-    EntityJob,
-    SavedJob,
-    SessionJob,
-    SessionsJob,
-    SparqlJob,
-    ValidateJob,
-    error_answer,
+    HTML, TEXT, EntityJob, SavedJob, SessionJob, SessionsJob, SparqlJob, ValidateJob, error_answer,
 )
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import Answer, ProtocolError, read_request

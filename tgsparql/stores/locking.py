@@ -30,12 +30,7 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from tgsparql.stores.store import (
-    DataGraph,
-    EmbeddedStore,
-    Solution,
-    Store,
-    StoreError,
-    WithTemplates,
+    DataGraph, EmbeddedStore, Solution, Store, StoreError, WithTemplates,
 )
 
 LOCK_NAME = "tgsparql-writer.lock"

@@ -46,12 +46,7 @@ from tgsparql.rdf.templates import TemplateError
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
 from tgsparql.rdf.vocab import XSD_INTEGER
 from tgsparql.stores.store import (
-    ENDPOINT_ENVIRONMENT,
-    DataGraph,
-    Solution,
-    StoreError,
-    WithTemplates,
-    query_form,
+    ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError, WithTemplates, query_form,
 )
 
 SPARQL_JSON = "application/sparql-results+json"

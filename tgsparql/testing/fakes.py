@@ -15,11 +15,7 @@ import pyoxigraph as ox
 
 from tgsparql.asking.labels import LabeledEdge, LabelTriple
 from tgsparql.asking.llm.base import (
-    ExtractionOutput,
-    ExtractionRequest,
-    LLMError,
-    SelectionOutput,
-    SelectionRequest,
+    ExtractionOutput, ExtractionRequest, LLMError, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.usage import Usage
 

@@ -15,21 +15,10 @@ from tgsparql.rdf import vocab
 from tgsparql.rdf.terms import Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import (
-    PATH_KINDS,
-    RDF_FIRST,
-    RDF_NIL,
-    RDF_REST,
-    SH,
-    TARGETS,
-    Constraint,
-    Path,
-    Shape,
-    sh,
+    PATH_KINDS, RDF_FIRST, RDF_NIL, RDF_REST, SH, TARGETS, Constraint, Path, Shape, sh,
 )
 from tgsparql.validation.sparql import (
-    component_constraints,
-    read_components,
-    read_sparql_constraint,
+    component_constraints, read_components, read_sparql_constraint,
 )
 
 RDFS_CLASS = ox.NamedNode(vocab.RDFS + "Class")

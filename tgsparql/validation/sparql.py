@@ -20,11 +20,7 @@ from tgsparql.rdf.terms import Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Shape, ShapesReader
 from tgsparql.validation.prebinding import (
-    one_query_for_all,
-    refuse_forbidden,
-    substitute,
-    tokens,
-    uses,
+    one_query_for_all, refuse_forbidden, substitute, tokens, uses,
 )
 
 SH = vocab.SH

@@ -15,12 +15,7 @@ from tgsparql.rdf.templates import Sparql, render_term, templates_for, to_iri
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, Store
 from tgsparql.validation.compiler import (
-    FOCUS_STAND_IN,
-    SPARQL_BASED,
-    CompiledQuery,
-    check_shapes,
-    compile_shape,
-    compile_shapes,
+    FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
 )
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.messages import default_message

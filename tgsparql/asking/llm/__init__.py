@@ -1,11 +1,7 @@
 """LLM backends: what selects edges and writes answers, behind one interface."""
 
 from tgsparql.asking.llm.base import (
-    AnswerStream,
-    Backend,
-    LLMError,
-    SelectionOutput,
-    SelectionRequest,
+    AnswerStream, Backend, LLMError, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.factory import make_backend
 

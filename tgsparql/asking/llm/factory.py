@@ -7,11 +7,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from tgsparql.asking.llm.base import (
-    DEFAULT_LLM_RETRIES,
-    DEFAULT_LLM_TIMEOUT,
-    Backend,
-    Constraint,
-    LLMError,
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend, Constraint, LLMError,
 )
 from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.offline import OfflineBackend

@@ -24,11 +24,7 @@ from tgsparql.asking.citations import NOTHING_SELECTED
 from tgsparql.asking.grounding import stems
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.base import (
-    ExtractionOutput,
-    ExtractionRequest,
-    ExtractionUnsupported,
-    SelectionOutput,
-    SelectionRequest,
+    ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.usage import Usage
 from tgsparql.rdf.text import words

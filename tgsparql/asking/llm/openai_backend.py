@@ -12,15 +12,8 @@ import openai
 
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.base import (
-    DEFAULT_LLM_RETRIES,
-    DEFAULT_LLM_TIMEOUT,
-    Constraint,
-    ExtractionOutput,
-    ExtractionRequest,
-    LLMError,
-    SelectionOutput,
-    SelectionRequest,
-    render_prompt,
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Constraint, ExtractionOutput, ExtractionRequest,
+    LLMError, SelectionOutput, SelectionRequest, render_prompt,
 )
 from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.usage import Usage
