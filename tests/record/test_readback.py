@@ -17,10 +17,10 @@ from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.record.explain import explain_session, render_text
+from tgsparql.record.page import render_session
 from tgsparql.record.session_view import session_view
 from tgsparql.record.trace import render_text as trace_text
 from tgsparql.record.trace import trace, trace_json
-from tgsparql.serve import pages
 
 GOLDEN = FIXTURES / "readback"
 QUESTIONS = ("Where was the scientist who discovered polonium born?",
@@ -40,7 +40,7 @@ def outputs(rag: GraphRag, session: str) -> dict[str, str]:
         "explain.txt": render_text(explanation),
         "explain.json": json.dumps(explanation.to_json(), ensure_ascii=False, indent=2),
         "page.html": STYLE.sub("<style>(base.html's)</style>",
-                               pages.render_session(view, standalone=True)),
+                               render_session(view)),
         "picture.dot": view.picture.dot(),
         "picture.mmd": view.picture.mermaid(),
     }

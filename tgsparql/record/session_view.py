@@ -1,12 +1,11 @@
 """A session as its page shows it: the answer cut into passages at the sentences it cites, the
 selected edges with their evidence highlighted in their chunks, the picture, the edges retrieved
 but not selected, and (on the server's page) whether the record conforms to the shapes.
-`tgsparql.serve.pages` renders it as HTML."""
+`page.py` renders it as HTML."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
@@ -64,11 +63,6 @@ class SessionView:
         """Citations whose sentence is nowhere in the answer text (a record edited since)."""
         placed = {c.iri for p in self.answer for c in p.citations}
         return [c for c in self.explanation.citations if c.iri not in placed]
-
-    @property
-    def unselected_url(self) -> str:
-        """The saved query on the SPARQL page, where every row can be read or downloaded."""
-        return "/sparql?" + urlencode({"query": self.unselected_query, "format": "html"})
 
 
 def session_view(store: Store, collection: str, session: str,

@@ -1,10 +1,9 @@
-"""Trace pages for people: the session list, one session explained (`record.session_view`,
-with its picture), an entity's edges, the saved queries, errors and the SPARQL page.
-
-Pages are jinja2 templates in `templates/`, autoescaped; nothing on them runs JavaScript, and
-the server's Content-Security-Policy lets nothing run: no script at all, only the pages' one
-stylesheet (by its hash). Only http and https IRIs become links out, so no `javascript:` IRI in
-the data is one; an entity's own page here is linked by its IRI as a URL-encoded parameter.
+"""The server's pages for people: the session list, one session explained (as `record.page`
+renders it, here linked to the server's other pages), an entity's edges, the saved queries,
+errors and the SPARQL page. Pages are jinja2 templates in `templates/`, extending the record's
+`base.html`; nothing on them runs JavaScript, and the server's Content-Security-Policy lets
+nothing run: no script at all, only the pages' one stylesheet (by its hash). An entity's own
+page here is linked by its IRI as a URL-encoded parameter.
 """
 
 from __future__ import annotations
@@ -20,12 +19,10 @@ import jinja2
 import pyoxigraph as ox
 
 from tgsparql.asking.labels import fetch_labels, label_of, label_terms
+from tgsparql.record import page as record_page
 from tgsparql.record.explain import SessionSummary
-from tgsparql.record.picture import LINE_HEIGHT, NODE_WIDTH
-from tgsparql.record.session_view import SessionView, highlight
+from tgsparql.record.session_view import SessionView
 from tgsparql.stores.store import Store
-
-_WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -76,11 +73,8 @@ def entity_view(store: Store, iri: str, page: int) -> EntityView:
                       len(rows) > ENTITY_PAGE_EDGES)
 
 
-def render_session(view: SessionView, *, standalone: bool = False) -> str:
-    return _environment().get_template("session.html").render(
-        view=view, e=view.explanation, node_width=NODE_WIDTH, line_height=LINE_HEIGHT,
-        standalone=standalone,
-    )
+def render_session(view: SessionView) -> str:
+    return record_page.render_session(view, _environment())
 
 
 def render_entity(view: EntityView) -> str:
@@ -108,16 +102,7 @@ def render_sparql(**context: Any) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("tgsparql.serve", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.tests["web_link"] = lambda iri: bool(_WEB_LINK.match(iri))
-    environment.filters["highlight"] = highlight
-    return environment
+    return record_page.environment(jinja2.PackageLoader("tgsparql.serve", "templates"))
 
 
 def _style_hash() -> str:
