@@ -17,9 +17,10 @@ from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.record.explain import explain_session, render_text
+from tgsparql.record.page import render_session
+from tgsparql.record.session_view import session_view
 from tgsparql.record.trace import render_text as trace_text
 from tgsparql.record.trace import trace, trace_json
-from tgsparql.serve import pages
 
 GOLDEN = FIXTURES / "readback"
 QUESTIONS = ("Where was the scientist who discovered polonium born?",
@@ -34,12 +35,12 @@ def outputs(rag: GraphRag, session: str) -> dict[str, str]:
     """Every read-back output of `session`, by file name."""
     store = rag.store
     explanation = explain_session(store, "explainability", session)
-    view = pages.session_view(store, "explainability", session)
+    view = session_view(store, "explainability", session)
     found = {
         "explain.txt": render_text(explanation),
         "explain.json": json.dumps(explanation.to_json(), ensure_ascii=False, indent=2),
         "page.html": STYLE.sub("<style>(base.html's)</style>",
-                               pages.render_session(view, standalone=True)),
+                               render_session(view)),
         "picture.dot": view.picture.dot(),
         "picture.mmd": view.picture.mermaid(),
     }
@@ -78,7 +79,7 @@ def test_the_session_page_reads_the_session_in_one_request(rag: GraphRag) -> Non
     query (explain_session.rq), and no trace query beside it."""
     session = list(rag.query(QUESTIONS[0], stream=True))[0].explain_id
     counting = CountingStore(rag.store)
-    pages.session_view(counting, "explainability", session)
+    session_view(counting, "explainability", session)
     ids = SessionIds.from_session_iri(session)
     assert counting.requests == [rag.templates.render(
         "explain_session", graph=vocab.explainability_graph(), session=ids.session,

@@ -26,8 +26,8 @@ from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.record.conformance import render, validate_session
 from tgsparql.record.explain import explain_session, list_sessions
+from tgsparql.record.session_view import session_view
 from tgsparql.record.trace import trace, trace_json
-from tgsparql.serve import pages
 from tgsparql.stores.store import Store, open_store
 
 QUESTIONS = [
@@ -170,7 +170,7 @@ def test_the_session_page_reads_alike_in_one_request(sides: dict[str, Side], que
     read = {}
     for name, side in sides.items():
         before = getattr(side.store, "requests", 0)
-        view = pages.session_view(side.store, vocab.DEFAULT_COLLECTION, side.runs[question].session)
+        view = session_view(side.store, vocab.DEFAULT_COLLECTION, side.runs[question].session)
         if name == "remote":
             assert side.store.requests - before == 1  # type: ignore[attr-defined]
         data = view.explanation.to_json()

@@ -24,6 +24,8 @@ from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.record.explain import explain_session
+from tgsparql.record.picture import LINE_CHARS, MAX_LINES, wrap
+from tgsparql.record.session_view import UNSELECTED_SHOWN
 from tgsparql.serve import ServerConfig, pages, routes
 from tgsparql.stores.store import open_store
 
@@ -139,32 +141,19 @@ def test_the_answer_comes_first_and_each_citation_links_to_its_edge_and_back(
     assert len(sentences) == 4 and "[" in sentences[0]  # each sentence keeps its marker
 
 
-def test_citations_are_placed_by_offset_and_survive_a_changed_answer() -> None:
-    cite = pages.AnswerCitation
-    text = "A b. C d. A b."
-    placed = pages.passages(text, [cite("urn:c:0", 0, "A b.", 10, 4),
-                                   cite("urn:c:1", 2, "A b.", 10, 4),
-                                   cite("urn:c:2", 1, "gone.", 0, 5)])
-    assert [(p.text, [c.edge_index for c in p.citations]) for p in placed] == [
-        ("A b. C d. ", []), ("A b.", [0, 2])]
-    moved = pages.passages(text, [cite("urn:c:0", 0, "C d.", 99, 4)])
-    assert [p.text for p in moved] == ["A b. ", "C d.", " A b."]
-    assert "".join(p.text for p in pages.passages(text, [])) == text
-
-
 def test_picture_labels_wrap_and_two_edges_sharing_forty_characters_stay_two(
     reader: ServeProcess, recorded: Recorded
 ) -> None:
     page = page_of(reader, recorded.committee)
     nodes = edge_nodes(page)
     assert len(nodes) == 4
-    assert all(len(line) <= pages.LINE_CHARS for lines in nodes for line in lines)
+    assert all(len(line) <= LINE_CHARS for lines in nodes for line in lines)
     shown = [" ".join(lines) for lines in nodes]
     assert len(set(shown)) == 4
     assert shown[0] == f"[0] Hub — relates to — {SHARED} at Paris"
     assert shown[3] == f"[3] Hub — relates to — {SHARED} at Sèvres"
     long_box = nodes[1]
-    assert len(long_box) == pages.MAX_LINES and long_box[-1].endswith("…")
+    assert len(long_box) == MAX_LINES and long_box[-1].endswith("…")
     assert shown[1].startswith("[1] Hub — relates to — Committee of weights and measures annex0")
     assert f"[1] Hub — relates to — {html.escape(LONG, quote=False)}" in page  # in the list
 
@@ -174,19 +163,7 @@ def test_a_hostile_label_is_text_everywhere(reader: ServeProcess, recorded: Reco
     assert "<script" not in page and "<b>Committee" not in page
     escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;Committee&lt;/b&gt;"
     assert page.count(escaped) >= 4  # edge list, picture, answer, its citation
-    assert edge_nodes(page)[2] == list(pages.wrap(f"[2] Hub — relates to — {HOSTILE}"))
-
-
-def test_wrapping_breaks_between_words_and_inside_a_word_only_where_it_must() -> None:
-    assert pages.wrap("a " * 10) == ("a a a a a a a a a a",)
-    word = "x" * (pages.LINE_CHARS * 2 + 3)
-    lines = pages.wrap(f"see {word} end")
-    assert len(lines) == 3 and all(len(line) == pages.LINE_CHARS for line in lines[:2])
-    assert "".join(lines) == f"see {word} end".replace(" ", "", 1).replace(" ", "")  \
-        or " ".join(lines).replace(" ", "") == f"see{word}end"
-    cut = pages.wrap("word " * 200)
-    assert len(cut) == pages.MAX_LINES and cut[-1].endswith("…")
-    assert pages.wrap("") == ("",)
+    assert edge_nodes(page)[2] == list(wrap(f"[2] Hub — relates to — {HOSTILE}"))
 
 
 def test_chunk_boxes_name_their_document(reader: ServeProcess, recorded: Recorded) -> None:
@@ -205,12 +182,12 @@ def test_the_edges_not_selected_are_listed_collapsed_up_to_a_cap_with_the_query_
     assert details is not None
     listed = re.findall(r"<li>([^<]*)</li>", details.group(1))
     assert f"{FILLERS} edges retrieved but not selected" in details.group(1)
-    assert len(listed) == pages.UNSELECTED_SHOWN
+    assert len(listed) == UNSELECTED_SHOWN
     assert all(item.startswith("Hub — relates to — filler item ") for item in listed)
     assert SHARED not in details.group(1)  # the selected ones are not among them
     more = re.search(r'<p class="muted" id="unselected-more">(\d+) more: <a href="([^"]+)">',
                      details.group(1))
-    assert more is not None and int(more.group(1)) == FILLERS - pages.UNSELECTED_SHOWN
+    assert more is not None and int(more.group(1)) == FILLERS - UNSELECTED_SHOWN
     every = reader.get(html.unescape(more.group(2)))
     assert every.status == 200
     assert f'<span id="row-count">{FILLERS}</span> rows' in every.text
@@ -308,7 +285,7 @@ def test_in_chromium_the_citations_link_both_ways_and_nothing_is_blocked(
         lines = tab.evaluate("[...document.querySelectorAll('.node-edge text.label')]"
                              ".map(t => t.querySelectorAll('tspan').length)")
         assert lines == [len(box) for box in edge_nodes(page_of(reader, recorded.committee))]
-        assert lines[1] == pages.MAX_LINES and min(lines) >= 2
+        assert lines[1] == MAX_LINES and min(lines) >= 2
         ARTIFACTS.mkdir(exist_ok=True)
         tab.screenshot(ARTIFACTS / "session_page_reader.png")
         blocked = [entry for entry in tab.log()

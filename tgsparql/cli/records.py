@@ -102,14 +102,15 @@ def explain(target: StoreTarget, session: str, collection: str, format_: str,
     """Explain SESSION (its IRI or UUID): retrieval, selected edges with reasons and sources."""
     with opened(target) as store:
         if format_ in ("html", "dot", "mermaid"):
-            from tgsparql.serve import pages
+            from tgsparql.record.page import render_session
+            from tgsparql.record.session_view import session_view
 
             try:
-                view = pages.session_view(store, collection, session)
+                view = session_view(store, collection, session)
             except (SessionNotFound, ValueError, StoreError) as error:
                 raise Failure(str(error)) from None
             text = {
-                "html": lambda: pages.render_session(view, standalone=True),
+                "html": lambda: render_session(view),
                 "dot": view.picture.dot,
                 "mermaid": view.picture.mermaid,
             }[format_]()

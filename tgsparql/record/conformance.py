@@ -1,5 +1,5 @@
 """What a validation run looks at (the data graph named on the command line, one session) and
-how its verdict reads.
+how its verdict reads: a line for logs, a report in four formats, the session page's summary.
 
 Kept apart from the validator, which knows nothing of sessions or of how graphs are named by
 people; kept apart from the CLI, so `validate` and `query --validate` choose alike.
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 import pyoxigraph as ox
 
@@ -18,12 +19,14 @@ from tgsparql.rdf.iris import SessionIds
 from tgsparql.rdf.terms import Dialect
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.store import DataGraph, Store
-from tgsparql.validation.report import ValidationReport
+from tgsparql.validation.report import VIOLATION, ValidationReport, show_term
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.validator import Validator
 
 DEFAULT_GRAPH_NAME = "default"
 ReportFormat = Literal["text", "turtle", "json", "junit"]
+FINDINGS_SHOWN = 50
+"""How many validation results the page lists; `tgsparql validate --session` lists them all."""
 
 
 class GraphNameError(ValueError):
@@ -114,6 +117,51 @@ def verdict(report: ValidationReport) -> str:
             f"from {len(report.shapes)} shapes"
         )
     return f"conforms: {len(report.shapes)} shapes checked, {warnings} warnings"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One validation result, as the page lists it."""
+
+    severity: str
+    focus: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Conformance:
+    """The session checked against the bundled shapes, or why it could not be."""
+
+    checked: bool
+    conforms: bool = False
+    shapes: int = 0
+    violations: int = 0
+    warnings: int = 0
+    findings: tuple[Finding, ...] = ()
+    reason: str = ""
+
+    @classmethod
+    def of(cls, report: ValidationReport) -> Conformance:
+        """The page's view of a report: its counts and its first FINDINGS_SHOWN results,
+        violations first."""
+        ordered = sorted(report.results, key=lambda r: r.severity.value != VIOLATION.value)
+        return cls(True, not report.violations, len(report.shapes), len(report.violations),
+                   len(report.results) - len(report.violations), tuple(
+                       Finding(r.to_json()["severity"], show_term(r.focus_node),  # type: ignore
+                               show_term(r.result_path), r.message)
+                       for r in ordered[:FINDINGS_SHOWN]))
+
+    @classmethod
+    def not_checked(cls, reason: str) -> Conformance:
+        return cls(False, reason=reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "findings": [f.__dict__ for f in self.findings]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Conformance:
+        return cls(**{**data, "findings": tuple(Finding(**f) for f in data["findings"])})
 
 
 def render(report: ValidationReport, format: ReportFormat) -> str:

@@ -9,8 +9,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tgsparql.record.conformance import validate_session
+from tgsparql.record.conformance import Conformance, validate_session
 from tgsparql.record.explain import SessionNotFound, list_sessions
+from tgsparql.record.session_view import session_view
 from tgsparql.serve import editor, pages
 from tgsparql.serve.config import ServerConfig
 from tgsparql.serve.readonly import Served
@@ -116,11 +117,10 @@ class SessionJob(PageJob):
     conformance: dict[str, Any] | None = None
 
     def answer(self, store: Served, config: ServerConfig) -> Answer:
-        conformance = pages.Conformance.from_json(self.conformance) if self.conformance \
+        conformance = Conformance.from_json(self.conformance) if self.conformance \
             else None
         try:
-            view = pages.session_view(store, config.collection, self.uuid,
-                                      conformance)
+            view = session_view(store, config.collection, self.uuid, conformance)
         except (SessionNotFound, ValueError):
             raise ProtocolError(404, f"no session {self.uuid} in collection "
                                      f"{config.collection!r}") from None
@@ -138,9 +138,9 @@ class ValidateJob(Job):
         try:
             report = validate_session(store, self.uuid)
         except (SessionNotFound, ValueError) as error:
-            found = pages.Conformance.not_checked(str(error))
+            found = Conformance.not_checked(str(error))
         else:
-            found = pages.Conformance.of(report)
+            found = Conformance.of(report)
         return Answer(200, JSON, json.dumps(found.to_json()).encode("utf-8"))
 
 

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tgsparql.asking.pipeline import StageError
 from tgsparql.rdf.iris import SessionIds
+from tgsparql.record.conformance import Conformance
 from tgsparql.serve import editor, pages
 from tgsparql.serve.ask import (
     Asker, AskPage, EventStream, Framing, JsonLines, negotiate, read_question, refused_page,
@@ -139,9 +140,9 @@ def _conformance(pool: WorkerPool, uuid: str) -> dict[str, Any]:
     except ProtocolError as error:
         reason = f"the validation did not finish within {bound:g} s" \
             if error.status == 503 and "timeout" in error.message else error.message
-        return pages.Conformance.not_checked(reason).to_json()
+        return Conformance.not_checked(reason).to_json()
     if answer.status != 200:
-        return pages.Conformance.not_checked(
+        return Conformance.not_checked(
             answer.body.decode("utf-8", "replace").strip()[:300]).to_json()
     return json.loads(answer.body)
 
