@@ -194,8 +194,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self.raw_requestline = self.rfile.readline(limit + 1)
             if len(self.raw_requestline) > limit:
-                self.requestline = self.request_version = self.command = ""
-                self.senderror_answer(414, f"the request line is longer than {limit} bytes")
+                self.requestline = self.command = ""
+                self.send_error(414, f"the request line is longer than {limit} bytes")
                 return
             if not self.raw_requestline:
                 self.close_connection = True
@@ -204,19 +204,25 @@ class Handler(BaseHTTPRequestHandler):
                 return
             method = getattr(self, "do_" + self.command, None)
             if method is None:
-                self.senderror_answer(501, f"{self.command!r:.40} is not a method this server knows")
+                self.send_error(501, f"{self.command!r:.40} is not a method this server knows")
                 return
             method()
             self.wfile.flush()
         except TimeoutError:
             self.close_connection = True
 
-    def senderror_answer(self, code: int, message: str | None = None,
+    def send_error(self, code: int, message: str | None = None,
                    explain: str | None = None) -> None:
-        """The standard library's errors (bad request line, headers too long, …) as ours: one
-        plain-text line, with the same headers as every answer."""
+        """Every refusal before a request is routed, ours and the standard library's (a bad
+        request line, headers too large, an HTTP version it does not speak), as ours: one
+        plain-text line with the headers of every answer, and the connection closed. It is an
+        HTTP/1.1 answer even to a line without a usable version, which would otherwise get a bare
+        body without a header. The library's messages quote the request; the quote is left out,
+        so nothing a client sent comes back."""
         self.close_connection = True
-        self._send(error_answer(code, message or self.responses.get(code, ("error",))[0]))
+        self.request_version = self.protocol_version
+        said = (message or self.responses.get(code, ("error",))[0]).split(" (", 1)[0]
+        self._send(error_answer(code, said))
 
     def _handle(self, method: str) -> None:
         config = self.server.config
