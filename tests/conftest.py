@@ -1,5 +1,8 @@
-"""Shared fixtures: fresh stores, the demo sample, a pipeline over it, an Oxigraph server, and
-the datasets (our own small fixtures, and the third-party files of `TGSPARQL_DATA`)."""
+"""Shared fixtures: an Oxigraph server, the datasets (our own small fixtures, and the
+third-party files of `TGSPARQL_DATA`), and commands run without the settings' environment.
+Fresh stores, the demo sample and a pipeline over it are the tgsparql pytest plugin's
+(`tgsparql_store`, `tgsparql_demo_store`, `tgsparql_demo_pipeline`, ...), as a user's suite
+gets them."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib.resources import as_file, files
 from pathlib import Path
 
 import pytest
@@ -17,11 +19,7 @@ from click.testing import CliRunner
 
 from benchmarks.data import MissingData, data_path
 from tests.servers import Server, oxigraph_binary, serve_oxigraph
-from tgsparql.asking.llm.offline import OfflineBackend
-from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli import main
-from tgsparql.data.loader import load_files
-from tgsparql.stores.store import EmbeddedStore, open_store
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -107,38 +105,6 @@ def tgsparql_process(*args: object, **env: str) -> subprocess.Popen[str]:
     those given in `env`)."""
     return subprocess.Popen([console_script(), *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=clean_env(**env))
-
-
-@pytest.fixture
-def demo_path() -> Iterator[Path]:
-    with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as path:
-        yield path
-
-
-@pytest.fixture
-def store() -> EmbeddedStore:
-    return open_store()
-
-
-@pytest.fixture
-def demo_store(store: EmbeddedStore, demo_path: Path) -> EmbeddedStore:
-    report = load_files(store, [demo_path])
-    assert not report.failed
-    return store
-
-
-@pytest.fixture
-def demo_dir(tmp_path: Path, demo_path: Path) -> Path:
-    """An on-disk store holding the demo sample, closed."""
-    path = tmp_path / "kg"
-    with open_store(path) as store:
-        assert not load_files(store, [demo_path]).failed
-    return path
-
-
-@pytest.fixture
-def rag(demo_store: EmbeddedStore) -> GraphRag:
-    return GraphRag(demo_store, OfflineBackend())
 
 
 @pytest.fixture(scope="session")

@@ -66,9 +66,9 @@ def store_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def demo_dir(store_dir: Path, demo_path: Path) -> Path:
-    run = ok("load", "--store", store_dir, demo_path)
-    assert run.stdout.splitlines()[0] == f"loaded {demo_path}: 463 quads"
+def demo_dir(store_dir: Path, tgsparql_demo_file: Path) -> Path:
+    run = ok("load", "--store", store_dir, tgsparql_demo_file)
+    assert run.stdout.splitlines()[0] == f"loaded {tgsparql_demo_file}: 463 quads"
     return store_dir
 
 
@@ -155,11 +155,13 @@ def test_command_help_exits_0_and_names_its_options(command: str) -> None:
 # --- demo -------------------------------------------------------------------------------------
 
 
-def test_demo_in_memory_streams_the_answer_then_explains_it(rag: GraphRag) -> None:
-    messages = list(rag.query(DEMO_QUESTION, stream=True))
+def test_demo_in_memory_streams_the_answer_then_explains_it(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    messages = list(tgsparql_demo_pipeline.query(DEMO_QUESTION, stream=True))
     expected_answer = "".join(m.response for m in messages if m.message_type == "chunk")
     expected = explain_session(
-        rag.store, "explainability", messages[0].explain_id
+        tgsparql_demo_pipeline.store, "explainability", messages[0].explain_id
     ).to_json()
 
     run = ok("demo")
@@ -222,7 +224,9 @@ NTRIPLES = f'<{EX}n> <{EX}p> <<( <{EX}n> <{EX}p> "1"^^<http://www.w3.org/2001/XM
 NQUADS = f'<{EX}q> <{EX}p> "x"@en <{EX}g2> .\n<{EX}q> <{EX}p> "y" .\n'
 
 
-def test_load_reads_every_format_and_reports_quads_per_file(tmp_path: Path, store_dir: Path) -> None:
+def test_load_reads_every_format_and_reports_quads_per_file(
+    tmp_path: Path, store_dir: Path
+) -> None:
     files = [
         write(tmp_path / "a.ttl", TURTLE),
         write(tmp_path / "b.trig", TRIG),
@@ -349,8 +353,10 @@ def test_index_adds_only_new_labels_and_rebuild_counts_all(tmp_path: Path, store
     assert ok("index", "--store", store_dir, "--rebuild").stdout == "indexed 6 labels\n"
 
 
-def test_index_rebuild_on_demo_matches_the_count_load_reported(store_dir: Path, demo_path: Path) -> None:
-    loaded = ok("load", "--store", store_dir, demo_path).stdout.splitlines()
+def test_index_rebuild_on_demo_matches_the_count_load_reported(
+    store_dir: Path, tgsparql_demo_file: Path
+) -> None:
+    loaded = ok("load", "--store", store_dir, tgsparql_demo_file).stdout.splitlines()
     match = re.fullmatch(r"indexed (\d+) labels for grounding", loaded[-1])
     assert match is not None and int(match.group(1)) > 0
     assert ok("index", "--store", store_dir, "--rebuild").stdout == f"indexed {match.group(1)} labels\n"
@@ -570,7 +576,9 @@ def test_sessions_invalid_collection_fails_with_one_line(store_dir: Path) -> Non
 # --- explain ----------------------------------------------------------------------------------
 
 
-def test_explain_text_shows_question_retrieval_edges_and_integrity(demo_dir: Path, session: str) -> None:
+def test_explain_text_shows_question_retrieval_edges_and_integrity(
+    demo_dir: Path, session: str
+) -> None:
     run = ok("explain", session, "--store", demo_dir)
     lines = run.stdout.splitlines()
     explanation = explain_json(demo_dir, session)
@@ -685,10 +693,10 @@ def test_console_script_runs_the_demo_with_exit_0(tmp_path: Path) -> None:
     assert "\x1b[" not in done.stdout
 
 
-def test_process_exit_codes_success_failure_usage(tmp_path: Path, demo_path: Path) -> None:
+def test_process_exit_codes_success_failure_usage(tmp_path: Path, tgsparql_demo_file: Path) -> None:
     missing = "urn:trustgraph:session:00000000-0000-4000-8000-000000000000"
     runs = {
-        "success": start_module("load", "--store", "loaded", demo_path, cwd=tmp_path),
+        "success": start_module("load", "--store", "loaded", tgsparql_demo_file, cwd=tmp_path),
         "failure": start_module("explain", missing, "--store", "empty", cwd=tmp_path),
         "usage": start_module("query", "q", "--bogus", cwd=tmp_path),
     }
@@ -696,7 +704,7 @@ def test_process_exit_codes_success_failure_usage(tmp_path: Path, demo_path: Pat
     assert {name: process.returncode for name, (process, _, _) in done.items()} == {
         "success": 0, "failure": 1, "usage": 2,
     }
-    assert done["success"][1].splitlines()[0] == f"loaded {demo_path}: 463 quads"
+    assert done["success"][1].splitlines()[0] == f"loaded {tgsparql_demo_file}: 463 quads"
     assert done["failure"][1] == ""
     assert done["failure"][2] == f"error: no session {missing} in collection 'explainability'\n"
     assert "No such option '--bogus'" in done["usage"][2]

@@ -140,53 +140,53 @@ def test_label_of_a_nested_triple_term() -> None:
 # fetch_labels
 
 
-def test_fetch_labels_prefers_english(store: EmbeddedStore) -> None:
-    add_label(store, ex("warsaw"), "Warszawa", "pl")
-    add_label(store, ex("warsaw"), "Warsaw city")
-    add_label(store, ex("warsaw"), "Warsaw", "en")
-    assert fetch_labels(store, [ex("warsaw")]) == {ex("warsaw"): "Warsaw"}
+def test_fetch_labels_prefers_english(tgsparql_store: EmbeddedStore) -> None:
+    add_label(tgsparql_store, ex("warsaw"), "Warszawa", "pl")
+    add_label(tgsparql_store, ex("warsaw"), "Warsaw city")
+    add_label(tgsparql_store, ex("warsaw"), "Warsaw", "en")
+    assert fetch_labels(tgsparql_store, [ex("warsaw")]) == {ex("warsaw"): "Warsaw"}
 
 
-def test_fetch_labels_counts_english_regions_as_english(store: EmbeddedStore) -> None:
-    add_label(store, ex("colour"), "untagged colour")
-    add_label(store, ex("colour"), "Colour", "en-GB")
-    assert fetch_labels(store, [ex("colour")]) == {ex("colour"): "Colour"}
+def test_fetch_labels_counts_english_regions_as_english(tgsparql_store: EmbeddedStore) -> None:
+    add_label(tgsparql_store, ex("colour"), "untagged colour")
+    add_label(tgsparql_store, ex("colour"), "Colour", "en-GB")
+    assert fetch_labels(tgsparql_store, [ex("colour")]) == {ex("colour"): "Colour"}
 
 
-def test_fetch_labels_prefers_untagged_over_other_languages(store: EmbeddedStore) -> None:
-    add_label(store, ex("warsaw"), "Warszawa", "pl")
-    add_label(store, ex("warsaw"), "Varsovie", "fr")
-    add_label(store, ex("warsaw"), "Warsaw (untagged)")
-    assert fetch_labels(store, [ex("warsaw")]) == {ex("warsaw"): "Warsaw (untagged)"}
+def test_fetch_labels_prefers_untagged_over_other_languages(tgsparql_store: EmbeddedStore) -> None:
+    add_label(tgsparql_store, ex("warsaw"), "Warszawa", "pl")
+    add_label(tgsparql_store, ex("warsaw"), "Varsovie", "fr")
+    add_label(tgsparql_store, ex("warsaw"), "Warsaw (untagged)")
+    assert fetch_labels(tgsparql_store, [ex("warsaw")]) == {ex("warsaw"): "Warsaw (untagged)"}
 
 
 def test_fetch_labels_falls_back_to_any_language_smallest_value_first(
-    store: EmbeddedStore
+    tgsparql_store: EmbeddedStore
 ) -> None:
-    add_label(store, ex("warsaw"), "Warszawa", "pl")
-    add_label(store, ex("warsaw"), "Varsovie", "fr")
-    assert fetch_labels(store, [ex("warsaw")]) == {ex("warsaw"): "Varsovie"}
+    add_label(tgsparql_store, ex("warsaw"), "Warszawa", "pl")
+    add_label(tgsparql_store, ex("warsaw"), "Varsovie", "fr")
+    assert fetch_labels(tgsparql_store, [ex("warsaw")]) == {ex("warsaw"): "Varsovie"}
 
 
-def test_fetch_labels_breaks_ties_by_value(store: EmbeddedStore) -> None:
-    add_label(store, ex("marie"), "Marie Curie", "en")
-    add_label(store, ex("marie"), "Madame Curie", "en")
-    assert fetch_labels(store, [ex("marie")]) == {ex("marie"): "Madame Curie"}
+def test_fetch_labels_breaks_ties_by_value(tgsparql_store: EmbeddedStore) -> None:
+    add_label(tgsparql_store, ex("marie"), "Marie Curie", "en")
+    add_label(tgsparql_store, ex("marie"), "Madame Curie", "en")
+    assert fetch_labels(tgsparql_store, [ex("marie")]) == {ex("marie"): "Madame Curie"}
 
 
-def test_fetch_labels_omits_terms_without_labels(store: EmbeddedStore) -> None:
-    add_label(store, ex("marie"), "Marie Curie")
-    found = fetch_labels(store, [ex("marie"), ex("nobody"), ex("marie")])
+def test_fetch_labels_omits_terms_without_labels(tgsparql_store: EmbeddedStore) -> None:
+    add_label(tgsparql_store, ex("marie"), "Marie Curie")
+    found = fetch_labels(tgsparql_store, [ex("marie"), ex("nobody"), ex("marie")])
     assert found == {ex("marie"): "Marie Curie"}
 
 
-def test_fetch_labels_of_nothing_is_empty(store: EmbeddedStore) -> None:
-    assert fetch_labels(store, []) == {}
+def test_fetch_labels_of_nothing_is_empty(tgsparql_store: EmbeddedStore) -> None:
+    assert fetch_labels(tgsparql_store, []) == {}
 
 
-def test_fetch_labels_reads_the_default_graph_only(store: EmbeddedStore) -> None:
-    store.oxigraph.add(ox.Quad(ex("marie"), RDFS_LABEL, ox.Literal("Secret"), ex("g")))
-    assert fetch_labels(store, [ex("marie")]) == {}
+def test_fetch_labels_reads_the_default_graph_only(tgsparql_store: EmbeddedStore) -> None:
+    tgsparql_store.oxigraph.add(ox.Quad(ex("marie"), RDFS_LABEL, ox.Literal("Secret"), ex("g")))
+    assert fetch_labels(tgsparql_store, [ex("marie")]) == {}
 
 
 def test_label_terms_include_the_parts_of_triple_terms() -> None:
@@ -292,17 +292,17 @@ def test_build_labelgraph_never_loses_an_edge(
         assert graph.uri_map[edge.id] == edge.triple
 
 
-def test_get_labelgraph_uses_the_store_labels(store: EmbeddedStore) -> None:
-    add_label(store, ex("marie"), "Marie Curie", "en")
-    add_label(store, ex("marie"), "Maria Skłodowska", "pl")
-    add_label(store, ex("discovered"), "discovered")
-    add_label(store, ex("polonium"), "Polonium")
+def test_get_labelgraph_uses_the_store_labels(tgsparql_store: EmbeddedStore) -> None:
+    add_label(tgsparql_store, ex("marie"), "Marie Curie", "en")
+    add_label(tgsparql_store, ex("marie"), "Maria Skłodowska", "pl")
+    add_label(tgsparql_store, ex("discovered"), "discovered")
+    add_label(tgsparql_store, ex("polonium"), "Polonium")
     year = ox.Literal("1898", datatype=ox.NamedNode(XSD + "gYear"))
     triples = [
         ox.Triple(ex("marie"), ex("discovered"), ex("polonium")),
         ox.Triple(ex("marie"), ex("discoveredIn"), year),
     ]
-    graph = get_labelgraph(store, triples)
+    graph = get_labelgraph(tgsparql_store, triples)
     assert [edge.labels for edge in graph.labeled_edges] == [
         ("Marie Curie", "discovered", "Polonium"),
         ("Marie Curie", "discoveredIn", "1898"),
@@ -314,18 +314,18 @@ def test_get_labelgraph_uses_the_store_labels(store: EmbeddedStore) -> None:
 
 
 def test_get_labelgraph_keeps_two_same_labelled_facts_from_the_store(
-    store: EmbeddedStore
+    tgsparql_store: EmbeddedStore
 ) -> None:
     paris_fr, paris_tx = ex("fr/Paris"), ex("us/Paris")
     for node in (paris_fr, paris_tx):
-        add_label(store, node, "Paris")
-    add_label(store, ex("capitalOf"), "capital of")
-    add_label(store, ex("fr/seat"), "the county")
-    add_label(store, ex("us/seat"), "the county")
+        add_label(tgsparql_store, node, "Paris")
+    add_label(tgsparql_store, ex("capitalOf"), "capital of")
+    add_label(tgsparql_store, ex("fr/seat"), "the county")
+    add_label(tgsparql_store, ex("us/seat"), "the county")
     triples = [
         ox.Triple(paris_fr, ex("capitalOf"), ex("fr/seat")),
         ox.Triple(paris_tx, ex("capitalOf"), ex("us/seat")),
     ]
-    graph = get_labelgraph(store, triples)
+    graph = get_labelgraph(tgsparql_store, triples)
     h = sha_id("Paris", "capital of", "the county")
     assert graph.uri_map == {h: triples[0], f"{h}-2": triples[1]}

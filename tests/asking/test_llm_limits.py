@@ -36,15 +36,16 @@ def test_the_default_wait_fails_a_dead_llm_within_a_minute() -> None:
 
 @pytest.mark.parametrize("given", ["flags", "environment"])
 def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
-    demo_dir: Path, tmp_path: Path, silent_llm: SilentServer, given: str
+    tgsparql_demo_store_dir: Path, tmp_path: Path, silent_llm: SilentServer, given: str
 ) -> None:
     timeout = 20
     wait = (["--llm-timeout", timeout, "--llm-retries", 0] if given == "flags" else [])
     env = ({"TGSPARQL_LLM_TIMEOUT": str(timeout), "TGSPARQL_LLM_RETRIES": "0"}
            if given == "environment" else {})
-    query = tgsparql_process("query", "Where was Marie Curie born?", "--store", demo_dir,
-                     "--llm", "openai", "--base-url", silent_llm.base_url, "--model", "m",
-                     "--format", "jsonl", *wait, **env)
+    query = tgsparql_process("query", "Where was Marie Curie born?",
+                             "--store", tgsparql_demo_store_dir,
+                             "--llm", "openai", "--base-url", silent_llm.base_url, "--model", "m",
+                             "--format", "jsonl", *wait, **env)
     try:
         assert silent_llm.requested.wait(timeout=120), "the query never asked its LLM"
         asked = time.monotonic()
@@ -53,7 +54,8 @@ def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
         extra.write_text("<urn:x:meanwhile> <urn:x:p> \"written while the LLM hung\" .\n")
         # Far shorter than the LLM's timeout: were the store held across the LLM call, this
         # writer would give up long before the query let go of it.
-        writer = tgsparql_process("load", "--store", demo_dir, "--lock-timeout", 5, extra)
+        writer = tgsparql_process("load", "--store", tgsparql_demo_store_dir,
+                                  "--lock-timeout", 5, extra)
         out, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
         assert out.startswith(f"loaded {extra}: 1 quads")
@@ -70,7 +72,7 @@ def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
         f"selection failed: the LLM server {silent_llm.base_url} did not answer in time")
     assert "timed out" in last["error"]["message"].lower()
     assert waited < timeout + 30  # its own timeout, not the 120 s x 3 tries of the past
-    with open_store(demo_dir) as store:
+    with open_store(tgsparql_demo_store_dir) as store:
         [session] = list_sessions(store, "explainability", 10)
         assert session.status == "failed"
         assert store.ask('ASK { <urn:x:meanwhile> ?p ?o }')
@@ -91,7 +93,7 @@ def run(*args: object, **env: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("limits", ["default", "flags", "environment"])
 def test_megabytes_from_the_llm_are_cut_flagged_and_the_session_completes(
-    demo_dir: Path, fake_openai: FakeOpenAI, limits: str
+    tgsparql_demo_store_dir: Path, fake_openai: FakeOpenAI, limits: str
 ) -> None:
     reason_chars, answer_chars = ((OutputLimits.reason_chars, OutputLimits.answer_chars)
                                   if limits == "default" else (100, 500))
@@ -101,7 +103,7 @@ def test_megabytes_from_the_llm_are_cut_flagged_and_the_session_completes(
     streamed = limits != "flags"
     answer = ["Warsaw " * 146] * (MEGABYTES // 1022) if streamed else "Warsaw " * (MEGABYTES // 7)
     fake_openai.script(rambling_selection, Reply(answer))
-    code, out, err = run("query", "Where was Marie Curie born?", "--store", demo_dir,
+    code, out, err = run("query", "Where was Marie Curie born?", "--store", tgsparql_demo_store_dir,
                          "--llm", "openai", "--base-url", fake_openai.base_url, "--model", "m",
                          "--format", "jsonl", "--validate", *flags,
                          *([] if streamed else ["--no-stream"]), **env)
@@ -111,7 +113,7 @@ def test_megabytes_from_the_llm_are_cut_flagged_and_the_session_completes(
     assert printed == ("Warsaw " * (answer_chars // 7 + 1))[:answer_chars]
     assert messages[-1]["validation"]["conforms"] is True
     session = next(m["explain_id"] for m in messages if m.get("message_type") == "explain")
-    code, out, err = run("explain", session, "--store", demo_dir, "--format", "json")
+    code, out, err = run("explain", session, "--store", tgsparql_demo_store_dir, "--format", "json")
     assert code == 0, err
     explained = json.loads(out)
     assert explained["status"] == "complete"
@@ -120,13 +122,13 @@ def test_megabytes_from_the_llm_are_cut_flagged_and_the_session_completes(
     assert edge["reasoning_truncated"] is True
     assert explained["answer"] == printed
     assert explained["answer_truncated"] is True and explained["answer_intact"] is True
-    text = " ".join(run("explain", session, "--store", demo_dir)[1].split())
+    text = " ".join(run("explain", session, "--store", tgsparql_demo_store_dir)[1].split())
     assert "[cut: the LLM's reason was longer]" in text
     assert "cut: the LLM's answer was longer)" in text
 
 
 def test_what_fits_the_limits_is_kept_whole_and_not_flagged(
-    demo_dir: Path, fake_openai: FakeOpenAI
+    tgsparql_demo_store_dir: Path, fake_openai: FakeOpenAI
 ) -> None:
     def short_selection(body: dict) -> Reply:
         reply = rambling_selection(body)
@@ -134,17 +136,18 @@ def test_what_fits_the_limits_is_kept_whole_and_not_flagged(
         return Reply(json.dumps({"id": line["id"], "reasoning": "x" * 100}))
 
     fake_openai.script(short_selection, Reply(["W" * 250, "W" * 250]))
-    code, out, err = run("query", "Where was Marie Curie born?", "--store", demo_dir,
+    code, out, err = run("query", "Where was Marie Curie born?", "--store", tgsparql_demo_store_dir,
                          "--llm", "openai", "--base-url", fake_openai.base_url, "--model", "m",
                          "--format", "jsonl", "--max-reason-chars", 100,
                          "--max-answer-chars", 500)
     assert code == 0, err
     session = next(json.loads(line)["explain_id"] for line in out.splitlines())
-    explained = json.loads(run("explain", session, "--store", demo_dir, "--format", "json")[1])
+    explained = json.loads(run("explain", session, "--store", tgsparql_demo_store_dir,
+                               "--format", "json")[1])
     [edge] = explained["selected"]
     assert (edge["reasoning"], edge["reasoning_truncated"]) == ("x" * 100, False)
     assert (explained["answer"], explained["answer_truncated"]) == ("W" * 500, False)
-    turtle = run("explain", session, "--store", demo_dir, "--format", "turtle")[1]
+    turtle = run("explain", session, "--store", tgsparql_demo_store_dir, "--format", "turtle")[1]
     assert "truncated" not in turtle
 
 

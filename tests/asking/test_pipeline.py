@@ -89,7 +89,9 @@ class ScriptedBackend:
         ]
         return SelectionOutput("\n".join(lines + self.extra_lines), None)
 
-    def answer(self, question: str, facts: Sequence[LabeledEdge], *, stream: bool) -> ScriptedAnswer:
+    def answer(
+        self, question: str, facts: Sequence[LabeledEdge], *, stream: bool
+) -> ScriptedAnswer:
         self.answer_facts.append(facts)
         if self.answer_error is not None:
             raise self.answer_error
@@ -234,8 +236,8 @@ def anonymous(triples: Sequence[ox.Triple], uuid: str) -> list[str]:
     return sorted(times.sub("TIME", str(t).replace(uuid, "UUID")) for t in triples)
 
 
-def test_streaming_messages_come_in_spec_order(rag: GraphRag) -> None:
-    messages = list(rag.query(QUESTION, stream=True))
+def test_streaming_messages_come_in_spec_order(tgsparql_demo_pipeline: GraphRag) -> None:
+    messages = list(tgsparql_demo_pipeline.query(QUESTION, stream=True))
     chunks = messages[3:-2]
     assert len(chunks) > 1
     assert [(m.message_type, m.explain_id) for m in messages] == expected_order(
@@ -248,16 +250,18 @@ def test_streaming_messages_come_in_spec_order(rag: GraphRag) -> None:
     assert all(m.response == "" for m in messages if m.message_type == "explain")
     assert messages[-1].response == "" and not messages[-1].end_of_stream
     text = "".join(m.response for m in chunks)
-    stored = rag.store.select(
+    stored = tgsparql_demo_pipeline.store.select(
         f"SELECT ?t WHERE {{ GRAPH <urn:graph:library> {{ "
         f"<urn:trustgraph:answer:{uuid_of(messages)}> <{TG}content> ?t }} }}"
     )
     assert [row["t"].value for row in stored] == [text]
 
 
-def test_without_streaming_the_answer_is_exactly_one_chunk(rag: GraphRag) -> None:
-    streamed = "".join(m.response for m in rag.query(QUESTION, stream=True))
-    messages = list(rag.query(QUESTION, stream=False))
+def test_without_streaming_the_answer_is_exactly_one_chunk(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    streamed = "".join(m.response for m in tgsparql_demo_pipeline.query(QUESTION, stream=True))
+    messages = list(tgsparql_demo_pipeline.query(QUESTION, stream=False))
     assert [(m.message_type, m.explain_id) for m in messages] == expected_order(uuid_of(messages), 1)
     answer = messages[3]
     assert answer.end_of_stream is True and answer.end_of_session is False
@@ -266,11 +270,11 @@ def test_without_streaming_the_answer_is_exactly_one_chunk(rag: GraphRag) -> Non
     assert [m.end_of_session for m in messages].count(True) == 1
 
 
-def test_the_final_message_carries_the_sources_of_the_selected_edges(demo_store) -> None:
+def test_the_final_message_carries_the_sources_of_the_selected_edges(tgsparql_demo_store) -> None:
     backend = ScriptedBackend(
         pick=[("Marie Curie", "born in", "Warsaw"), ("Marie Curie", "discovered", "polonium")]
     )
-    messages = list(GraphRag(demo_store, backend).query(QUESTION))
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(QUESTION))
     uuid = uuid_of(messages)
     final = messages[-1]
     assert final.end_of_session and final.error is None
@@ -309,23 +313,23 @@ def test_the_final_message_carries_the_sources_of_the_selected_edges(demo_store)
     assert all(m.sources == [] for m in messages[:-1])
 
 
-def test_sources_come_with_the_answer_when_recording_is_off(demo_store) -> None:
+def test_sources_come_with_the_answer_when_recording_is_off(tgsparql_demo_store) -> None:
     pick = [("Marie Curie", "born in", "Warsaw"), ("Marie Curie", "discovered", "polonium")]
-    recorded = list(GraphRag(demo_store, ScriptedBackend(pick=pick)).query(QUESTION))[-1]
-    before = len(demo_store.oxigraph)
+    recorded = list(GraphRag(tgsparql_demo_store, ScriptedBackend(pick=pick)).query(QUESTION))[-1]
+    before = len(tgsparql_demo_store.oxigraph)
     unrecorded = list(
-        GraphRag(demo_store, ScriptedBackend(pick=pick), record=False).query(QUESTION)
+        GraphRag(tgsparql_demo_store, ScriptedBackend(pick=pick), record=False).query(QUESTION)
     )[-1]
-    assert len(demo_store.oxigraph) == before
+    assert len(tgsparql_demo_store.oxigraph) == before
     assert [s.edge_selection for s in unrecorded.sources] == [None, None]
     assert [(s.edge, s.chunk, s.text) for s in unrecorded.sources] == [
         (s.edge, s.chunk, s.text) for s in recorded.sources
     ]
 
 
-def test_the_answer_is_written_from_the_selected_edges_only(demo_store) -> None:
+def test_the_answer_is_written_from_the_selected_edges_only(tgsparql_demo_store) -> None:
     backend = ScriptedBackend(pick=[("Marie Curie", "born in", "Warsaw")])
-    list(GraphRag(demo_store, backend).query(QUESTION))
+    list(GraphRag(tgsparql_demo_store, backend).query(QUESTION))
     assert [[fact.triple for fact in facts] for facts in backend.answer_facts] == [[BORN_IN_WARSAW]]
 
 
@@ -347,39 +351,41 @@ def assert_failed(store: EmbeddedStore, messages: list[GraphRagResponse], stage:
     return iri.rsplit(":", 1)[1]
 
 
-def test_a_selector_error_fails_the_session_at_selection(demo_store) -> None:
+def test_a_selector_error_fails_the_session_at_selection(tgsparql_demo_store) -> None:
     backend = ScriptedBackend(select_error=LLMError("model unreachable"))
-    messages = list(GraphRag(demo_store, backend).query(QUESTION))
-    uuid = assert_failed(demo_store, messages, "selection")
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(QUESTION))
+    uuid = assert_failed(tgsparql_demo_store, messages, "selection")
     assert "model unreachable" in messages[-1].error.message
     assert kinds(messages) == ["explain", "explain", "error"]
-    assert subjects(demo_store, EXPLAINABILITY) == {
+    assert subjects(tgsparql_demo_store, EXPLAINABILITY) == {
         f"urn:trustgraph:session:{uuid}", f"urn:trustgraph:prov:retrieval:{uuid}"
     }
 
 
-def test_an_answer_error_before_the_first_chunk_fails_the_session_at_answer(demo_store) -> None:
+def test_an_answer_error_before_the_first_chunk_fails_the_session_at_answer(
+    tgsparql_demo_store
+) -> None:
     backend = ScriptedBackend(
         pick=[("Marie Curie", "born in", "Warsaw")], answer_error=LLMError("no reply")
     )
-    messages = list(GraphRag(demo_store, backend).query(QUESTION, stream=True))
-    uuid = assert_failed(demo_store, messages, "answer")
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(QUESTION, stream=True))
+    uuid = assert_failed(tgsparql_demo_store, messages, "answer")
     assert kinds(messages) == ["explain", "explain", "explain", "error"]
-    assert f"urn:trustgraph:prov:selection:{uuid}" in subjects(demo_store, EXPLAINABILITY)
-    assert f"urn:trustgraph:prov:answer:{uuid}" not in subjects(demo_store, EXPLAINABILITY)
-    assert subjects(demo_store, LIBRARY) & {f"urn:trustgraph:answer:{uuid}"} == set()
+    assert f"urn:trustgraph:prov:selection:{uuid}" in subjects(tgsparql_demo_store, EXPLAINABILITY)
+    assert f"urn:trustgraph:prov:answer:{uuid}" not in subjects(tgsparql_demo_store, EXPLAINABILITY)
+    assert subjects(tgsparql_demo_store, LIBRARY) & {f"urn:trustgraph:answer:{uuid}"} == set()
 
 
-def test_an_answer_stream_breaking_midway_fails_the_session_at_answer(demo_store) -> None:
+def test_an_answer_stream_breaking_midway_fails_the_session_at_answer(tgsparql_demo_store) -> None:
     backend = ScriptedBackend(
         pick=[("Marie Curie", "born in", "Warsaw")], chunks=["War", "saw", "."], fail_after=2
     )
-    messages = list(GraphRag(demo_store, backend).query(QUESTION, stream=True))
-    uuid = assert_failed(demo_store, messages, "answer")
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(QUESTION, stream=True))
+    uuid = assert_failed(tgsparql_demo_store, messages, "answer")
     assert "the answer stream broke" in messages[-1].error.message
     assert kinds(messages) == ["explain", "explain", "explain", "chunk", "error"]
     assert messages[3].response == "War" and messages[3].end_of_stream is False
-    assert f"urn:trustgraph:answer:{uuid}" not in subjects(demo_store, LIBRARY)
+    assert f"urn:trustgraph:answer:{uuid}" not in subjects(tgsparql_demo_store, LIBRARY)
 
 
 class EndlessAnswer:
@@ -397,12 +403,12 @@ class EndlessAnswer:
 
 
 def test_an_endless_answer_is_cut_at_the_limit_its_stream_closed_and_the_session_completes(
-    demo_store,
+    tgsparql_demo_store,
 ) -> None:
     endless = EndlessAnswer()
     backend = ScriptedBackend(pick=[("Marie Curie", "born in", "Warsaw")])
     backend.answer = lambda question, facts, *, stream: endless  # type: ignore[method-assign]
-    rag = GraphRag(demo_store, backend, output_limits=OutputLimits(answer_chars=50))
+    rag = GraphRag(tgsparql_demo_store, backend, output_limits=OutputLimits(answer_chars=50))
     messages = list(rag.query(QUESTION, stream=True))
     chunks = [m for m in messages if m.message_type == "chunk" and not m.end_of_session]
     assert "".join(m.response for m in chunks) == ("Warsaw " * 8)[:50]
@@ -410,10 +416,10 @@ def test_an_endless_answer_is_cut_at_the_limit_its_stream_closed_and_the_session
     assert endless.closed
     assert messages[-1].error is None and messages[-1].end_of_session
     uuid = uuid_of(messages)
-    assert demo_store.ask(f"""ASK {{ GRAPH ?g {{
+    assert tgsparql_demo_store.ask(f"""ASK {{ GRAPH ?g {{
         <urn:trustgraph:session:{uuid}> <https://trustgraph.ai/ns/status> "complete" .
         <urn:trustgraph:prov:answer:{uuid}> <https://trustgraph.ai/ns/truncated> true }} }}""")
-    assert_conforms(demo_store)
+    assert_conforms(tgsparql_demo_store)
 
 
 @pytest.mark.parametrize(
@@ -425,42 +431,44 @@ def test_an_endless_answer_is_cut_at_the_limit_its_stream_closed_and_the_session
     ],
 )
 def test_a_store_write_failure_fails_the_session_at_its_stage(
-    demo_store, n, stage, explains, recorded
+    tgsparql_demo_store, n, stage, explains, recorded
 ) -> None:
-    rag = faulty_rag(demo_store, fail_update=n)
+    rag = faulty_rag(tgsparql_demo_store, fail_update=n)
     messages = list(rag.query(QUESTION, stream=True))
-    uuid = assert_failed(demo_store, messages, stage)
+    uuid = assert_failed(tgsparql_demo_store, messages, stage)
     assert f"injected write failure on update {n}" in messages[-1].error.message
     assert [m.message_type for m in messages if m.message_type != "chunk"] == (
         ["explain"] * explains + ["error"]
     )
-    assert recorded_stages(demo_store, uuid) == recorded
-    assert f"urn:trustgraph:answer:{uuid}" not in subjects(demo_store, LIBRARY)
+    assert recorded_stages(tgsparql_demo_store, uuid) == recorded
+    assert f"urn:trustgraph:answer:{uuid}" not in subjects(tgsparql_demo_store, LIBRARY)
 
 
-def test_a_store_read_failure_in_retrieval_fails_the_session_at_retrieval(demo_store) -> None:
-    rag = faulty_rag(demo_store, fail_retrieval=True)
+def test_a_store_read_failure_in_retrieval_fails_the_session_at_retrieval(
+    tgsparql_demo_store
+) -> None:
+    rag = faulty_rag(tgsparql_demo_store, fail_retrieval=True)
     messages = list(rag.query(QUESTION))
-    uuid = assert_failed(demo_store, messages, "retrieval")
+    uuid = assert_failed(tgsparql_demo_store, messages, "retrieval")
     assert "injected read failure" in messages[-1].error.message
     assert kinds(messages) == ["error"]
-    assert subjects(demo_store, EXPLAINABILITY) == {f"urn:trustgraph:session:{uuid}"}
+    assert subjects(tgsparql_demo_store, EXPLAINABILITY) == {f"urn:trustgraph:session:{uuid}"}
 
 
-def test_a_session_is_recorded_in_three_updates(demo_store) -> None:
-    rag = faulty_rag(demo_store)
+def test_a_session_is_recorded_in_three_updates(tgsparql_demo_store) -> None:
+    rag = faulty_rag(tgsparql_demo_store)
     messages = list(rag.query(QUESTION))
     assert messages[-1].end_of_session and messages[-1].error is None
     assert rag.store.updates == 3
 
 
-def test_a_session_reads_the_store_a_bounded_number_of_times(demo_store) -> None:
+def test_a_session_reads_the_store_a_bounded_number_of_times(tgsparql_demo_store) -> None:
     """Grounding with the schema probe one read; retrieval on the first hop the seeds' edge
     counts with the question stems' holders and the seeds' edges, on the second the nodes'
     counts and the edges of those read whole (no demo node has more than 100 edges); the
     labels, the answer's sources one each — whatever the number of edges (the demo question
     walks two hops)."""
-    rag = faulty_rag(demo_store)
+    rag = faulty_rag(tgsparql_demo_store)
     rag.store.reads.clear()  # the label index was brought up to date when the pipeline began
     messages = list(rag.query(QUESTION))
     assert messages[-1].end_of_session and messages[-1].error is None
@@ -468,7 +476,7 @@ def test_a_session_reads_the_store_a_bounded_number_of_times(demo_store) -> None
     assert stages == ["Grounding", *["Retrieval"] * 3, "Labels", "Trace"]
 
 
-def test_the_llm_and_the_reads_go_on_while_the_store_writes(demo_store) -> None:
+def test_the_llm_and_the_reads_go_on_while_the_store_writes(tgsparql_demo_store) -> None:
     """Each write overlaps the steps after it: the labels are read and the selection asked
     for while the session and retrieval are written, the answer while the selection is;
     their explain messages still come only once they are written."""
@@ -496,7 +504,7 @@ def test_the_llm_and_the_reads_go_on_while_the_store_writes(demo_store) -> None:
                 assert started[step].wait(10), f"no {step} during write {self.updates}"
             super().update(update)
 
-    store = Waiting(demo_store)
+    store = Waiting(tgsparql_demo_store)
     rag = GraphRag(store, Watched(), index_labels=False)
     messages = list(rag.query(QUESTION))
     assert messages[-1].end_of_session and messages[-1].error is None
@@ -504,7 +512,7 @@ def test_the_llm_and_the_reads_go_on_while_the_store_writes(demo_store) -> None:
 
 
 def test_a_label_fetch_failing_during_the_first_write_records_the_session_failed(
-    demo_store,
+    tgsparql_demo_store,
 ) -> None:
     class FailingLabels(FaultyStore):
         def select(self, query: str):  # type: ignore[no-untyped-def]
@@ -512,33 +520,35 @@ def test_a_label_fetch_failing_during_the_first_write_records_the_session_failed
                 raise StoreError("injected label failure")
             return super().select(query)
 
-    store = FailingLabels(demo_store)
+    store = FailingLabels(tgsparql_demo_store)
     messages = list(GraphRag(store, OfflineBackend(), index_labels=False).query(QUESTION))
-    uuid = assert_failed(demo_store, messages, "retrieval")
+    uuid = assert_failed(tgsparql_demo_store, messages, "retrieval")
     assert kinds(messages) == ["error"] and "injected label failure" in messages[0].error.message
-    assert recorded_stages(demo_store, uuid) == {"session", "retrieval"}
+    assert recorded_stages(tgsparql_demo_store, uuid) == {"session", "retrieval"}
     assert store.updates == 2
 
 
-def test_a_session_whose_first_write_fails_is_recorded_failed_with_what_it_did(demo_store) -> None:
-    rag = faulty_rag(demo_store, fail_update=1)
+def test_a_session_whose_first_write_fails_is_recorded_failed_with_what_it_did(
+    tgsparql_demo_store
+) -> None:
+    rag = faulty_rag(tgsparql_demo_store, fail_update=1)
     messages = list(rag.query(QUESTION))
-    uuid = assert_failed(demo_store, messages, "retrieval")
+    uuid = assert_failed(tgsparql_demo_store, messages, "retrieval")
     assert kinds(messages) == ["error"]
     assert "injected write failure on update 1" in messages[-1].error.message
-    assert subjects(demo_store, EXPLAINABILITY) == {
+    assert subjects(tgsparql_demo_store, EXPLAINABILITY) == {
         f"urn:trustgraph:session:{uuid}", f"urn:trustgraph:prov:retrieval:{uuid}"
     }
 
 
-def test_where_each_write_is_a_round_trip_a_session_takes_two_updates(demo_store) -> None:
+def test_where_each_write_is_a_round_trip_a_session_takes_two_updates(tgsparql_demo_store) -> None:
     """The session and its retrieval wait for the selection and go with it; the messages,
     their order and the record are those of three updates."""
-    store = FaultyStore(demo_store)
+    store = FaultyStore(tgsparql_demo_store)
     store.round_trips = True
     rag = GraphRag(store, OfflineBackend(), index_labels=False)
     assert rag.write_retrieval_early is False
-    three = GraphRag(demo_store, OfflineBackend(), index_labels=False)
+    three = GraphRag(tgsparql_demo_store, OfflineBackend(), index_labels=False)
     assert three.write_retrieval_early is True
     coalesced, early = list(rag.query(QUESTION, stream=True)), list(three.query(QUESTION, stream=True))
     assert store.updates == 2
@@ -550,7 +560,7 @@ def test_where_each_write_is_a_round_trip_a_session_takes_two_updates(demo_store
     assert [anonymous(m.explain_triples, uuid_of(coalesced)) for m in coalesced] == [
         anonymous(m.explain_triples, uuid_of(early)) for m in early
     ]
-    assert_conforms(demo_store)
+    assert_conforms(tgsparql_demo_store)
 
 
 @pytest.mark.parametrize(
@@ -562,35 +572,37 @@ def test_where_each_write_is_a_round_trip_a_session_takes_two_updates(demo_store
     ],
 )
 def test_where_each_write_is_a_round_trip_a_failure_keeps_what_was_done(
-    demo_store, fault, stage, explains, recorded
+    tgsparql_demo_store, fault, stage, explains, recorded
 ) -> None:
     backend = ScriptedBackend(
         [("Marie Curie", "born in", "Warsaw")],
         select_error=LLMError("model unreachable") if fault.pop("select_error", False) else None,
     )
-    rag = faulty_rag(demo_store, backend, write_retrieval_early=False, **fault)
+    rag = faulty_rag(tgsparql_demo_store, backend, write_retrieval_early=False, **fault)
     messages = list(rag.query(QUESTION))
-    uuid = assert_failed(demo_store, messages, stage)
+    uuid = assert_failed(tgsparql_demo_store, messages, stage)
     assert [m.message_type for m in messages if m.message_type != "chunk"] == (
         ["explain"] * explains + ["error"]
     )
-    assert recorded_stages(demo_store, uuid) == recorded
+    assert recorded_stages(tgsparql_demo_store, uuid) == recorded
 
 
-def test_a_store_that_takes_no_writes_gives_an_error_and_records_nothing(demo_store) -> None:
-    before = all_quads(demo_store)
-    rag = faulty_rag(demo_store, fail_from=1)
+def test_a_store_that_takes_no_writes_gives_an_error_and_records_nothing(
+    tgsparql_demo_store
+) -> None:
+    before = all_quads(tgsparql_demo_store)
+    rag = faulty_rag(tgsparql_demo_store, fail_from=1)
     messages = list(rag.query(QUESTION))
     assert kinds(messages) == ["error"]
     assert messages[0].error.message == (
         "retrieval failed: injected write failure on update 1; "
         "recording the failure also failed: injected write failure on update 2"
     )
-    assert all_quads(demo_store) == before
+    assert all_quads(tgsparql_demo_store) == before
 
 
-def test_when_recording_the_failure_also_fails_the_error_says_both(demo_store) -> None:
-    rag = faulty_rag(demo_store, fail_from=2)
+def test_when_recording_the_failure_also_fails_the_error_says_both(tgsparql_demo_store) -> None:
+    rag = faulty_rag(tgsparql_demo_store, fail_from=2)
     messages = list(rag.query(QUESTION))
     last = messages[-1]
     assert last.error is not None and last.end_of_session is True
@@ -601,11 +613,13 @@ def test_when_recording_the_failure_also_fails_the_error_says_both(demo_store) -
     assert kinds(messages) == ["explain", "explain", "error"]
 
 
-def test_a_client_that_stops_reading_leaves_the_session_failed(rag: GraphRag) -> None:
-    messages = rag.query(QUESTION, stream=True)
+def test_a_client_that_stops_reading_leaves_the_session_failed(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    messages = tgsparql_demo_pipeline.query(QUESTION, stream=True)
     first = next(messages)
     messages.close()
-    recorded = sessions(rag.store)
+    recorded = sessions(tgsparql_demo_pipeline.store)
     assert list(recorded) == [first.explain_id]
     record = recorded[first.explain_id]
     assert record["status"] == ["failed"]
@@ -613,12 +627,14 @@ def test_a_client_that_stops_reading_leaves_the_session_failed(rag: GraphRag) ->
     assert record["error"] == ["the client stopped reading before the session ended"]
 
 
-def test_a_client_that_stops_after_the_answer_is_recorded_leaves_it_complete(rag: GraphRag) -> None:
-    messages = rag.query(QUESTION, stream=False)
+def test_a_client_that_stops_after_the_answer_is_recorded_leaves_it_complete(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    messages = tgsparql_demo_pipeline.query(QUESTION, stream=False)
     seen = [next(messages) for _ in range(5)]
     assert seen[-1].explain_id.startswith("urn:trustgraph:prov:answer:")
     messages.close()
-    record = sessions(rag.store)[seen[0].explain_id]
+    record = sessions(tgsparql_demo_pipeline.store)[seen[0].explain_id]
     assert record["status"] == ["complete"] and record["error"] == []
 
 
@@ -627,28 +643,32 @@ def test_a_client_that_stops_after_the_answer_is_recorded_leaves_it_complete(rag
     ["", "   \n\t ", 42, None, b"bytes", "caf\ud800e", "x" * 10_001],
     ids=["empty", "whitespace", "int", "none", "bytes", "surrogate", "too-long"],
 )
-def test_an_invalid_question_gives_one_error_and_writes_nothing(rag: GraphRag, question) -> None:
-    before = all_quads(rag.store)
-    messages = list(rag.query(question))
+def test_an_invalid_question_gives_one_error_and_writes_nothing(
+    tgsparql_demo_pipeline: GraphRag, question
+) -> None:
+    before = all_quads(tgsparql_demo_pipeline.store)
+    messages = list(tgsparql_demo_pipeline.query(question))
     assert len(messages) == 1
     (message,) = messages
     assert message.error is not None and message.error.type == "invalid-question"
     assert message.end_of_session is True and message.explain_id is None
-    assert all_quads(rag.store) == before
+    assert all_quads(tgsparql_demo_pipeline.store) == before
 
 
-def test_a_question_of_exactly_the_limit_is_accepted(rag: GraphRag) -> None:
-    messages = list(rag.query("polonium " + "x" * (10_000 - len("polonium "))))
+def test_a_question_of_exactly_the_limit_is_accepted(tgsparql_demo_pipeline: GraphRag) -> None:
+    messages = list(tgsparql_demo_pipeline.query("polonium " + "x" * (10_000 - len("polonium "))))
     assert messages[-1].error is None and messages[-1].end_of_session
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_aquery_yields_the_same_messages_in_the_same_order(rag: GraphRag, stream: bool) -> None:
+def test_aquery_yields_the_same_messages_in_the_same_order(
+    tgsparql_demo_pipeline: GraphRag, stream: bool
+) -> None:
     async def collect() -> list[GraphRagResponse]:
-        return [m async for m in rag.aquery(QUESTION, stream=stream)]
+        return [m async for m in tgsparql_demo_pipeline.aquery(QUESTION, stream=stream)]
 
     async_messages = asyncio.run(collect())
-    sync_messages = list(rag.query(QUESTION, stream=stream))
+    sync_messages = list(tgsparql_demo_pipeline.query(QUESTION, stream=stream))
 
     def shape(messages: list[GraphRagResponse], uuid: str):
         return [
@@ -664,18 +684,18 @@ def test_aquery_yields_the_same_messages_in_the_same_order(rag: GraphRag, stream
     assert async_messages[-1].end_of_session and async_messages[-1].error is None
 
 
-def test_aquery_reports_failure_like_query(demo_store) -> None:
+def test_aquery_reports_failure_like_query(tgsparql_demo_store) -> None:
     backend = ScriptedBackend(select_error=LLMError("model unreachable"))
-    rag = GraphRag(demo_store, backend)
+    rag = GraphRag(tgsparql_demo_store, backend)
 
     async def collect() -> list[GraphRagResponse]:
         return [m async for m in rag.aquery(QUESTION)]
 
     messages = asyncio.run(collect())
-    assert_failed(demo_store, messages, "selection")
+    assert_failed(tgsparql_demo_store, messages, "selection")
 
 
-def test_unknown_and_junk_selection_lines_are_counted_as_invalid_ids(demo_store) -> None:
+def test_unknown_and_junk_selection_lines_are_counted_as_invalid_ids(tgsparql_demo_store) -> None:
     backend = ScriptedBackend(
         pick=[("Marie Curie", "born in", "Warsaw")],
         extra_lines=[
@@ -686,9 +706,9 @@ def test_unknown_and_junk_selection_lines_are_counted_as_invalid_ids(demo_store)
             '{"id": 12345678}',
         ],
     )
-    messages = list(GraphRag(demo_store, backend).query(QUESTION))
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(QUESTION))
     uuid = uuid_of(messages)
-    rows = demo_store.select(
+    rows = tgsparql_demo_store.select(
         f"""PREFIX tg: <{TG}>
         SELECT ?count WHERE {{ GRAPH <urn:graph:explainability> {{
           <urn:trustgraph:prov:selection:{uuid}> tg:invalidIdCount ?count }} }}"""
@@ -696,28 +716,28 @@ def test_unknown_and_junk_selection_lines_are_counted_as_invalid_ids(demo_store)
     assert [row["count"] for row in rows] == [
         ox.Literal("2", datatype=ox.NamedNode(XSD + "integer"))
     ]
-    edges = demo_store.select(
+    edges = tgsparql_demo_store.select(
         f"""PREFIX tg: <{TG}>
         SELECT ?edge WHERE {{ GRAPH <urn:graph:explainability> {{
           <urn:trustgraph:prov:selection:{uuid}> tg:selectedEdge/tg:edge ?edge }} }}"""
     )
     assert [row["edge"] for row in edges] == [BORN_IN_WARSAW]
-    assert sessions(demo_store)[messages[0].explain_id]["status"] == ["complete"]
+    assert sessions(tgsparql_demo_store)[messages[0].explain_id]["status"] == ["complete"]
 
 
 def test_zero_retrieved_edges_complete_without_calling_the_selector_or_the_writer(
-    demo_store,
+    tgsparql_demo_store,
 ) -> None:
     backend = ScriptedBackend(chunks=["I do not know."])
-    messages = list(GraphRag(demo_store, backend).query(UNKNOWN_QUESTION))
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(UNKNOWN_QUESTION))
     uuid = uuid_of(messages)
     assert backend.select_calls == 0
     assert backend.answer_facts == []
     assert "".join(m.response for m in messages) == NOTHING_SELECTED
     assert [(m.message_type, m.explain_id) for m in messages] == expected_order(uuid, 1)
     assert messages[-1].error is None and messages[-1].sources == []
-    assert sessions(demo_store)[messages[0].explain_id]["status"] == ["complete"]
-    rows = demo_store.select(
+    assert sessions(tgsparql_demo_store)[messages[0].explain_id]["status"] == ["complete"]
+    rows = tgsparql_demo_store.select(
         f"""PREFIX tg: <{TG}>
         SELECT ?p ?o WHERE {{ GRAPH <urn:graph:explainability> {{
           {{ <urn:trustgraph:prov:retrieval:{uuid}> ?p ?o }}
@@ -733,37 +753,41 @@ def test_zero_retrieved_edges_complete_without_calling_the_selector_or_the_write
     assert all(row["o"].datatype == integer for row in rows)
 
 
-def test_nothing_selected_means_no_synthesis_call_and_an_answer_saying_so(demo_store) -> None:
+def test_nothing_selected_means_no_synthesis_call_and_an_answer_saying_so(
+    tgsparql_demo_store
+) -> None:
     """A selector that chose nothing (here: only ids the prompt did not hold) leaves the
     writer nothing to write from; the answer says the KG holds nothing that answers."""
     backend = ScriptedBackend(extra_lines=['{"id": "ffffffff", "reasoning": "made up"}'],
                               chunks=["Marie Curie was born in the United States."])
-    messages = list(GraphRag(demo_store, backend).query(QUESTION, stream=True))
+    messages = list(GraphRag(tgsparql_demo_store, backend).query(QUESTION, stream=True))
     assert backend.select_calls == 1 and backend.answer_facts == []
     chunks = [m for m in messages if m.message_type == "chunk" and not m.end_of_session]
     assert [(m.response, m.end_of_stream) for m in chunks] == [(NOTHING_SELECTED, True)]
     assert messages[-1].error is None and messages[-1].sources == []
     uuid = uuid_of(messages)
     answer = ox.NamedNode(f"urn:trustgraph:prov:answer:{uuid}")
-    assert not list(demo_store.oxigraph.quads_for_pattern(
+    assert not list(tgsparql_demo_store.oxigraph.quads_for_pattern(
         answer, ox.NamedNode(TG + "llmModel"), None, None))
-    assert sessions(demo_store)[messages[0].explain_id]["status"] == ["complete"]
+    assert sessions(tgsparql_demo_store)[messages[0].explain_id]["status"] == ["complete"]
 
 
-def test_zero_retrieved_edges_with_the_offline_backend_say_nothing_was_found(rag: GraphRag) -> None:
-    messages = list(rag.query(UNKNOWN_QUESTION, stream=False))
+def test_zero_retrieved_edges_with_the_offline_backend_say_nothing_was_found(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    messages = list(tgsparql_demo_pipeline.query(UNKNOWN_QUESTION, stream=False))
     assert messages[3].response == NOTHING_SELECTED
     assert messages[-1].end_of_session and messages[-1].error is None
 
 
-def test_a_forked_child_runs_sessions_too(rag: GraphRag) -> None:
+def test_a_forked_child_runs_sessions_too(tgsparql_demo_pipeline: GraphRag) -> None:
     """The worker threads of the parent do not exist in a forked child; it starts its own."""
     import multiprocessing
 
-    assert rag.ask(QUESTION)[0]  # the parent's workers are started
+    assert tgsparql_demo_pipeline.ask(QUESTION)[0]  # the parent's workers are started
     results = multiprocessing.get_context("fork").Queue()
     child = multiprocessing.get_context("fork").Process(
-        target=lambda: results.put(rag.ask(QUESTION)[1][-1].error is None)
+        target=lambda: results.put(tgsparql_demo_pipeline.ask(QUESTION)[1][-1].error is None)
     )
     child.start()
     child.join(timeout=30)

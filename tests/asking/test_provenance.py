@@ -171,10 +171,10 @@ def answer_text(messages: list[GraphRagResponse]) -> str:
 
 
 @pytest.fixture
-def recorded(rag: GraphRag):
-    messages = run(rag)
+def recorded(tgsparql_demo_pipeline: GraphRag):
+    messages = run(tgsparql_demo_pipeline)
     uuid = session_uuid(messages)
-    return messages, uuid, graph_triples(rag.store, EXPLAINABILITY)
+    return messages, uuid, graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY)
 
 
 def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> None:
@@ -275,7 +275,9 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
                    datatype=ox.NamedNode(XSD + "integer"))]
 
 
-def test_the_selection_names_the_documents_that_state_each_selected_fact(recorded, rag) -> None:
+def test_the_selection_names_the_documents_that_state_each_selected_fact(
+    recorded, tgsparql_demo_pipeline
+) -> None:
     """Each edge selection names the documents found by walking its fact to its chunks
     (tgsparql.record.trace.facts_sources), the Selection each of them once, with their number."""
     _, uuid, triples = recorded
@@ -285,7 +287,7 @@ def test_the_selection_names_the_documents_that_state_each_selected_fact(recorde
         fact = only(objects(triples, edge_selection.value, TG + "edge"))
         assert isinstance(fact, ox.Triple)
         stating = {ox.NamedNode(source.document) for source in
-                   facts_sources(rag.store, [fact]).get(fact, [])}
+                   facts_sources(tgsparql_demo_pipeline.store, [fact]).get(fact, [])}
         assert stating  # the demo's facts all come from its documents
         assert set(objects(triples, edge_selection.value, TG + "factDocument")) == stating
         named |= stating
@@ -309,10 +311,12 @@ def test_a_selection_whose_facts_no_document_states_names_none() -> None:
     assert objects(triples, ids.edge_selection(0).value, TG + "factDocument") == []
 
 
-def test_every_literal_is_typed_with_the_datatype_of_its_predicate(rag: GraphRag) -> None:
-    rag = GraphRag(rag.store, UsageBackend())
-    run(rag)
-    rows = rag.store.select(
+def test_every_literal_is_typed_with_the_datatype_of_its_predicate(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    tgsparql_demo_pipeline = GraphRag(tgsparql_demo_pipeline.store, UsageBackend())
+    run(tgsparql_demo_pipeline)
+    rows = tgsparql_demo_pipeline.store.select(
         PREFIXES
         + "SELECT ?p ?o WHERE { GRAPH <urn:graph:explainability> { ?s ?p ?o FILTER isLiteral(?o) } }"
     )
@@ -328,10 +332,12 @@ def test_every_literal_is_typed_with_the_datatype_of_its_predicate(rag: GraphRag
             TG + "invalidIdCount", PROV + "startedAtTime", PROV + "endedAtTime"} <= seen
 
 
-def test_llm_usage_is_recorded_as_typed_model_and_token_counts(rag: GraphRag) -> None:
-    rag = GraphRag(rag.store, UsageBackend())
-    uuid = session_uuid(run(rag))
-    triples = graph_triples(rag.store, EXPLAINABILITY)
+def test_llm_usage_is_recorded_as_typed_model_and_token_counts(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    tgsparql_demo_pipeline = GraphRag(tgsparql_demo_pipeline.store, UsageBackend())
+    uuid = session_uuid(run(tgsparql_demo_pipeline))
+    triples = graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY)
     selection = f"urn:trustgraph:prov:selection:{uuid}"
     answer = f"urn:trustgraph:prov:answer:{uuid}"
     integer = ox.NamedNode(XSD + "integer")
@@ -350,9 +356,11 @@ def test_the_offline_selection_and_answer_record_no_llm_model_or_tokens(recorded
             assert objects(triples, iri, TG + predicate) == []
 
 
-def test_the_derivation_chain_links_session_retrieval_selection_answer(rag: GraphRag) -> None:
-    uuid = session_uuid(run(rag))
-    rows = rag.store.select(
+def test_the_derivation_chain_links_session_retrieval_selection_answer(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    uuid = session_uuid(run(tgsparql_demo_pipeline))
+    rows = tgsparql_demo_pipeline.store.select(
         PREFIXES
         + """
         SELECT ?session ?retrieval ?selection ?answer ?document WHERE {
@@ -374,10 +382,12 @@ def test_the_derivation_chain_links_session_retrieval_selection_answer(rag: Grap
     ]
 
 
-def test_the_session_ends_complete_no_earlier_than_it_started(rag: GraphRag) -> None:
-    uuid = session_uuid(run(rag))
+def test_the_session_ends_complete_no_earlier_than_it_started(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    uuid = session_uuid(run(tgsparql_demo_pipeline))
     row = only(
-        rag.store.select(
+        tgsparql_demo_pipeline.store.select(
             PREFIXES
             + f"""
             SELECT ?status ?start ?end ((?end >= ?start) AS ?ordered) WHERE {{
@@ -410,7 +420,9 @@ def test_retrieval_records_the_grounding_concepts_and_seed_entities(recorded) ->
     assert objects(triples, retrieval, TG + "entity") == [ox.NamedNode(ENT + "Polonium")]
 
 
-def test_selected_edges_are_original_kg_triples_among_the_retrieved(recorded, rag) -> None:
+def test_selected_edges_are_original_kg_triples_among_the_retrieved(
+    recorded, tgsparql_demo_pipeline
+) -> None:
     _, uuid, triples = recorded
     retrieved = set(objects(triples, f"urn:trustgraph:prov:retrieval:{uuid}", TG + "retrievedEdge"))
     selections = objects(triples, f"urn:trustgraph:prov:selection:{uuid}", TG + "selectedEdge")
@@ -420,7 +432,7 @@ def test_selected_edges_are_original_kg_triples_among_the_retrieved(recorded, ra
         assert isinstance(edge, ox.Triple)
         assert edge in retrieved
         asserted = list(
-            rag.store.oxigraph.quads_for_pattern(
+            tgsparql_demo_pipeline.store.oxigraph.quads_for_pattern(
                 edge.subject, edge.predicate, edge.object, ox.DefaultGraph()
             )
         )
@@ -439,12 +451,14 @@ def test_selected_edges_are_original_kg_triples_among_the_retrieved(recorded, ra
     assert year in edges, "the typed literal object is kept, not its label"
 
 
-def test_the_answer_text_is_in_the_librarian_with_its_sha256(rag: GraphRag) -> None:
-    messages = run(rag)
+def test_the_answer_text_is_in_the_librarian_with_its_sha256(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    messages = run(tgsparql_demo_pipeline)
     uuid = session_uuid(messages)
     text = answer_text(messages)
     assert text
-    library = graph_triples(rag.store, LIBRARY)
+    library = graph_triples(tgsparql_demo_pipeline.store, LIBRARY)
     document = f"urn:trustgraph:answer:{uuid}"
     assert objects(library, document, TG + "content") == [ox.Literal(text)]
     assert objects(library, document, TG + "mimeType") == [ox.Literal("text/plain")]
@@ -452,13 +466,15 @@ def test_the_answer_text_is_in_the_librarian_with_its_sha256(rag: GraphRag) -> N
     assert objects(library, document, TG + "contentSha256") == [ox.Literal(digest)]
     title = only(objects(library, document, DC + "title"))
     assert title.datatype == ox.NamedNode(XSD + "string") and title.value
-    explainability = graph_triples(rag.store, EXPLAINABILITY)
+    explainability = graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY)
     assert all(t.predicate != ox.NamedNode(TG + "content") for t in explainability)
     assert all(t.object != ox.Literal(text) for t in explainability)
 
 
-def test_explain_triples_of_each_message_are_exactly_what_that_write_stored(rag: GraphRag) -> None:
-    store = RecordingStore(rag.store)
+def test_explain_triples_of_each_message_are_exactly_what_that_write_stored(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    store = RecordingStore(tgsparql_demo_pipeline.store)
     recording = GraphRag(store, OfflineBackend())
     store.writes.clear()
     messages = run(recording)
@@ -488,14 +504,17 @@ def test_explain_triples_of_each_message_are_exactly_what_that_write_stored(rag:
     assert set(selection_m.explain_triples) == written_explainability[1]
     assert set(answer_m.explain_triples) == written_explainability[2]
     union = {t for m in explains for t in m.explain_triples}
-    assert union == graph_triples(rag.store, EXPLAINABILITY)
+    assert union == graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY)
 
 
-def test_without_recorded_retrieved_edges_the_edge_count_is_still_right(rag: GraphRag) -> None:
-    full = session_uuid(run(rag))
-    lean_rag = GraphRag(rag.store, OfflineBackend(), record_retrieved_edges=False)
+def test_without_recorded_retrieved_edges_the_edge_count_is_still_right(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    full = session_uuid(run(tgsparql_demo_pipeline))
+    lean_rag = GraphRag(tgsparql_demo_pipeline.store, OfflineBackend(),
+                        record_retrieved_edges=False)
     lean = session_uuid(run(lean_rag))
-    triples = graph_triples(rag.store, EXPLAINABILITY)
+    triples = graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY)
     full_retrieval = f"urn:trustgraph:prov:retrieval:{full}"
     lean_retrieval = f"urn:trustgraph:prov:retrieval:{lean}"
     assert objects(triples, lean_retrieval, TG + "retrievedEdge") == []
@@ -507,14 +526,14 @@ def test_without_recorded_retrieved_edges_the_edge_count_is_still_right(rag: Gra
     assert objects(triples, f"urn:trustgraph:prov:selection:{lean}", TG + "selectedEdge")
 
 
-def test_another_collection_writes_only_to_its_own_graph(rag: GraphRag) -> None:
-    other = GraphRag(rag.store, OfflineBackend(), collection="other")
+def test_another_collection_writes_only_to_its_own_graph(tgsparql_demo_pipeline: GraphRag) -> None:
+    other = GraphRag(tgsparql_demo_pipeline.store, OfflineBackend(), collection="other")
     messages = run(other)
     uuid = session_uuid(messages)
     explains = [m for m in messages if m.message_type == "explain"]
     assert [m.explain_collection for m in explains] == ["other"] * 4
-    assert graph_triples(rag.store, EXPLAINABILITY) == set()
-    recorded = graph_triples(rag.store, ox.NamedNode("urn:graph:other"))
+    assert graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY) == set()
+    recorded = graph_triples(tgsparql_demo_pipeline.store, ox.NamedNode("urn:graph:other"))
     assert objects(recorded, f"urn:trustgraph:session:{uuid}", TG + "status") == [
         ox.Literal("complete")
     ]
@@ -525,9 +544,9 @@ def test_another_collection_writes_only_to_its_own_graph(rag: GraphRag) -> None:
     "collection",
     ["source", "library", "index", "", " ", "a b", "x>y", "-x", ".x", "a" * 65, "ünï", "a/b", 5, None],
 )
-def test_reserved_or_invalid_collection_names_raise(demo_store, collection) -> None:
+def test_reserved_or_invalid_collection_names_raise(tgsparql_demo_store, collection) -> None:
     with pytest.raises(CollectionError):
-        GraphRag(demo_store, OfflineBackend(), collection=collection)
+        GraphRag(tgsparql_demo_store, OfflineBackend(), collection=collection)
     with pytest.raises(CollectionError):
         vocab.explainability_graph(collection)
 
@@ -541,9 +560,9 @@ def _ntriples_sha(line: str) -> str:
     return hashlib.sha256(line.encode("utf-8")).hexdigest()
 
 
-def test_reification_dialect_records_content_addressed_statements(store) -> None:
-    store.dialect = "reification"
-    recorder = Recorder(store)
+def test_reification_dialect_records_content_addressed_statements(tgsparql_store) -> None:
+    tgsparql_store.dialect = "reification"
+    recorder = Recorder(tgsparql_store)
     born = ox.Triple(
         ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "bornIn"), ox.NamedNode(ENT + "Warsaw")
     )
@@ -567,7 +586,7 @@ def test_reification_dialect_records_content_addressed_statements(store) -> None
             recorder.retrieval(ids, Grounding(["curie"], [born.subject]), [born, year]),
             recorder.selection(ids, [SelectedEdge("id", born, "because")], 0, None, {}),
         )
-    triples = graph_triples(store, EXPLAINABILITY)
+    triples = graph_triples(tgsparql_store, EXPLAINABILITY)
     for ids in sessions:
         retrieved = objects(triples, ids.retrieval.value, TG + "retrievedEdge")
         assert sorted(r.value for r in retrieved) == sorted(expected_iri.values())

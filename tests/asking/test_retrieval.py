@@ -79,9 +79,9 @@ HOP2 = {t("b", "worksAt", "d"), t("c", "bornIn", "e")}
 
 
 @pytest.fixture
-def kg(store: EmbeddedStore) -> EmbeddedStore:
-    load(store, KG)
-    return store
+def kg(tgsparql_store: EmbeddedStore) -> EmbeddedStore:
+    load(tgsparql_store, KG)
+    return tgsparql_store
 
 
 def test_retrieval_follows_edges_in_both_directions(kg: EmbeddedStore) -> None:
@@ -179,9 +179,9 @@ def test_edges_with_blank_nodes_are_left_out(kg: EmbeddedStore) -> None:
     )
 
 
-def test_only_the_default_graph_is_retrieved(store: EmbeddedStore) -> None:
+def test_only_the_default_graph_is_retrieved(tgsparql_store: EmbeddedStore) -> None:
     load(
-        store,
+        tgsparql_store,
         """
         ex:a ex:knows ex:b .
         GRAPH ex:other { ex:a ex:knows ex:secret . ex:b ex:knows ex:hidden . }
@@ -189,19 +189,19 @@ def test_only_the_default_graph_is_retrieved(store: EmbeddedStore) -> None:
         """,
         ox.RdfFormat.TRIG,
     )
-    edges = retrieve_subgraph(store, [ex("a")], limits(max_path_length=3))
+    edges = retrieve_subgraph(tgsparql_store, [ex("a")], limits(max_path_length=3))
     assert edges == [t("a", "knows", "b")]
 
 
-def test_a_seed_used_only_in_a_named_graph_retrieves_nothing(store: EmbeddedStore) -> None:
-    store.oxigraph.add(ox.Quad(ex("a"), ex("knows"), ex("b"), ex("g")))
-    assert retrieve_subgraph(store, [ex("a")], RetrievalLimits()) == []
+def test_a_seed_used_only_in_a_named_graph_retrieves_nothing(tgsparql_store: EmbeddedStore) -> None:
+    tgsparql_store.oxigraph.add(ox.Quad(ex("a"), ex("knows"), ex("b"), ex("g")))
+    assert retrieve_subgraph(tgsparql_store, [ex("a")], RetrievalLimits()) == []
 
 
-def test_triple_terms_as_objects_are_retrieved(store: EmbeddedStore) -> None:
+def test_triple_terms_as_objects_are_retrieved(tgsparql_store: EmbeddedStore) -> None:
     quoted = t("b", "knows", "c")
-    store.oxigraph.add(ox.Quad(ex("a"), ex("says"), quoted))
-    edges = retrieve_subgraph(store, [ex("a")], limits(max_path_length=2))
+    tgsparql_store.oxigraph.add(ox.Quad(ex("a"), ex("says"), quoted))
+    edges = retrieve_subgraph(tgsparql_store, [ex("a")], limits(max_path_length=2))
     assert edges == [ox.Triple(ex("a"), ex("says"), quoted)]
 
 
@@ -212,22 +212,22 @@ def hub(store: EmbeddedStore, name: str, count: int) -> set[ox.Triple]:
     return edges
 
 
-def test_triple_limit_caps_edges_per_node(store: EmbeddedStore) -> None:
-    big = hub(store, "big", 10)
-    other = hub(store, "other", 10)
+def test_triple_limit_caps_edges_per_node(tgsparql_store: EmbeddedStore) -> None:
+    big = hub(tgsparql_store, "big", 10)
+    other = hub(tgsparql_store, "other", 10)
     edges = retrieve_subgraph(
-        store, [ex("big"), ex("other")], limits(max_path_length=1, triple_limit=3)
+        tgsparql_store, [ex("big"), ex("other")], limits(max_path_length=1, triple_limit=3)
     )
     assert len(edges) == 6
     assert len(set(edges) & big) == 3
     assert len(set(edges) & other) == 3
 
 
-def test_triple_limit_applies_to_each_node_of_later_hops(store: EmbeddedStore) -> None:
-    store.oxigraph.add(ox.Quad(ex("seed"), ex("to"), ex("big")))
-    big = hub(store, "big", 10)
+def test_triple_limit_applies_to_each_node_of_later_hops(tgsparql_store: EmbeddedStore) -> None:
+    tgsparql_store.oxigraph.add(ox.Quad(ex("seed"), ex("to"), ex("big")))
+    big = hub(tgsparql_store, "big", 10)
     edges = retrieve_subgraph(
-        store, [ex("seed")], limits(max_path_length=2, triple_limit=4)
+        tgsparql_store, [ex("seed")], limits(max_path_length=2, triple_limit=4)
     )
     assert edges[0] == t("seed", "to", "big")
     # hop 2 asks for 4 edges of "big"; one of them may be the edge already held
@@ -235,19 +235,19 @@ def test_triple_limit_applies_to_each_node_of_later_hops(store: EmbeddedStore) -
     assert len(edges) == 1 + len(set(edges) & big)
 
 
-def test_max_subgraph_size_caps_the_total(store: EmbeddedStore) -> None:
-    hub(store, "big", 40)
+def test_max_subgraph_size_caps_the_total(tgsparql_store: EmbeddedStore) -> None:
+    hub(tgsparql_store, "big", 40)
     edges = retrieve_subgraph(
-        store, [ex("big")], limits(triple_limit=100, max_subgraph_size=7)
+        tgsparql_store, [ex("big")], limits(triple_limit=100, max_subgraph_size=7)
     )
     assert len(edges) == 7
 
 
-def test_capped_nodes_take_turns(store: EmbeddedStore) -> None:
-    big = hub(store, "big", 100)
-    small = hub(store, "small", 5)
+def test_capped_nodes_take_turns(tgsparql_store: EmbeddedStore) -> None:
+    big = hub(tgsparql_store, "big", 100)
+    small = hub(tgsparql_store, "small", 5)
     edges = retrieve_subgraph(
-        store,
+        tgsparql_store,
         [ex("big"), ex("small")],
         limits(triple_limit=100, max_subgraph_size=20),
     )
@@ -256,11 +256,11 @@ def test_capped_nodes_take_turns(store: EmbeddedStore) -> None:
     assert len(set(edges) & big) == 15
 
 
-def test_capped_nodes_take_turns_whatever_the_seed_order(store: EmbeddedStore) -> None:
-    big = hub(store, "big", 100)
-    small = hub(store, "small", 5)
+def test_capped_nodes_take_turns_whatever_the_seed_order(tgsparql_store: EmbeddedStore) -> None:
+    big = hub(tgsparql_store, "big", 100)
+    small = hub(tgsparql_store, "small", 5)
     edges = retrieve_subgraph(
-        store,
+        tgsparql_store,
         [ex("small"), ex("big")],
         limits(triple_limit=100, max_subgraph_size=6),
     )
@@ -292,9 +292,9 @@ def test_repeated_seeds_count_once(kg: EmbeddedStore) -> None:
     assert twice == once
 
 
-def test_an_edge_between_two_seeds_is_retrieved_once(store: EmbeddedStore) -> None:
-    load(store, "ex:a ex:knows ex:b .")
-    edges = retrieve_subgraph(store, [ex("a"), ex("b")], RetrievalLimits())
+def test_an_edge_between_two_seeds_is_retrieved_once(tgsparql_store: EmbeddedStore) -> None:
+    load(tgsparql_store, "ex:a ex:knows ex:b .")
+    edges = retrieve_subgraph(tgsparql_store, [ex("a"), ex("b")], RetrievalLimits())
     assert edges == [t("a", "knows", "b")]
 
 
@@ -408,54 +408,54 @@ def one_hop(triple_limit: int) -> RetrievalLimits:
 
 @pytest.mark.parametrize("count", [50, 500, 12_000])
 def test_on_a_hub_the_edge_the_question_names_survives_the_limit(
-    store: EmbeddedStore, count: int
+    tgsparql_store: EmbeddedStore, count: int
 ) -> None:
-    labelled_hub(store, count)
-    edges = retrieve_subgraph(store, [ex("star")], one_hop(3), stems=["mother"])
+    labelled_hub(tgsparql_store, count)
+    edges = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(3), stems=["mother"])
     assert edges[0] == t("star", "mother", "mum")
 
 
 @pytest.mark.parametrize("count", [50, 500, 12_000])
 def test_a_neighbour_the_question_names_is_reached_on_a_hub(
-    store: EmbeddedStore, count: int
+    tgsparql_store: EmbeddedStore, count: int
 ) -> None:
-    labelled_hub(store, count)
-    edges = retrieve_subgraph(store, [ex("star")], one_hop(2), stems=["springfield"])
+    labelled_hub(tgsparql_store, count)
+    edges = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(2), stems=["springfield"])
     assert edges[0] == t("star", "bornIn", "town")
 
 
 @pytest.mark.parametrize("count", [50, 500])
 def test_rare_predicates_come_before_ones_the_node_uses_often(
-    store: EmbeddedStore, count: int
+    tgsparql_store: EmbeddedStore, count: int
 ) -> None:
-    labelled_hub(store, count)
-    edges = retrieve_subgraph(store, [ex("star")], one_hop(4))
+    labelled_hub(tgsparql_store, count)
+    edges = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(4))
     assert set(edges[:2]) == {t("star", "mother", "mum"), t("star", "bornIn", "town")}
 
 
 def test_a_hub_is_not_read_whole_only_what_the_question_names_competes(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
-    labelled_hub(store, 50)
-    assert retrieve_subgraph(store, [ex("star")], one_hop(30)) == []
-    assert retrieve_subgraph(store, [ex("star")], one_hop(30), stems=["birth"]) == [
+    labelled_hub(tgsparql_store, 50)
+    assert retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(30)) == []
+    assert retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(30), stems=["birth"]) == [
         t("star", "bornIn", "town")
     ]
 
 
-def test_edges_to_other_seeds_come_first(store: EmbeddedStore) -> None:
-    labelled_hub(store, 50)
+def test_edges_to_other_seeds_come_first(tgsparql_store: EmbeddedStore) -> None:
+    labelled_hub(tgsparql_store, 50)
     edges = retrieve_subgraph(
-        store, [ex("star"), ex("p00042")], one_hop(1), stems=["mother"]
+        tgsparql_store, [ex("star"), ex("p00042")], one_hop(1), stems=["mother"]
     )
     assert edges[0] == t("star", "knows", "p00042")
 
 
-def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore) -> None:
-    edges = hub(store, "big", 40)
-    kept = retrieve_subgraph(store, [ex("big")], one_hop(5))
+def test_ties_are_broken_by_the_terms_strings(tgsparql_store: EmbeddedStore) -> None:
+    edges = hub(tgsparql_store, "big", 40)
+    kept = retrieve_subgraph(tgsparql_store, [ex("big")], one_hop(5))
     assert kept == sorted(edges, key=lambda edge: edge.object.value)[:5]
 
 
@@ -468,41 +468,41 @@ def test_ties_are_broken_by_the_terms_strings(store: EmbeddedStore) -> None:
     (["know", "springfield"], [t("star", "bornIn", "town")]),
 ])
 def test_a_word_too_many_edges_match_tells_nothing_and_only_its_kind_of_match_is_dropped(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
     stems: list[str], kept: list[ox.Triple],
 ) -> None:
     monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
-    labelled_hub(store, 50)
-    assert retrieve_subgraph(store, [ex("star")], one_hop(3), stems=stems) == kept
+    labelled_hub(tgsparql_store, 50)
+    assert retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(3), stems=stems) == kept
 
 
 def test_the_retrieval_counts_each_seeds_candidate_edges(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
-    labelled_hub(store, 50)
-    hub(store, "small", 7)
-    found = retrieve(store, [ex("small"), ex("star")], one_hop(3))
+    labelled_hub(tgsparql_store, 50)
+    hub(tgsparql_store, "small", 7)
+    found = retrieve(tgsparql_store, [ex("small"), ex("star")], one_hop(3))
     assert found.candidates == {ex("small"): 7, ex("star"): 41}
     assert found.rule == RANKING_RULE == ox.NamedNode(
         "https://trustgraph.ai/ns/QuestionPathRarityRanking")
 
 
 def test_a_node_read_whole_keeps_the_edges_the_stores_ranking_keeps(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    labelled_hub(store, 50)
-    whole = retrieve_subgraph(store, [ex("star")], one_hop(2), stems=["mother"])
+    labelled_hub(tgsparql_store, 50)
+    whole = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(2), stems=["mother"])
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
-    by_store = retrieve_subgraph(store, [ex("star")], one_hop(2), stems=["mother"])
+    by_store = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(2), stems=["mother"])
     assert whole == by_store == [t("star", "mother", "mum"), t("star", "bornIn", "town")]
 
 
 @pytest.fixture(params=["neighbours-by-value", "neighbours-from-the-index"])
 def fan_of_a_big_star(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> EmbeddedStore:
     """ex:fan likes ex:star, which has more edges than a node read whole; the star's matches
@@ -510,9 +510,9 @@ def fan_of_a_big_star(
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
     if request.param == "neighbours-from-the-index":
         monkeypatch.setattr(retrieval, "NEIGHBOURS_BY_VALUE", 0)
-    labelled_hub(store, 50)
-    load(store, "ex:fan ex:likes ex:star .")
-    return store
+    labelled_hub(tgsparql_store, 50)
+    load(tgsparql_store, "ex:fan ex:likes ex:star .")
+    return tgsparql_store
 
 
 FAN_TWO_HOPS = RetrievalLimits(max_path_length=2, triple_limit=3)
@@ -558,25 +558,25 @@ def test_a_big_node_on_the_way_drops_its_matches_in_a_direction_too_many_edges_m
 
 
 def test_a_stem_too_many_labels_hold_ranks_nothing(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrieval, "COMMON_STEM", 20)
-    labelled_hub(store, 50)
-    edges = retrieve_subgraph(store, [ex("star")], one_hop(1), stems=["person"])
-    assert edges == retrieve_subgraph(store, [ex("star")], one_hop(1))
+    labelled_hub(tgsparql_store, 50)
+    edges = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(1), stems=["person"])
+    assert edges == retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(1))
 
 
 def test_on_a_seed_ranked_by_the_store_a_rare_match_beats_a_common_one(
-    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every row of the store's ranking has a predicate count (not rare when the seeds or the
     question brought the edge in), so no engine's MIN over unbound values decides the order."""
     monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
-    labelled_hub(store, 50)
-    load(store, "\n".join([f"ex:star ex:birthNear ex:n{i} ." for i in range(12)]
-                          + ['ex:birthNear rdfs:label "near the place of birth" .']))
-    update_label_index(store)
-    edges = retrieve_subgraph(store, [ex("star")], one_hop(1), stems=["birth"])
+    labelled_hub(tgsparql_store, 50)
+    load(tgsparql_store, "\n".join([f"ex:star ex:birthNear ex:n{i} ." for i in range(12)]
+                                   + ['ex:birthNear rdfs:label "near the place of birth" .']))
+    update_label_index(tgsparql_store)
+    edges = retrieve_subgraph(tgsparql_store, [ex("star")], one_hop(1), stems=["birth"])
     assert edges == [t("star", "bornIn", "town")]
 
 

@@ -343,20 +343,22 @@ ex:us\\/Country rdfs:label "the country" .
 """
 
 
-def test_two_triples_with_identical_labels_both_survive_selection(store: EmbeddedStore) -> None:
-    store.oxigraph.load(PARIS, format=ox.RdfFormat.TURTLE)
-    update_label_index(store)
-    grounding = ground(store, "Where is Paris?", entity_limit=50)
+def test_two_triples_with_identical_labels_both_survive_selection(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    tgsparql_store.oxigraph.load(PARIS, format=ox.RdfFormat.TURTLE)
+    update_label_index(tgsparql_store)
+    grounding = ground(tgsparql_store, "Where is Paris?", entity_limit=50)
     assert grounding.seeds == [ex("fr/Paris"), ex("us/Paris")]
 
     subgraph = retrieve_subgraph(
-        store, grounding.seeds, RetrievalLimits(max_path_length=1)
+        tgsparql_store, grounding.seeds, RetrievalLimits(max_path_length=1)
     )
     france = ox.Triple(ex("fr/Paris"), ex("locatedIn"), ex("fr/Country"))
     texas = ox.Triple(ex("us/Paris"), ex("locatedIn"), ex("us/Country"))
     assert sorted(subgraph, key=str) == [france, texas]
 
-    labelgraph = get_labelgraph(store, subgraph)
+    labelgraph = get_labelgraph(tgsparql_store, subgraph)
     h = edge_id(("Paris", "located in", "the country"))
     assert [e.labels for e in labelgraph.labeled_edges] == [
         ("Paris", "located in", "the country")

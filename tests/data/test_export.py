@@ -23,12 +23,14 @@ EDGE_COUNT = re.compile(r'(<https://trustgraph\.ai/ns/edgeCount> )"\d+"')
 
 
 @pytest.fixture
-def recorded(rag: GraphRag, demo_store: EmbeddedStore, tmp_path: Path) -> Path:
+def recorded(
+    tgsparql_demo_pipeline: GraphRag, tgsparql_demo_store: EmbeddedStore, tmp_path: Path
+) -> Path:
     """The demo KG and one answered session, in a store directory."""
-    assert list(rag.query("Where was Marie Curie born?"))[-1].error is None
+    assert list(tgsparql_demo_pipeline.query("Where was Marie Curie born?"))[-1].error is None
     path = tmp_path / "kg"
     with open_store(path) as disk:
-        disk.oxigraph.extend(demo_store.oxigraph)
+        disk.oxigraph.extend(tgsparql_demo_store.oxigraph)
     return path
 
 

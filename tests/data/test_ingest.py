@@ -133,13 +133,13 @@ def chunks_of(store: EmbeddedStore, document: ox.NamedNode) -> list[tuple[int, i
 
 
 def test_facts_and_labels_go_to_the_default_graph_with_minted_iris(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    report = ingest(store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
+    report = ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
     assert not report.failed
     ada, london = entity_iri("Ada Lovelace"), entity_iri("London")
     default = ox.DefaultGraph()
-    facts = {q.triple for q in quads(store, default) if q.predicate != LABEL}
+    facts = {q.triple for q in quads(tgsparql_store, default) if q.predicate != LABEL}
     assert facts == {
         ox.Triple(ada, relation_iri("born in"), london),
         ox.Triple(ada, relation_iri("birth year"), ox.Literal("1815", datatype=vocab.XSD_INTEGER)),
@@ -148,7 +148,7 @@ def test_facts_and_labels_go_to_the_default_graph_with_minted_iris(
         ox.Triple(ada, relation_iri("died on"),
                   ox.Literal("1852-11-27", datatype=ox.NamedNode(vocab.XSD + "date"))),
     }
-    labels = {(q.subject, q.object) for q in quads(store, default) if q.predicate == LABEL}
+    labels = {(q.subject, q.object) for q in quads(tgsparql_store, default) if q.predicate == LABEL}
     assert (ada, ox.Literal("Ada Lovelace")) in labels
     assert (relation_iri("born in"), ox.Literal("born in")) in labels
     assert (london, ox.Literal("London")) in labels
@@ -160,77 +160,82 @@ def test_facts_and_labels_go_to_the_default_graph_with_minted_iris(
 
 
 def test_the_source_graph_holds_document_activity_agent_pages_and_chunks(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    ingest(store, fake_openai, write(tmp_path, "ada.md", "# Ada, Countess\n\n" + ADA), replies=2)
+    ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.md", "# Ada, Countess\n\n" + ADA),
+           replies=2)
     ids = ExtractionIds(sha256_hex("# Ada, Countess\n\n" + ADA))
     doc = ids.document
     assert doc.value == f"urn:trustgraph:doc:{ids.sha256}"
-    assert set(objects(store, doc, RDF_TYPE)) == {prov("Entity"), vocab.TG_DOCUMENT_CLASS}
-    assert objects(store, doc, ox.NamedNode(vocab.DC + "title")) == [ox.Literal("Ada, Countess")]
-    assert objects(store, doc, tg("mimeType")) == [ox.Literal("text/markdown")]
+    assert set(objects(tgsparql_store, doc, RDF_TYPE)) == {prov("Entity"), vocab.TG_DOCUMENT_CLASS}
+    assert objects(tgsparql_store, doc, ox.NamedNode(vocab.DC + "title")) == [
+        ox.Literal("Ada, Countess")]
+    assert objects(tgsparql_store, doc, tg("mimeType")) == [ox.Literal("text/markdown")]
     activity = ids.activity
-    assert objects(store, activity, RDF_TYPE) == [prov("Activity")]
-    assert objects(store, activity, prov("used")) == [doc]
-    assert objects(store, activity, tg("llmModel")) == [ox.Literal("fake-model")]
-    assert integer(objects(store, activity, tg("inToken"))[0]) == 22  # two calls of 11
-    (started,) = objects(store, activity, prov("startedAtTime"))
+    assert objects(tgsparql_store, activity, RDF_TYPE) == [prov("Activity")]
+    assert objects(tgsparql_store, activity, prov("used")) == [doc]
+    assert objects(tgsparql_store, activity, tg("llmModel")) == [ox.Literal("fake-model")]
+    assert integer(objects(tgsparql_store, activity, tg("inToken"))[0]) == 22  # two calls of 11
+    (started,) = objects(tgsparql_store, activity, prov("startedAtTime"))
     assert started.datatype == vocab.XSD_DATETIME
-    (agent,) = objects(store, activity, prov("wasAssociatedWith"))
-    assert objects(store, agent, RDF_TYPE) == [prov("Agent")]
-    assert objects(store, agent, LABEL) == [ox.Literal("tgsparql ingest")]
-    pages = subjects(store, prov("wasDerivedFrom"), doc)
-    assert sorted(integer(objects(store, p, tg("pageNumber"))[0]) for p in pages) == [1, 2]
+    (agent,) = objects(tgsparql_store, activity, prov("wasAssociatedWith"))
+    assert objects(tgsparql_store, agent, RDF_TYPE) == [prov("Agent")]
+    assert objects(tgsparql_store, agent, LABEL) == [ox.Literal("tgsparql ingest")]
+    pages = subjects(tgsparql_store, prov("wasDerivedFrom"), doc)
+    assert sorted(integer(objects(tgsparql_store, p, tg("pageNumber"))[0]) for p in pages) == [1, 2]
     for page in pages:
-        assert set(objects(store, page, RDF_TYPE)) == {prov("Entity"), vocab.TG_PAGE_CLASS}
-        assert objects(store, page, prov("wasGeneratedBy")) == [activity]
+        assert set(objects(tgsparql_store, page, RDF_TYPE)) == {prov("Entity"), vocab.TG_PAGE_CLASS}
+        assert objects(tgsparql_store, page, prov("wasGeneratedBy")) == [activity]
         assert page.value.startswith("urn:page:")
-    for _, _, chunk in chunks_of(store, doc):
-        assert set(objects(store, chunk, RDF_TYPE)) == {prov("Entity"), vocab.TG_CHUNK_CLASS}
+    for _, _, chunk in chunks_of(tgsparql_store, doc):
+        assert set(objects(tgsparql_store, chunk, RDF_TYPE)) == {prov("Entity"),
+                                                                 vocab.TG_CHUNK_CLASS}
         assert chunk.value.startswith("urn:chunk:")
 
 
 def test_every_fact_is_contained_in_a_subgraph_of_the_chunk_it_came_from(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    ingest(store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
-    contained = {q.object for q in quads(store, SOURCE) if q.predicate == tg("contains")}
-    facts = {q.triple for q in quads(store, ox.DefaultGraph()) if q.predicate != LABEL}
+    ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
+    contained = {q.object for q in quads(tgsparql_store, SOURCE) if q.predicate == tg("contains")}
+    facts = {q.triple for q in quads(tgsparql_store, ox.DefaultGraph()) if q.predicate != LABEL}
     assert contained == facts
-    for subgraph in {q.subject for q in quads(store, SOURCE) if q.predicate == tg("contains")}:
+    for subgraph in {q.subject for q in quads(tgsparql_store, SOURCE)
+                     if q.predicate == tg("contains")}:
         assert subgraph.value.startswith("https://trustgraph.ai/subgraph/")
-        assert set(objects(store, subgraph, RDF_TYPE)) == {prov("Entity"), vocab.TG_SUBGRAPH_CLASS}
-        (chunk,) = objects(store, subgraph, prov("wasDerivedFrom"))
-        assert vocab.TG_CHUNK_CLASS in objects(store, chunk, RDF_TYPE)
-        assert len(objects(store, subgraph, prov("wasGeneratedBy"))) == 1
+        assert set(objects(tgsparql_store, subgraph, RDF_TYPE)) == {prov("Entity"),
+                                                                    vocab.TG_SUBGRAPH_CLASS}
+        (chunk,) = objects(tgsparql_store, subgraph, prov("wasDerivedFrom"))
+        assert vocab.TG_CHUNK_CLASS in objects(tgsparql_store, chunk, RDF_TYPE)
+        assert len(objects(tgsparql_store, subgraph, prov("wasGeneratedBy"))) == 1
 
 
 # ---- offsets
 
 
 def test_chunk_offsets_point_at_the_exact_text_and_evidence_lies_inside_the_chunk(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     text = "Préface — « Skłodowska ». " + ADA.replace("\f", "\n\n") + " 😀 The end."
-    report = ingest(store, fake_openai, write(tmp_path, "ada.txt", text), replies=20,
+    report = ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", text), replies=20,
                     size=60, overlap=15)
     assert report.documents[0].chunks > 3
-    librarian = StoreLibrarian(store)
+    librarian = StoreLibrarian(tgsparql_store)
     doc = report.documents[0].document
     stored = librarian.get(doc)
     assert stored is not None and stored.content == text and stored.intact
     spans = 0
-    for _, _, chunk in chunks_of(store, doc):
-        offset = integer(objects(store, chunk, tg("charOffset"))[0])
-        length = integer(objects(store, chunk, tg("charLength"))[0])
+    for _, _, chunk in chunks_of(tgsparql_store, doc):
+        offset = integer(objects(tgsparql_store, chunk, tg("charOffset"))[0])
+        length = integer(objects(tgsparql_store, chunk, tg("charLength"))[0])
         chunk_text = librarian.get(chunk)
         assert chunk_text is not None
         assert text[offset : offset + length] == chunk_text.content
         assert 0 < length <= 60
-        for subgraph in subjects(store, prov("wasDerivedFrom"), chunk):
-            for evidence in objects(store, subgraph, tg("sourceText")):
-                start = integer(objects(store, subgraph, tg("sourceCharOffset"))[0])
-                size = integer(objects(store, subgraph, tg("sourceCharLength"))[0])
+        for subgraph in subjects(tgsparql_store, prov("wasDerivedFrom"), chunk):
+            for evidence in objects(tgsparql_store, subgraph, tg("sourceText")):
+                start = integer(objects(tgsparql_store, subgraph, tg("sourceCharOffset"))[0])
+                size = integer(objects(tgsparql_store, subgraph, tg("sourceCharLength"))[0])
                 assert chunk_text.content[start : start + size] == evidence.value
                 spans += 1
     assert spans >= 3
@@ -245,70 +250,71 @@ def test_evidence_is_found_exactly_else_up_to_case_and_spacing_else_not_at_all()
 
 
 def test_facts_sharing_an_evidence_span_share_a_subgraph_and_the_span_is_recorded(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    ingest(store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
+    ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
     ada = entity_iri("Ada Lovelace")
     born = ox.Triple(ada, relation_iri("born in"), entity_iri("London"))
-    (subgraph,) = subjects(store, tg("contains"), born)
-    assert objects(store, subgraph, tg("sourceText")) == [
+    (subgraph,) = subjects(tgsparql_store, tg("contains"), born)
+    assert objects(tgsparql_store, subgraph, tg("sourceText")) == [
         ox.Literal("Ada Lovelace was born in London in 1815.")
     ]
-    assert integer(objects(store, subgraph, tg("sourceCharOffset"))[0]) == 0
-    assert integer(objects(store, subgraph, tg("sourceCharLength"))[0]) == 40
+    assert integer(objects(tgsparql_store, subgraph, tg("sourceCharOffset"))[0]) == 0
+    assert integer(objects(tgsparql_store, subgraph, tg("sourceCharLength"))[0]) == 40
     daughter = ox.Triple(ada, relation_iri("daughter of"), entity_iri("Lord Byron"))
-    (subgraph,) = subjects(store, tg("contains"), daughter)
-    assert objects(store, subgraph, tg("sourceText")) == [
+    (subgraph,) = subjects(tgsparql_store, tg("contains"), daughter)
+    assert objects(tgsparql_store, subgraph, tg("sourceText")) == [
         ox.Literal("She was the daughter of Lord Byron.")
     ]
     wrote = ox.Triple(ada, relation_iri("wrote"), entity_iri("first published algorithm"))
-    (subgraph,) = subjects(store, tg("contains"), wrote)
-    assert objects(store, subgraph, tg("sourceText")) == []
+    (subgraph,) = subjects(tgsparql_store, tg("contains"), wrote)
+    assert objects(tgsparql_store, subgraph, tg("sourceText")) == []
 
 
 # ---- pages
 
 
 def test_form_feeds_make_pages_and_chunks_are_numbered_within_them(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     text = "First page. It is short.\fSecond page, first part. Second page, second part.\fThird."
-    report = ingest(store, fake_openai, write(tmp_path, "p.txt", text), replies=4,
+    report = ingest(tgsparql_store, fake_openai, write(tmp_path, "p.txt", text), replies=4,
                     script=Reply(""), size=30, overlap=0)
-    rows = chunks_of(store, report.documents[0].document)
+    rows = chunks_of(tgsparql_store, report.documents[0].document)
     assert [(page, index) for page, index, _ in rows] == [(1, 0), (2, 0), (2, 1), (3, 0)]
-    offsets = [integer(objects(store, chunk, tg("charOffset"))[0]) for _, _, chunk in rows]
+    offsets = [integer(objects(tgsparql_store, chunk, tg("charOffset"))[0]) for _, _, chunk in rows]
     assert offsets == [0, 25, 50, 76]
 
 
 def test_a_text_without_form_feeds_is_one_page(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    report = ingest(store, fake_openai, write(tmp_path, "one.txt", "Just one page."),
+    report = ingest(tgsparql_store, fake_openai, write(tmp_path, "one.txt", "Just one page."),
                     script=Reply(""))
     assert report.documents[0].pages == 1
-    assert [(p, i) for p, i, _ in chunks_of(store, report.documents[0].document)] == [(1, 0)]
+    chunks = chunks_of(tgsparql_store, report.documents[0].document)
+    assert [(p, i) for p, i, _ in chunks] == [(1, 0)]
 
 
 # ---- idempotence
 
 
 def test_reingesting_the_same_text_adds_nothing_and_asks_the_llm_nothing(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "ada.txt", ADA)
-    ingest(store, fake_openai, path, replies=2)
-    before = sorted(map(str, store.oxigraph))
+    ingest(tgsparql_store, fake_openai, path, replies=2)
+    before = sorted(map(str, tgsparql_store.oxigraph))
     calls = len(fake_openai.chat_requests)
     copy = write(tmp_path, "copy of ada.txt", ADA)
-    report = ingest_files(store, backend(fake_openai), [path, copy])
+    report = ingest_files(tgsparql_store, backend(fake_openai), [path, copy])
     assert [d.already_present for d in report.documents] == [True, True]
-    assert sorted(map(str, store.oxigraph)) == before
+    assert sorted(map(str, tgsparql_store.oxigraph)) == before
     assert len(fake_openai.chat_requests) == calls
 
 
 def test_progress_is_told_the_chunks_of_each_file_and_each_chunk_read(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     told: list[tuple[str, int]] = []
 
@@ -317,7 +323,7 @@ def test_progress_is_told_the_chunks_of_each_file_and_each_chunk_read(
         return lambda step: told.append((path.name, step))
 
     fake_openai.script(*[Reply("")] * 3)
-    ingest_files(store, backend(fake_openai),
+    ingest_files(tgsparql_store, backend(fake_openai),
                  [write(tmp_path, "a.txt", "One.\fTwo."), write(tmp_path, "b.txt", "Three.")],
                  progress=progress)
     assert told == [("a.txt", 2), ("a.txt", 1), ("a.txt", 1), ("b.txt", 1), ("b.txt", 1)]
@@ -388,25 +394,25 @@ HOSTILE = [
 
 
 def test_hostile_output_is_stored_literally_or_skipped_never_executed(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     flood = "\n".join(json.dumps({"s": f"n{i}", "p": "p", "o": "o"}) for i in range(MAX_FACTS + 50))
     reply = Reply("\n".join(json.dumps(fact) for fact in HOSTILE) + "\n" + "x" * 200_000
                   + "\n" + flood)
-    report = ingest(store, fake_openai, write(tmp_path, "ada.txt", ADA.split("\f")[0]),
+    report = ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", ADA.split("\f")[0]),
                     script=reply)
     assert not report.failed
     default = ox.DefaultGraph()
-    labels = {q.object.value for q in quads(store, default) if q.predicate == LABEL}
+    labels = {q.object.value for q in quads(tgsparql_store, default) if q.predicate == LABEL}
     assert {"<http://x> . DROP ALL", "} ; DROP ALL ; INSERT DATA { <a> <b> <c> }",
             'He said "hi" \\ then', "'''x'''\"\"\"", "http://example.org/evil", "rdf:type",
             "owl:Thing"} <= labels
-    iris = {t.value for q in quads(store) for t in (q.subject, q.predicate, q.object)
+    iris = {t.value for q in quads(tgsparql_store) for t in (q.subject, q.predicate, q.object)
             if isinstance(t, ox.NamedNode)}
     assert "http://x" not in iris and "http://example.org/evil" not in iris
     assert "a" not in iris
-    assert all(q.predicate != vocab.RDF_TYPE for q in quads(store, default))
-    assert len(quads(store, SOURCE)) > 0 and len(quads(store, LIBRARY)) == 8
+    assert all(q.predicate != vocab.RDF_TYPE for q in quads(tgsparql_store, default))
+    assert len(quads(tgsparql_store, SOURCE)) > 0 and len(quads(tgsparql_store, LIBRARY)) == 8
     document = report.documents[0]
     assert document.facts == MAX_FACTS
     assert document.rejected == 5 + 53  # five unusable objects; 3 + 550 facts over MAX_FACTS
@@ -417,34 +423,36 @@ def test_hostile_output_is_stored_literally_or_skipped_never_executed(
 
 
 def test_a_failing_llm_writes_nothing_of_that_file_and_the_others_still_go_in(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     broken = write(tmp_path, "broken.txt", ADA)
     good = write(tmp_path, "good.txt", "Ada Lovelace was born in London in 1815.")
     fake_openai.script(reading(ADA_FACTS), Reply(status=500, error_message="boom"),
                        reading(ADA_FACTS))
-    report = ingest_files(store, backend(fake_openai), [broken, good])
+    report = ingest_files(tgsparql_store, backend(fake_openai), [broken, good])
     assert list(report.failed) == [broken]
     assert report.failed[broken].startswith(f"{broken}: page 2, chunk 0: ")
     assert "boom" in report.failed[broken]
-    documents = subjects(store, RDF_TYPE, vocab.TG_DOCUMENT_CLASS)
+    documents = subjects(tgsparql_store, RDF_TYPE, vocab.TG_DOCUMENT_CLASS)
     assert documents == [ExtractionIds(sha256_hex(good.read_text())).document]
 
 
 def test_the_offline_backend_refuses_to_invent_facts(
-    store: EmbeddedStore, tmp_path: Path
+    tgsparql_store: EmbeddedStore, tmp_path: Path
 ) -> None:
     with pytest.raises(ExtractionUnsupported, match="offline backend does not invent facts"):
-        ingest_files(store, OfflineBackend(), [write(tmp_path, "ada.txt", ADA)])
-    assert len(store.oxigraph) == 0
+        ingest_files(tgsparql_store, OfflineBackend(), [write(tmp_path, "ada.txt", ADA)])
+    assert len(tgsparql_store.oxigraph) == 0
 
 
-def test_unreadable_files_are_errors_naming_them(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_unreadable_files_are_errors_naming_them(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
     binary = tmp_path / "image.txt"
     binary.write_bytes(b"\xff\xd8\xff\xe0")
     blank = write(tmp_path, "blank.md", " \n\f\n ")
-    report = ingest_files(store, OfflineBackend(), [tmp_path / "x.pdf", tmp_path / "gone.txt",
-                                                    binary, blank])
+    report = ingest_files(tgsparql_store, OfflineBackend(),
+                          [tmp_path / "x.pdf", tmp_path / "gone.txt", binary, blank])
     assert report.failed == {
         tmp_path / "x.pdf": f"{tmp_path / 'x.pdf'}: unsupported file type '.pdf' (plain text "
         "and Markdown: .markdown, .md, .text, .txt, or no suffix)",
@@ -452,18 +460,19 @@ def test_unreadable_files_are_errors_naming_them(store: EmbeddedStore, tmp_path:
         binary: f"{binary}: not UTF-8 text (byte 0)",
         blank: f"{blank}: no text to ingest",
     }
-    assert len(store.oxigraph) == 0
+    assert len(tgsparql_store.oxigraph) == 0
 
 
 # ---- querying what was ingested
 
 
 def test_a_query_over_the_ingested_kg_answers_with_sources_in_the_document(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    report = ingest(store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
+    report = ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", ADA), replies=2)
     doc = report.documents[0].document
-    messages = list(GraphRag(store, OfflineBackend()).query("Where was Ada Lovelace born?"))
+    messages = list(GraphRag(tgsparql_store, OfflineBackend()).query(
+        "Where was Ada Lovelace born?"))
     assert not [m for m in messages if m.error is not None]
     answer = "".join(m.response for m in messages if m.message_type == "chunk")
     assert answer.startswith("London.")
@@ -517,36 +526,36 @@ def graph_quads(store: EmbeddedStore) -> set[str]:
 
 
 def test_force_extracts_a_document_that_gave_no_fact_again_in_place_of_the_first_run(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "ada.txt", ADA)
-    first = ingest(store, fake_openai, path, replies=2, script=Reply("I cannot help."))
+    first = ingest(tgsparql_store, fake_openai, path, replies=2, script=Reply("I cannot help."))
     (empty,) = first.documents
     assert (empty.facts, empty.skipped_lines) == (0, 2)
-    skipped = ingest_files(store, backend(fake_openai), [path])
+    skipped = ingest_files(tgsparql_store, backend(fake_openai), [path])
     assert skipped.documents[0].already_present and skipped.documents[0].facts == 0
 
     fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS))
-    again = ingest_files(store, backend(fake_openai), [path], force=True)
+    again = ingest_files(tgsparql_store, backend(fake_openai), [path], force=True)
     (document,) = again.documents
     assert document.replaced and not document.already_present and document.facts == 5
     born = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("born in"), entity_iri("London"))
-    assert born in {quad.triple for quad in store.oxigraph.quads_for_pattern(
+    assert born in {quad.triple for quad in tgsparql_store.oxigraph.quads_for_pattern(
         None, None, None, ox.DefaultGraph())}
     # One document, one activity, its pages and chunks once: replaced, not added to.
-    assert subjects(store, RDF_TYPE, vocab.TG_DOCUMENT_CLASS) == [document.document]
-    assert len(subjects(store, prov("used"), document.document)) == 1
-    assert len(chunks_of(store, document.document)) == 2
-    assert len(objects(store, document.document, ox.NamedNode(vocab.DC + "title"),
+    assert subjects(tgsparql_store, RDF_TYPE, vocab.TG_DOCUMENT_CLASS) == [document.document]
+    assert len(subjects(tgsparql_store, prov("used"), document.document)) == 1
+    assert len(chunks_of(tgsparql_store, document.document)) == 2
+    assert len(objects(tgsparql_store, document.document, ox.NamedNode(vocab.DC + "title"),
                        LIBRARY)) == 1
-    assert ingest_files(store, backend(fake_openai), [path]).documents[0].facts == 5
+    assert ingest_files(tgsparql_store, backend(fake_openai), [path]).documents[0].facts == 5
     from tgsparql.testing import assert_conforms
 
-    assert_conforms(store)
+    assert_conforms(tgsparql_store)
 
 
 def test_force_keeps_other_documents_their_shared_facts_and_the_facts_sessions_selected(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     ada = write(tmp_path, "ada.txt", ADA)
     other = write(tmp_path, "byron.txt", "She was the daughter of Lord Byron, the poet.")
@@ -554,26 +563,27 @@ def test_force_keeps_other_documents_their_shared_facts_and_the_facts_sessions_s
     own = {"s": "Lord Byron", "p": "profession", "o": "poet", "evidence": "the poet"}
     fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS),
                        Reply("\n".join(json.dumps(fact) for fact in (shared, own))))
-    ingest_files(store, backend(fake_openai), [ada, other])
+    ingest_files(tgsparql_store, backend(fake_openai), [ada, other])
     other_doc = ExtractionIds(sha256_hex(other.read_text())).document
-    other_before = {str(q) for q in store.oxigraph if other_doc.value in str(q)}
+    other_before = {str(q) for q in tgsparql_store.oxigraph if other_doc.value in str(q)}
     one_hop = RetrievalLimits(max_path_length=1)
     # the offline selector takes an edge that tells more than the seed's name: "born" does
-    rag = GraphRag(store, OfflineBackend(), limits=one_hop)
+    rag = GraphRag(tgsparql_store, OfflineBackend(), limits=one_hop)
     messages = list(rag.query("Who was born in London?"))
     session_graph = vocab.explainability_graph()
-    recorded = {str(q) for q in store.oxigraph.quads_for_pattern(None, None, None, session_graph)}
-    selected = [q.object for q in store.oxigraph.quads_for_pattern(
+    recorded = {str(q) for q in tgsparql_store.oxigraph.quads_for_pattern(
+        None, None, None, session_graph)}
+    selected = [q.object for q in tgsparql_store.oxigraph.quads_for_pattern(
         None, tg("edge"), None, session_graph)]
-    retrieved = {q.object for q in store.oxigraph.quads_for_pattern(
+    retrieved = {q.object for q in tgsparql_store.oxigraph.quads_for_pattern(
         None, tg("retrievedEdge"), None, session_graph)}
     assert messages[-1].error is None and selected
 
     fake_openai.script(Reply(""), Reply(""))  # the LLM now reads nothing out of Ada's text
-    report = ingest_files(store, backend(fake_openai), [ada], force=True)
+    report = ingest_files(tgsparql_store, backend(fake_openai), [ada], force=True)
     assert report.documents[0].replaced and report.documents[0].facts == 0
-    kg = {q.triple for q in store.oxigraph.quads_for_pattern(None, None, None, ox.DefaultGraph())
-          if q.predicate != LABEL}
+    kg = {q.triple for q in tgsparql_store.oxigraph.quads_for_pattern(
+        None, None, None, ox.DefaultGraph()) if q.predicate != LABEL}
     byron = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("daughter of"),
                       entity_iri("Lord Byron"))
     wrote = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("wrote"),
@@ -586,28 +596,28 @@ def test_force_keeps_other_documents_their_shared_facts_and_the_facts_sessions_s
                      ox.Literal("1815", datatype=vocab.XSD_INTEGER))
     assert born in retrieved and born in kg
     assert year not in retrieved and year not in kg, "only this document stated it"
-    assert {str(q) for q in store.oxigraph if other_doc.value in str(q)} == other_before
-    assert {str(q) for q in store.oxigraph.quads_for_pattern(
+    assert {str(q) for q in tgsparql_store.oxigraph if other_doc.value in str(q)} == other_before
+    assert {str(q) for q in tgsparql_store.oxigraph.quads_for_pattern(
         None, None, None, session_graph)} == recorded
     from tgsparql.testing import assert_conforms
 
-    assert_conforms(store)
+    assert_conforms(tgsparql_store)
 
 
 def test_a_failed_reextraction_leaves_the_document_as_it_was(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "ada.txt", ADA)
-    ingest(store, fake_openai, path, replies=2)
-    before = graph_quads(store)
+    ingest(tgsparql_store, fake_openai, path, replies=2)
+    before = graph_quads(tgsparql_store)
     fake_openai.script(reading(ADA_FACTS), Reply(status=500, error_message="boom"))
-    report = ingest_files(store, backend(fake_openai), [path], force=True)
+    report = ingest_files(tgsparql_store, backend(fake_openai), [path], force=True)
     assert list(report.failed) == [path]
-    assert graph_quads(store) == before
+    assert graph_quads(tgsparql_store) == before
 
 
 def test_each_file_is_reported_as_soon_as_it_is_done_with(
-    store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
+    tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     events: list[str] = []
 
@@ -618,9 +628,10 @@ def test_each_file_is_reported_as_soon_as_it_is_done_with(
     fake_openai.script(reply, reply)
     paths = [write(tmp_path, "a.txt", "One."), tmp_path / "missing.txt",
              write(tmp_path, "b.txt", "Two.")]
-    ingest_files(store, backend(fake_openai), paths, finished=lambda outcome: events.append(
-        f"failed {outcome.path.name}" if isinstance(outcome, IngestFailure)
-        else f"done {outcome.path.name}"))
+    ingest_files(tgsparql_store, backend(fake_openai), paths,
+                 finished=lambda outcome: events.append(
+                     f"failed {outcome.path.name}" if isinstance(outcome, IngestFailure)
+                     else f"done {outcome.path.name}"))
     assert events == ["read One", "done a.txt", "failed missing.txt", "read Two", "done b.txt"]
 
 
@@ -744,20 +755,20 @@ def test_cli_ingest_names_a_failed_file_and_exits_one(
 
 
 def test_load_of_a_trig_with_the_three_graphs_keeps_its_provenance(
-    tmp_path: Path, demo_path: Path
+    tmp_path: Path, tgsparql_demo_file: Path
 ) -> None:
     store_dir = tmp_path / "kg"
-    assert cli("load", "--store", store_dir, demo_path).exit_code == 0
+    assert cli("load", "--store", store_dir, tgsparql_demo_file).exit_code == 0
     expected = ox.Store()
-    expected.load(path=str(demo_path), format=ox.RdfFormat.TRIG)
+    expected.load(path=str(tgsparql_demo_file), format=ox.RdfFormat.TRIG)
     with_graphs(store_dir, expected)
 
 
 def test_load_of_nquads_with_the_three_graphs_keeps_its_provenance(
-    tmp_path: Path, demo_path: Path
+    tmp_path: Path, tgsparql_demo_file: Path
 ) -> None:
     expected = ox.Store()
-    expected.load(path=str(demo_path), format=ox.RdfFormat.TRIG)
+    expected.load(path=str(tgsparql_demo_file), format=ox.RdfFormat.TRIG)
     nquads = tmp_path / "demo.nq"
     expected.dump(output=str(nquads), format=ox.RdfFormat.N_QUADS)
     store_dir = tmp_path / "kg"

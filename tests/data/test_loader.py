@@ -67,53 +67,53 @@ def quads(store: EmbeddedStore) -> set[ox.Quad]:
     }
 
 
-def test_turtle_loads_into_the_default_graph(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_turtle_loads_into_the_default_graph(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     path = write(tmp_path, "kg.ttl", TURTLE)
-    report = load_files(store, [path])
+    report = load_files(tgsparql_store, [path])
     assert report.loaded == {path: 3}
     assert report.failed == {}
-    assert quads(store) == {
+    assert quads(tgsparql_store) == {
         ox.Quad(ADA, WORKED, BABBAGE, DEFAULT),
         ox.Quad(ADA, vocab.RDFS_LABEL, ox.Literal("Ada Lovelace", language="en"), DEFAULT),
         ox.Quad(BABBAGE, vocab.RDFS_LABEL, ox.Literal("Charles Babbage"), DEFAULT),
     }
 
 
-def test_ntriples_load_with_typed_literals(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_ntriples_load_with_typed_literals(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     path = write(tmp_path, "kg.nt", NTRIPLES)
-    report = load_files(store, [path])
+    report = load_files(tgsparql_store, [path])
     assert report.loaded == {path: 2}
-    assert quads(store) == {
+    assert quads(tgsparql_store) == {
         ox.Quad(ADA, WROTE, ENGINE, DEFAULT),
         ox.Quad(ENGINE, ox.NamedNode(EX + "year"),
                 ox.Literal("1837", datatype=vocab.XSD_INTEGER), DEFAULT),
     }
 
 
-def test_nquads_keep_their_graphs(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_nquads_keep_their_graphs(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     path = write(tmp_path, "kg.nq", NQUADS)
-    assert load_files(store, [path]).loaded == {path: 2}
-    assert quads(store) == {
+    assert load_files(tgsparql_store, [path]).loaded == {path: 2}
+    assert quads(tgsparql_store) == {
         ox.Quad(ADA, WROTE, ENGINE, GRAPH_A),
         ox.Quad(BABBAGE, WORKED, ADA, DEFAULT),
     }
 
 
-def test_trig_keeps_named_graphs(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_trig_keeps_named_graphs(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     path = write(tmp_path, "kg.trig", TRIG)
-    assert load_files(store, [path]).loaded == {path: 3}
-    assert quads(store) == {
+    assert load_files(tgsparql_store, [path]).loaded == {path: 3}
+    assert quads(tgsparql_store) == {
         ox.Quad(ADA, WORKED, BABBAGE, DEFAULT),
         ox.Quad(ADA, WROTE, ENGINE, GRAPH_A),
         ox.Quad(BABBAGE, WROTE, ENGINE, ox.NamedNode("urn:graph:b")),
     }
 
 
-def test_rdf12_triple_terms_load_as_triples(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_rdf12_triple_terms_load_as_triples(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     path = write(tmp_path, "kg.ttl", RDF12)
-    assert load_files(store, [path]).loaded == {path: 2}
+    assert load_files(tgsparql_store, [path]).loaded == {path: 2}
     source = ox.NamedNode(EX + "source")
-    assert quads(store) == {
+    assert quads(tgsparql_store) == {
         ox.Quad(source, SAID, ox.Triple(ADA, WORKED, BABBAGE), DEFAULT),
         ox.Quad(source, SAID,
                 ox.Triple(ADA, WROTE, ox.Literal('notes on the "engine"', language="en")),
@@ -122,14 +122,14 @@ def test_rdf12_triple_terms_load_as_triples(store: EmbeddedStore, tmp_path: Path
 
 
 def test_an_rdf12_reifier_loads_without_asserting_the_triple(
-    store: EmbeddedStore, tmp_path: Path
+    tgsparql_store: EmbeddedStore, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "kg.ttl", f"PREFIX ex: <{EX}>\n"
                                      "<< ex:Ada_Lovelace ex:workedWith ex:Charles_Babbage >> "
                                      "ex:said ex:source .\n")
-    assert load_files(store, [path]).loaded == {path: 2}
-    assert not store.ask(f"ASK {{ <{ADA.value}> <{WORKED.value}> <{BABBAGE.value}> }}")
-    assert store.ask(
+    assert load_files(tgsparql_store, [path]).loaded == {path: 2}
+    assert not tgsparql_store.ask(f"ASK {{ <{ADA.value}> <{WORKED.value}> <{BABBAGE.value}> }}")
+    assert tgsparql_store.ask(
         "PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n"
         f"ASK {{ ?r rdf:reifies <<( <{ADA.value}> <{WORKED.value}> <{BABBAGE.value}> )>> ;"
         f" <{SAID.value}> <{EX}source> }}"
@@ -147,12 +147,14 @@ def test_the_format_follows_the_extension(suffix: str, fmt: ox.RdfFormat) -> Non
     assert format_of(Path("data" + suffix)) == fmt
 
 
-def test_the_demo_sample_loads_whole(store: EmbeddedStore, demo_path: Path) -> None:
-    report = load_files(store, [demo_path])
+def test_the_demo_sample_loads_whole(
+    tgsparql_store: EmbeddedStore, tgsparql_demo_file: Path
+) -> None:
+    report = load_files(tgsparql_store, [tgsparql_demo_file])
     assert report.failed == {}
-    assert report.loaded[demo_path] == len(quads(store))
+    assert report.loaded[tgsparql_demo_file] == len(quads(tgsparql_store))
     assert report.labels_indexed > 0
-    graphs = {q.graph_name for q in quads(store)}
+    graphs = {q.graph_name for q in quads(tgsparql_store)}
     assert {DEFAULT, vocab.GRAPH_SOURCE, vocab.GRAPH_LIBRARY} <= graphs
 
 
@@ -171,15 +173,15 @@ def test_the_demo_sample_loads_whole(store: EmbeddedStore, demo_path: Path) -> N
     ],
 )
 def test_a_syntax_error_loads_nothing_of_that_file_and_names_file_and_line(
-    store: EmbeddedStore, tmp_path: Path, name: str, text: str, line: int
+    tgsparql_store: EmbeddedStore, tmp_path: Path, name: str, text: str, line: int
 ) -> None:
     good = write(tmp_path, "good.nt", NTRIPLES)
     broken = write(tmp_path, name, text)
-    report = load_files(store, [broken, good])
+    report = load_files(tgsparql_store, [broken, good])
     assert report.loaded == {good: 2}
     assert list(report.failed) == [broken]
     assert report.failed[broken].startswith(f"{broken}:{line}: ")
-    assert quads(store) == {
+    assert quads(tgsparql_store) == {
         ox.Quad(ADA, WROTE, ENGINE, DEFAULT),
         ox.Quad(ENGINE, ox.NamedNode(EX + "year"),
                 ox.Literal("1837", datatype=vocab.XSD_INTEGER), DEFAULT),
@@ -187,57 +189,63 @@ def test_a_syntax_error_loads_nothing_of_that_file_and_names_file_and_line(
 
 
 def test_load_file_raises_load_error_and_leaves_the_store_untouched(
-    store: EmbeddedStore, tmp_path: Path
+    tgsparql_store: EmbeddedStore, tmp_path: Path
 ) -> None:
     broken = write(tmp_path, "broken.nt",
                    NTRIPLES * 50 + '<urn:a> <urn:b> "x" <urn:c> .\n' + NTRIPLES)
     with pytest.raises(LoadError, match="^" + re.escape(f"{broken}:101: ")):
-        load_file(store, broken)
-    assert len(store.oxigraph) == 0
+        load_file(tgsparql_store, broken)
+    assert len(tgsparql_store.oxigraph) == 0
 
 
 def test_an_unknown_extension_is_an_error_listing_the_known_ones(
-    store: EmbeddedStore, tmp_path: Path
+    tgsparql_store: EmbeddedStore, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "kg.rdf", "<rdf:RDF/>")
-    report = load_files(store, [path])
+    report = load_files(tgsparql_store, [path])
     assert report.loaded == {}
     assert report.failed == {
         path: f"{path}: unknown RDF format '.rdf' "
               "(known: .nq, .nquads, .nt, .ntriples, .trig, .ttl, .turtle)"
     }
     assert report.labels_indexed == 0
-    assert len(store.oxigraph) == 0
+    assert len(tgsparql_store.oxigraph) == 0
 
 
-def test_a_missing_file_is_an_error_naming_it(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_a_missing_file_is_an_error_naming_it(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
     missing = tmp_path / "absent.ttl"
     good = write(tmp_path, "good.ttl", TURTLE)
-    report = load_files(store, [missing, good])
+    report = load_files(tgsparql_store, [missing, good])
     assert list(report.failed) == [missing]
     assert report.failed[missing].startswith(f"{missing}: cannot read: ")
     assert report.loaded == {good: 3}
 
 
-def test_a_directory_is_an_error_not_a_crash(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_a_directory_is_an_error_not_a_crash(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     folder = tmp_path / "dir.ttl"
     folder.mkdir()
-    report = load_files(store, [folder])
+    report = load_files(tgsparql_store, [folder])
     assert list(report.failed) == [folder]
     assert report.failed[folder].startswith(f"{folder}: cannot read: ")
 
 
-def test_check_file_counts_quads_without_storing(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_check_file_counts_quads_without_storing(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
     path = write(tmp_path, "kg.trig", TRIG)
     assert check_file(path) == 3
-    assert len(store.oxigraph) == 0
+    assert len(tgsparql_store.oxigraph) == 0
 
 
 # ---------------------------------------------------------------------------------------------
 # progress
 
 
-def test_progress_receives_twice_the_file_size(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_progress_receives_twice_the_file_size(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
     small = write(tmp_path, "small.ttl", TURTLE)
     big = write(tmp_path, "big.nt", "".join(
         f"<{EX}e{i}> <{EX}p> \"value {i} — ünïcødé\" .\n" for i in range(20_000)))
@@ -247,7 +255,7 @@ def test_progress_receives_twice_the_file_size(store: EmbeddedStore, tmp_path: P
         seen[path] = []
         return seen[path].append
 
-    report = load_files(store, [small, big], progress=progress)
+    report = load_files(tgsparql_store, [small, big], progress=progress)
     assert report.loaded == {small: 3, big: 20_000}
     assert sum(seen[small]) == 2 * small.stat().st_size
     assert sum(seen[big]) == 2 * big.stat().st_size
@@ -255,9 +263,9 @@ def test_progress_receives_twice_the_file_size(store: EmbeddedStore, tmp_path: P
     assert all(n > 0 for n in seen[big])
 
 
-def test_progress_may_be_declined_per_file(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_progress_may_be_declined_per_file(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     path = write(tmp_path, "kg.ttl", TURTLE)
-    report = load_files(store, [path], progress=lambda _: None)
+    report = load_files(tgsparql_store, [path], progress=lambda _: None)
     assert report.loaded == {path: 3}
 
 
@@ -266,44 +274,46 @@ def test_progress_may_be_declined_per_file(store: EmbeddedStore, tmp_path: Path)
 
 
 def test_loaded_labels_are_indexed_and_grounding_finds_them(
-    store: EmbeddedStore, tmp_path: Path
+    tgsparql_store: EmbeddedStore, tmp_path: Path
 ) -> None:
     path = write(tmp_path, "kg.ttl", TURTLE)
-    report = load_files(store, [path])
+    report = load_files(tgsparql_store, [path])
     assert report.labels_indexed == 2
-    grounding = ground(store, "Who worked with ADA LOVELACE, and Charles-Babbage?", 50)
+    grounding = ground(tgsparql_store, "Who worked with ADA LOVELACE, and Charles-Babbage?", 50)
     assert grounding.seeds == [ADA, BABBAGE]
     assert "ada lovelace" in grounding.concepts and "charles babbage" in grounding.concepts
 
 
 def test_labels_of_a_later_file_are_indexed_by_that_load(
-    store: EmbeddedStore, tmp_path: Path
+    tgsparql_store: EmbeddedStore, tmp_path: Path
 ) -> None:
     first = write(tmp_path, "first.ttl", TURTLE)
     second = write(tmp_path, "second.ttl",
                    f'<{ENGINE.value}> <{vocab.RDFS}label> "Analytical Engine" .\n')
-    assert load_files(store, [first]).labels_indexed == 2
-    assert load_files(store, [second]).labels_indexed == 1
-    assert ground(store, "What is the analytical engine?", 50).seeds == [ENGINE]
+    assert load_files(tgsparql_store, [first]).labels_indexed == 2
+    assert load_files(tgsparql_store, [second]).labels_indexed == 1
+    assert ground(tgsparql_store, "What is the analytical engine?", 50).seeds == [ENGINE]
 
 
-def test_loading_the_same_file_twice_changes_nothing(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_loading_the_same_file_twice_changes_nothing(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
     paths = [write(tmp_path, "kg.ttl", TURTLE), write(tmp_path, "kg.trig", TRIG),
              write(tmp_path, "kg12.ttl", RDF12)]
-    first = load_files(store, paths)
-    after_first = set(store.oxigraph.quads_for_pattern(None, None, None, None))
-    second = load_files(store, paths)
-    after_second = set(store.oxigraph.quads_for_pattern(None, None, None, None))
+    first = load_files(tgsparql_store, paths)
+    after_first = set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, None))
+    second = load_files(tgsparql_store, paths)
+    after_second = set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, None))
     assert first.loaded == second.loaded == {paths[0]: 3, paths[1]: 3, paths[2]: 2}
     assert first.labels_indexed == 2
     assert second.labels_indexed == 0
     assert after_second == after_first
-    assert len(store.oxigraph) == len(after_first)
+    assert len(tgsparql_store.oxigraph) == len(after_first)
 
 
-def test_a_failed_file_alone_indexes_nothing(store: EmbeddedStore, tmp_path: Path) -> None:
+def test_a_failed_file_alone_indexes_nothing(tgsparql_store: EmbeddedStore, tmp_path: Path) -> None:
     broken = write(tmp_path, "broken.ttl", TURTLE + "ex:a ex:b .\n")
-    report = load_files(store, [broken])
+    report = load_files(tgsparql_store, [broken])
     assert report.loaded == {}
     assert report.labels_indexed == 0
-    assert len(store.oxigraph) == 0
+    assert len(tgsparql_store.oxigraph) == 0

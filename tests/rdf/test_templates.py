@@ -188,7 +188,7 @@ def test_literal_filter_rejects_a_lone_surrogate_in_a_language_tagged_literal() 
         snippet('{{ x|literal("en") }}', x="\udfffabc")
 
 
-def test_typed_literals_keep_their_datatypes_in_the_store(store: EmbeddedStore) -> None:
+def test_typed_literals_keep_their_datatypes_in_the_store(tgsparql_store: EmbeddedStore) -> None:
     values = {
         "urn:p:int": 1867,
         "urn:p:float": 0.1,
@@ -200,9 +200,9 @@ def test_typed_literals_keep_their_datatypes_in_the_store(store: EmbeddedStore) 
         "INSERT DATA { {% for p, v in values.items() %}<urn:s> {{ p|iri }} {{ v|literal }} .\n"
         "{% endfor %} }"
     )
-    store.update(snippet(source, values=values))
-    stored = {q.predicate.value: q.object for q in store.oxigraph.quads_for_pattern(None, None,
-                                                                                     None, None)}
+    tgsparql_store.update(snippet(source, values=values))
+    stored = {q.predicate.value: q.object
+              for q in tgsparql_store.oxigraph.quads_for_pattern(None, None, None, None)}
     assert stored == {
         "urn:p:int": ox.Literal("1867", datatype=vocab.XSD_INTEGER),
         "urn:p:float": ox.Literal("0.1", datatype=vocab.XSD_DOUBLE),
@@ -488,10 +488,13 @@ def statements_in(store: EmbeddedStore) -> dict[ox.NamedNode, dict[str, Any]]:
     return {row["st"]: {"s": row["s"], "p": row["p"], "o": row["o"]} for row in rows}
 
 
-def test_reification_records_are_content_addressed_across_stages(store: EmbeddedStore) -> None:
+def test_reification_records_are_content_addressed_across_stages(
+    tgsparql_store: EmbeddedStore
+) -> None:
     templates = Templates("reification")
-    store.update(templates.render("record_retrieval", **retrieval_params([LIT_TRIPLE, IRI_TRIPLE])))
-    store.update(templates.render("record_selection", **selection_params([LIT_TRIPLE])))
+    tgsparql_store.update(templates.render("record_retrieval",
+                                           **retrieval_params([LIT_TRIPLE, IRI_TRIPLE])))
+    tgsparql_store.update(templates.render("record_selection", **selection_params([LIT_TRIPLE])))
     lit_iri = ox.NamedNode(
         "urn:trustgraph:stmt:"
         + sha256('<http://example.org/s> <http://example.org/p> "say \\"hi\\"" .')
@@ -500,41 +503,41 @@ def test_reification_records_are_content_addressed_across_stages(store: Embedded
         "urn:trustgraph:stmt:"
         + sha256("<http://example.org/s> <http://example.org/p> <http://example.org/o> .")
     )
-    assert statements_in(store) == {
+    assert statements_in(tgsparql_store) == {
         lit_iri: {"s": S, "p": P, "o": ox.Literal('say "hi"')},
         iri_iri: {"s": S, "p": P, "o": O},
     }
-    retrieved = {q.object for q in store.oxigraph.quads_for_pattern(
+    retrieved = {q.object for q in tgsparql_store.oxigraph.quads_for_pattern(
         IDS.retrieval, ox.NamedNode(vocab.TG + "retrievedEdge"), None, GRAPH)}
-    selected = {q.object for q in store.oxigraph.quads_for_pattern(
+    selected = {q.object for q in tgsparql_store.oxigraph.quads_for_pattern(
         IDS.edge_selection(0), ox.NamedNode(vocab.TG + "edge"), None, GRAPH)}
     assert retrieved == {lit_iri, iri_iri}
     assert selected == {lit_iri}
 
 
 def test_reification_of_a_nested_triple_references_the_inner_statement(
-    store: EmbeddedStore,
+    tgsparql_store: EmbeddedStore,
 ) -> None:
     inner = ox.NamedNode("urn:trustgraph:stmt:" + sha256(
         "<http://example.org/s> <http://example.org/p> <http://example.org/o> ."))
     outer = ox.NamedNode("urn:trustgraph:stmt:" + sha256(
         "<http://example.org/a> <http://example.org/b> "
         "<<( <http://example.org/s> <http://example.org/p> <http://example.org/o> )>> ."))
-    store.update(Templates("reification").render("record_retrieval", **retrieval_params([NESTED])))
-    retrieved = {q.object for q in store.oxigraph.quads_for_pattern(
+    tgsparql_store.update(Templates("reification").render("record_retrieval",
+                                                          **retrieval_params([NESTED])))
+    retrieved = {q.object for q in tgsparql_store.oxigraph.quads_for_pattern(
         IDS.retrieval, ox.NamedNode(vocab.TG + "retrievedEdge"), None, GRAPH)}
     assert retrieved == {outer}
-    assert statements_in(store)[outer] == {"s": NESTED.subject, "p": NESTED.predicate,
-                                           "o": inner}
+    assert statements_in(tgsparql_store)[outer] == {"s": NESTED.subject, "p": NESTED.predicate,
+                                                    "o": inner}
 
 
-def test_rdf12_records_the_original_triple_term(store: EmbeddedStore) -> None:
+def test_rdf12_records_the_original_triple_term(tgsparql_store: EmbeddedStore) -> None:
     edges = [LIT_TRIPLE, NESTED, ox.Triple(S, P, ox.Literal("1867", datatype=vocab.XSD_INTEGER))]
-    store.update(Templates("rdf12").render("record_selection", **selection_params(edges)))
+    tgsparql_store.update(Templates("rdf12").render("record_selection", **selection_params(edges)))
     stored = [
-        next(iter(store.oxigraph.quads_for_pattern(IDS.edge_selection(i),
-                                                   ox.NamedNode(vocab.TG + "edge"), None,
-                                                   GRAPH))).object
+        next(iter(tgsparql_store.oxigraph.quads_for_pattern(
+            IDS.edge_selection(i), ox.NamedNode(vocab.TG + "edge"), None, GRAPH))).object
         for i in range(len(edges))
     ]
     assert stored == edges
@@ -691,16 +694,18 @@ def test_usage_is_optional_in_records(template: str) -> None:
     ox.Store().update(text)
 
 
-def test_rendered_updates_store_exactly_the_quads_of_their_block(store: EmbeddedStore) -> None:
+def test_rendered_updates_store_exactly_the_quads_of_their_block(
+    tgsparql_store: EmbeddedStore
+) -> None:
     templates = Templates()
     for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
-        store.update(templates.render(name, **EVERY_PARAM))
+        tgsparql_store.update(templates.render(name, **EVERY_PARAM))
     expected = set()
     for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
         prologue = templates.render_block(name, "prologue", **EVERY_PARAM)
         quads = templates.render_block(name, "quads", **EVERY_PARAM)
         expected |= set(ox.parse(prologue + quads, ox.RdfFormat.TRIG))
-    assert set(store.oxigraph.quads_for_pattern(None, None, None, None)) == expected
+    assert set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, None)) == expected
     edge = ox.NamedNode(vocab.TG + "retrievedEdge")
     assert {q.object for q in expected if q.predicate == edge} == {LIT_TRIPLE, IRI_TRIPLE}
     assert ox.Quad(IDS.session, ox.NamedNode(vocab.TG + "query"),
@@ -1021,16 +1026,16 @@ def test_every_template_is_taken_as_the_form_its_text_has() -> None:
 
 
 def test_an_answer_read_as_another_form_names_the_template_and_its_form(
-    store: EmbeddedStore
+    tgsparql_store: EmbeddedStore
 ) -> None:
-    assert store.run("testing_clear") == Answer("testing_clear", "update", None)
+    assert tgsparql_store.run("testing_clear") == Answer("testing_clear", "update", None)
     with pytest.raises(TypeError, match="'testing_clear' is an update, which answers nothing, "
                                         "not rows"):
-        store.run("testing_clear").rows
-    assert store.run("serve/endpoint_reachable").boolean is True
+        tgsparql_store.run("testing_clear").rows
+    assert tgsparql_store.run("serve/endpoint_reachable").boolean is True
     with pytest.raises(TypeError, match="'serve/endpoint_reachable' is an ASK, which answers a "
                                         "boolean, not triples"):
-        store.run("serve/endpoint_reachable").triples
+        tgsparql_store.run("serve/endpoint_reachable").triples
 
 
 def test_a_query_rendered_broken_once_is_not_remembered_as_an_update() -> None:
@@ -1042,8 +1047,8 @@ def test_a_query_rendered_broken_once_is_not_remembered_as_an_update() -> None:
     assert template_form(name, "SELECT * WHERE {") == "select"
 
 
-def test_an_update_is_remembered_once_a_store_has_run_it(store: EmbeddedStore) -> None:
-    store.run("testing_clear")
+def test_an_update_is_remembered_once_a_store_has_run_it(tgsparql_store: EmbeddedStore) -> None:
+    tgsparql_store.run("testing_clear")
     assert template_form("testing_clear", "not parsed again") == "update"
 
 

@@ -49,10 +49,12 @@ def uuid_of(messages: list[GraphRagResponse]) -> str:
 
 
 @pytest.fixture
-def demo_session(rag: GraphRag):
-    messages = asked(rag)
+def demo_session(tgsparql_demo_pipeline: GraphRag):
+    messages = asked(tgsparql_demo_pipeline)
     assert messages[-1].error is None
-    return rag, messages, explain_session(rag.store, "explainability", messages[0].explain_id)
+    explained = explain_session(tgsparql_demo_pipeline.store, "explainability",
+                                messages[0].explain_id)
+    return tgsparql_demo_pipeline, messages, explained
 
 
 def stored_reasoning(store, iri: str) -> str:
@@ -184,9 +186,10 @@ def messages_text(messages: list[GraphRagResponse]) -> str:
     return "".join(m.response for m in messages if m.message_type == "chunk")
 
 
-def test_an_unknown_session_raises_session_not_found(demo_store) -> None:
+def test_an_unknown_session_raises_session_not_found(tgsparql_demo_store) -> None:
     with pytest.raises(SessionNotFound):
-        explain_session(demo_store, "explainability", f"urn:trustgraph:session:{uuidlib.uuid4()}")
+        explain_session(tgsparql_demo_store, "explainability",
+                        f"urn:trustgraph:session:{uuidlib.uuid4()}")
 
 
 def test_a_session_of_another_collection_is_not_found(demo_session) -> None:
@@ -196,9 +199,9 @@ def test_a_session_of_another_collection_is_not_found(demo_session) -> None:
 
 
 @pytest.mark.parametrize("text", ["not-a-session", "urn:trustgraph:session:xyz", ""])
-def test_a_malformed_session_reference_is_a_value_error(demo_store, text) -> None:
+def test_a_malformed_session_reference_is_a_value_error(tgsparql_demo_store, text) -> None:
     with pytest.raises(ValueError, match="not a session IRI"):
-        explain_session(demo_store, "explainability", text)
+        explain_session(tgsparql_demo_store, "explainability", text)
 
 
 def test_explain_session_accepts_the_bare_uuid(demo_session) -> None:
@@ -292,14 +295,14 @@ def test_the_terms_nested_deeper_are_labelled_by_a_second_request(demo_session) 
         "fetch_labels", terms=[ox.NamedNode(NESTED + name) for name in ("b2", "o2", "p2")])
 
 
-def test_a_failed_session_is_explained_with_its_error(demo_store) -> None:
+def test_a_failed_session_is_explained_with_its_error(tgsparql_demo_store) -> None:
     class Broken(OfflineBackend):
         def select(self, request: SelectionRequest) -> SelectionOutput:
             raise LLMError("model unreachable")
 
-    rag = GraphRag(demo_store, Broken())
+    rag = GraphRag(tgsparql_demo_store, Broken())
     messages = asked(rag)
-    explanation = explain_session(demo_store, "explainability", messages[0].explain_id)
+    explanation = explain_session(tgsparql_demo_store, "explainability", messages[0].explain_id)
     assert explanation.status == "failed"
     assert explanation.error == messages[-1].error.message
     assert explanation.error.startswith("selection failed: ")
@@ -333,9 +336,9 @@ INSERT DATA {{ GRAPH <urn:graph:explainability> {{
 """
 
 
-def test_list_sessions_is_newest_first_by_real_time_not_text(demo_store) -> None:
-    demo_store.update(HAND_SESSIONS)
-    listed = list_sessions(demo_store, "explainability", 10)
+def test_list_sessions_is_newest_first_by_real_time_not_text(tgsparql_demo_store) -> None:
+    tgsparql_demo_store.update(HAND_SESSIONS)
+    listed = list_sessions(tgsparql_demo_store, "explainability", 10)
     # B is 06:00Z, C is 05:30Z, A is 05:00Z; as text A > B > C.
     assert [s.question for s in listed] == ["question B", "question C", "question A"]
     assert [s.started for s in listed] == [
@@ -343,32 +346,32 @@ def test_list_sessions_is_newest_first_by_real_time_not_text(demo_store) -> None
     ]
 
 
-def test_list_sessions_honours_the_limit(demo_store) -> None:
-    demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(demo_store, "explainability", 2)] == [
+def test_list_sessions_honours_the_limit(tgsparql_demo_store) -> None:
+    tgsparql_demo_store.update(HAND_SESSIONS)
+    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 2)] == [
         "question B", "question C"
     ]
-    assert [s.question for s in list_sessions(demo_store, "explainability", 1)] == [
+    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 1)] == [
         "question B"
     ]
 
 
 def test_list_sessions_with_a_question_keeps_those_that_contain_it_in_any_case(
-    demo_store
+    tgsparql_demo_store
 ) -> None:
-    demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(demo_store, "explainability", 10,
+    tgsparql_demo_store.update(HAND_SESSIONS)
+    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 10,
                                               "QUESTION c")] == ["question C"]
-    assert [s.question for s in list_sessions(demo_store, "explainability", 10,
+    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 10,
                                               "question")] == [
         "question B", "question C", "question A"
     ]
-    assert list_sessions(demo_store, "explainability", 10, "nowhere") == []
+    assert list_sessions(tgsparql_demo_store, "explainability", 10, "nowhere") == []
 
 
-def test_list_sessions_includes_failed_sessions_with_their_error(demo_store) -> None:
-    demo_store.update(HAND_SESSIONS)
-    by_question = {s.question: s for s in list_sessions(demo_store, "explainability", 10)}
+def test_list_sessions_includes_failed_sessions_with_their_error(tgsparql_demo_store) -> None:
+    tgsparql_demo_store.update(HAND_SESSIONS)
+    by_question = {s.question: s for s in list_sessions(tgsparql_demo_store, "explainability", 10)}
     failed = by_question["question C"]
     assert failed.session == "urn:trustgraph:session:00000000-0000-4000-8000-00000000000c"
     assert failed.status == "failed"
@@ -378,14 +381,16 @@ def test_list_sessions_includes_failed_sessions_with_their_error(demo_store) -> 
     assert by_question["question B"].error is None
 
 
-def test_list_sessions_puts_a_new_query_first_and_reads_only_its_collection(rag: GraphRag) -> None:
-    rag.store.update(HAND_SESSIONS)
-    messages = asked(rag)
-    listed = list_sessions(rag.store, "explainability", 10)
+def test_list_sessions_puts_a_new_query_first_and_reads_only_its_collection(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
+    tgsparql_demo_pipeline.store.update(HAND_SESSIONS)
+    messages = asked(tgsparql_demo_pipeline)
+    listed = list_sessions(tgsparql_demo_pipeline.store, "explainability", 10)
     assert [s.session for s in listed][:2] == [
         messages[0].explain_id, "urn:trustgraph:session:00000000-0000-4000-8000-00000000000b"
     ]
     assert len(listed) == 4
     assert listed[0].status == "complete" and listed[0].question == QUESTION
     assert json.loads(json.dumps([s.to_json() for s in listed]))[0]["question"] == QUESTION
-    assert list_sessions(rag.store, "other", 10) == []
+    assert list_sessions(tgsparql_demo_pipeline.store, "other", 10) == []

@@ -53,12 +53,12 @@ def outputs(rag: GraphRag, session: str) -> dict[str, str]:
     return found
 
 
-def test_read_back_outputs_are_as_pinned(rag: GraphRag) -> None:
-    asked = [list(rag.query(question, stream=True)) for question in QUESTIONS]
+def test_read_back_outputs_are_as_pinned(tgsparql_demo_pipeline: GraphRag) -> None:
+    asked = [list(tgsparql_demo_pipeline.query(question, stream=True)) for question in QUESTIONS]
     assert all(messages[-1].error is None for messages in asked)
     sessions = [messages[0].explain_id for messages in asked]
     for number, session in enumerate(sessions):
-        found = outputs(rag, session)
+        found = outputs(tgsparql_demo_pipeline, session)
         for other, iri in enumerate(sessions):
             uuid = iri.rsplit(":", 1)[1]
             found = {name: text.replace(uuid, f"<uuid{other}>") for name, text in found.items()}
@@ -74,13 +74,15 @@ def test_read_back_outputs_are_as_pinned(rag: GraphRag) -> None:
             assert text == (folder / name).read_text(encoding="utf-8"), f"session{number}/{name}"
 
 
-def test_the_session_page_reads_the_session_in_one_request(rag: GraphRag) -> None:
+def test_the_session_page_reads_the_session_in_one_request(
+    tgsparql_demo_pipeline: GraphRag
+) -> None:
     """The record's triples, the labels, the sources and the answer's text, four graphs: one
     query (explain_session.rq), and no trace query beside it."""
-    session = list(rag.query(QUESTIONS[0], stream=True))[0].explain_id
-    counting = CountingStore(rag.store)
+    session = list(tgsparql_demo_pipeline.query(QUESTIONS[0], stream=True))[0].explain_id
+    counting = CountingStore(tgsparql_demo_pipeline.store)
     session_view(counting, "explainability", session)
     ids = SessionIds.from_session_iri(session)
-    assert counting.requests == [rag.templates.render(
+    assert counting.requests == [tgsparql_demo_pipeline.templates.render(
         "explain_session", graph=vocab.explainability_graph(), session=ids.session,
         retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer, unselected=True)]

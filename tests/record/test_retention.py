@@ -51,12 +51,12 @@ def owned_lines(lines: list[str], uuid: str) -> list[str]:
 
 
 @pytest.fixture
-def demo_with_sessions(demo_store: EmbeddedStore) -> tuple[EmbeddedStore, list[str]]:
-    rag = GraphRag(demo_store, OfflineBackend())
+def demo_with_sessions(tgsparql_demo_store: EmbeddedStore) -> tuple[EmbeddedStore, list[str]]:
+    rag = GraphRag(tgsparql_demo_store, OfflineBackend())
     sessions = [rag.ask(question)[1][0].explain_id for question in QUESTIONS]
     failed = rag.query("x" * 10_001)  # refused before a session starts: records nothing
     assert next(failed).error is not None
-    return demo_store, sessions
+    return tgsparql_demo_store, sessions
 
 
 # ---- durations -------------------------------------------------------------------------------
@@ -109,15 +109,15 @@ def test_deleting_a_session_removes_what_it_owns_and_leaves_everything_else_byte
     assert_conforms(store)
 
 
-def test_a_failed_session_goes_with_its_failure_fields(demo_store: EmbeddedStore) -> None:
-    before = dump(demo_store)
+def test_a_failed_session_goes_with_its_failure_fields(tgsparql_demo_store: EmbeddedStore) -> None:
+    before = dump(tgsparql_demo_store)
     failed = demo_session(0xF1, NOW, "failed-selection")
-    failed.record(demo_store)
+    failed.record(tgsparql_demo_store)
     assert any(line.startswith(f"<{failed.ids.session.value}> <{vocab.TG}error> ")
-               for line in dump(demo_store))
-    chosen = select_sessions(demo_store, "explainability", sessions=[failed.ids.uuid])
-    delete_sessions(demo_store, "explainability", chosen)
-    assert dump(demo_store) == before
+               for line in dump(tgsparql_demo_store))
+    chosen = select_sessions(tgsparql_demo_store, "explainability", sessions=[failed.ids.uuid])
+    delete_sessions(tgsparql_demo_store, "explainability", chosen)
+    assert dump(tgsparql_demo_store) == before
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,23 +142,23 @@ def test_older_than_deletes_exactly_the_sessions_started_before_the_cutoff(data,
     assert_conforms(store)
 
 
-def test_sessions_of_another_collection_are_untouched(demo_store: EmbeddedStore) -> None:
-    rag = GraphRag(demo_store, OfflineBackend(), collection="other")
+def test_sessions_of_another_collection_are_untouched(tgsparql_demo_store: EmbeddedStore) -> None:
+    rag = GraphRag(tgsparql_demo_store, OfflineBackend(), collection="other")
     session = rag.ask(QUESTIONS[0])[1][0].explain_id
-    assert select_sessions(demo_store, "explainability",
+    assert select_sessions(tgsparql_demo_store, "explainability",
                            older_than=dt.timedelta(seconds=1),
                            at=dt.datetime.now(UTC) + dt.timedelta(days=1)) == []
     with pytest.raises(RetentionError, match=f"no session {session} in collection "
                                              "'explainability'"):
-        select_sessions(demo_store, "explainability", sessions=[session])
+        select_sessions(tgsparql_demo_store, "explainability", sessions=[session])
 
 
 def test_reified_edges_go_when_no_session_refers_to_them_any_more(
-    demo_path: Path,
+    tgsparql_demo_file: Path,
 ) -> None:
     store = open_store()
     store.dialect = "reification"  # type: ignore[misc]
-    load_files(store, [demo_path])
+    load_files(store, [tgsparql_demo_file])
     base = dump(store)
     rag = GraphRag(store, OfflineBackend())
     first = rag.ask(QUESTIONS[0])[1][0].explain_id
@@ -192,12 +192,12 @@ def demo_session(number: int, started: dt.datetime, outcome: str = "complete") -
 
 
 @pytest.fixture
-def disk_store(tmp_path: Path, demo_path: Path) -> tuple[Path, list[SessionIds]]:
+def disk_store(tmp_path: Path, tgsparql_demo_file: Path) -> tuple[Path, list[SessionIds]]:
     """An on-disk demo store with sessions started 40, 10 and 0 days ago."""
     path = tmp_path / "kg"
     today = dt.datetime.now(UTC)
     with open_store(path) as store:
-        load_files(store, [demo_path])
+        load_files(store, [tgsparql_demo_file])
         sessions = [demo_session(n, today - dt.timedelta(days=days))
                     for n, days in enumerate((40, 10, 0), 1)]
         for session in sessions:

@@ -169,19 +169,19 @@ def documents(store: ox.Store) -> list[ox.NamedNode]:
 
 
 @pytest.fixture
-def sessions(rag: GraphRag) -> list[str]:
+def sessions(tgsparql_demo_pipeline: GraphRag) -> list[str]:
     """The demo questions asked and recorded; their session IRIs in order."""
     found = []
     for question in QUESTIONS:
-        messages = list(rag.query(question))
+        messages = list(tgsparql_demo_pipeline.query(question))
         assert messages[-1].error is None
         found.append(messages[0].explain_id)
     return found
 
 
 @pytest.fixture
-def ox_store(demo_store: EmbeddedStore) -> ox.Store:
-    return demo_store.oxigraph
+def ox_store(tgsparql_demo_store: EmbeddedStore) -> ox.Store:
+    return tgsparql_demo_store.oxigraph
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,7 +312,7 @@ def traced_keys(found: object) -> set[tuple[str, ...]]:
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
 def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
-    path: Path, demo_store: EmbeddedStore, sessions: list[str], oxigraph: Server,
+    path: Path, tgsparql_demo_store: EmbeddedStore, sessions: list[str], oxigraph: Server,
 ) -> None:
     """On pyoxigraph and on an Oxigraph server, the same rows as the code's own rendering, and
     the sources `tgsparql trace` shows."""
@@ -327,13 +327,13 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
         "<https://example.org/predicate>": str(MARRIED.predicate),
         "<https://example.org/object>": str(MARRIED.object),
     })
-    rendered = demo_store.run(
+    rendered = tgsparql_demo_store.run(
         f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
         edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED]).rows
-    embedded = demo_store.select(text)
+    embedded = tgsparql_demo_store.select(text)
     oxigraph.clear()
     oxigraph.store().bulk_load(io.BytesIO(ox.serialize(
-        demo_store.oxigraph.quads_for_pattern(None, None, None, None),
+        tgsparql_demo_store.oxigraph.quads_for_pattern(None, None, None, None),
         format=ox.RdfFormat.N_QUADS)), ox.RdfFormat.N_QUADS)
     served = oxigraph.store().select(text)
     assert embedded and sorted(map(str, embedded)) == sorted(map(str, rendered))
@@ -341,7 +341,7 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
     assert len(served) == len(embedded)
     if path.stem == "session_unselected":  # edges, not sources: those explain counts
         assert sorted(map(str, served)) == sorted(map(str, embedded))
-        unselected = explain_session(demo_store, "explainability", ids.session.value,
+        unselected = explain_session(tgsparql_demo_store, "explainability", ids.session.value,
                                      unselected=10_000).unselected
         assert {ox.Triple(r["subject"], r["predicate"], r["object"])  # type: ignore[arg-type]
                 for r in embedded} == {u.edge for u in unselected}
@@ -349,11 +349,11 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
         return
     if path.stem == "fact_sources":
         traced = {(str(MARRIED.subject), f"<{s.subgraph}>", f"<{s.chunk}>")
-                  for s in fact_sources(demo_store, MARRIED)}
+                  for s in fact_sources(tgsparql_demo_store, MARRIED)}
     else:
         iri = {"edge_sources": ids.edge_selection(0).value,
                "document_sessions": document.value}.get(path.stem, ids.session.value)
-        traced = traced_keys(trace(demo_store, "explainability", iri))
+        traced = traced_keys(trace(tgsparql_demo_store, "explainability", iri))
     assert traced and row_keys(embedded) == traced
 
 
@@ -362,15 +362,15 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
 
 
 def test_edge_sources_equal_the_walk_for_every_selected_edge(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     checked = 0
     for session in sessions:
         for iri, edge in walk_selected(ox_store, ox.NamedNode(session)).items():
-            found = edge_sources(demo_store, "explainability", ox.NamedNode(iri))
+            found = edge_sources(tgsparql_demo_store, "explainability", ox.NamedNode(iri))
             assert found == walk_chunk_sources(ox_store, edge)
             assert found  # every demo fact has a recorded source
-            traced = trace(demo_store, "explainability", iri)
+            traced = trace(tgsparql_demo_store, "explainability", iri)
             assert isinstance(traced, EdgeTrace)
             assert (traced.edge.edge, traced.edge.sources) == (edge, found)
             [reason] = objects(ox_store, ox.NamedNode(iri), tg("reasoning"), EXPLAINABILITY)
@@ -380,10 +380,10 @@ def test_edge_sources_equal_the_walk_for_every_selected_edge(
 
 
 def test_session_trace_equals_the_walk(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     for session, question in zip(sessions, QUESTIONS):
-        found = session_trace(demo_store, "explainability",
+        found = session_trace(tgsparql_demo_store, "explainability",
                               SessionIds.from_session_iri(session))
         assert found is not None
         assert (found.session, found.question, found.status) == (session, question, "complete")
@@ -396,17 +396,17 @@ def test_session_trace_equals_the_walk(
 
 
 def test_session_sources_are_the_answer_view_of_the_full_trace(
-    demo_store: EmbeddedStore, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, sessions: list[str]
 ) -> None:
     """`session_sources.rq` reads the sources alone; they are the full trace's, for every
     session, in the same order."""
     compared = 0
     for session in sessions:
         ids = SessionIds.from_session_iri(session)
-        found = session_trace(demo_store, "explainability", ids)
+        found = session_trace(tgsparql_demo_store, "explainability", ids)
         assert found is not None
         edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.selected}
-        sources = session_sources(demo_store, "explainability", ids, edges)
+        sources = session_sources(tgsparql_demo_store, "explainability", ids, edges)
         expected = [(e, s) for e in found.selected for s in e.sources]
         assert sources == [s.as_source(e.edge_selection, e.edge) for e, s in expected]
         assert all(s.text is not None and s.text == c.evidence
@@ -415,19 +415,19 @@ def test_session_sources_are_the_answer_view_of_the_full_trace(
     assert compared > 0
 
 
-def test_session_sources_of_an_unknown_session_are_none(demo_store: EmbeddedStore) -> None:
+def test_session_sources_of_an_unknown_session_are_none(tgsparql_demo_store: EmbeddedStore) -> None:
     ids = SessionIds("00000000-0000-4000-8000-000000000000")
     edges = {ids.edge_selection(0): MARRIED}
-    assert session_sources(demo_store, "explainability", ids, edges) == []
+    assert session_sources(tgsparql_demo_store, "explainability", ids, edges) == []
 
 
 def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(
-    demo_store: EmbeddedStore, ox_store: ox.Store
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store
 ) -> None:
     facts = kg_facts(ox_store)
     assert len(facts) == 38
     for fact in facts:
-        found = fact_sources(demo_store, fact)
+        found = fact_sources(tgsparql_demo_store, fact)
         assert found == walk_chunk_sources(ox_store, fact), fact
         for source in found:
             assert source.chunk_text is not None and source.evidence is not None
@@ -435,8 +435,8 @@ def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(
             assert source.chunk_text[start:start + source.evidence_length] == source.evidence
 
 
-def test_a_fact_stated_in_two_documents_has_two_sources(demo_store: EmbeddedStore) -> None:
-    found = fact_sources(demo_store, MARRIED)
+def test_a_fact_stated_in_two_documents_has_two_sources(tgsparql_demo_store: EmbeddedStore) -> None:
+    found = fact_sources(tgsparql_demo_store, MARRIED)
     assert [(s.document, s.title, s.page_number, s.chunk, s.chunk_index, s.evidence_offset,
              s.evidence_length) for s in found] == [
         (DOC + "marie-curie", "Marie Curie: From Warsaw to Paris", 1,
@@ -451,8 +451,10 @@ def test_a_fact_stated_in_two_documents_has_two_sources(demo_store: EmbeddedStor
     ]
 
 
-def test_a_chunk_derived_directly_from_a_document_is_found(demo_store: EmbeddedStore) -> None:
-    [source] = fact_sources(demo_store, LOCATED)
+def test_a_chunk_derived_directly_from_a_document_is_found(
+    tgsparql_demo_store: EmbeddedStore
+) -> None:
+    [source] = fact_sources(tgsparql_demo_store, LOCATED)
     assert source == ChunkSource(
         subgraph=source.subgraph,
         chunk="urn:chunk:093cc24a-e295-41bb-beed-c2461bcd7209",
@@ -472,32 +474,32 @@ def test_a_chunk_derived_directly_from_a_document_is_found(demo_store: EmbeddedS
     assert source.chunk_text is not None and len(source.chunk_text) == 236
 
 
-def test_a_fact_without_provenance_has_no_source(demo_store: EmbeddedStore) -> None:
+def test_a_fact_without_provenance_has_no_source(tgsparql_demo_store: EmbeddedStore) -> None:
     unknown = ox.Triple(ox.NamedNode(ENT + "Paris"), ox.NamedNode(REL + "capitalOf"),
                         ox.NamedNode(ENT + "Poland"))
-    assert fact_sources(demo_store, unknown) == []
+    assert fact_sources(tgsparql_demo_store, unknown) == []
 
 
-def test_dcterms_titles_are_accepted(demo_store: EmbeddedStore) -> None:
+def test_dcterms_titles_are_accepted(tgsparql_demo_store: EmbeddedStore) -> None:
     doc = ox.NamedNode(DOC + "radium-institute")
     dc_title = ox.Quad(doc, ox.NamedNode(DC + "title"),
                        ox.Literal("The Radium Institute in Paris"), SOURCE)
-    demo_store.oxigraph.remove(dc_title)
-    demo_store.oxigraph.add(ox.Quad(doc, ox.NamedNode("http://purl.org/dc/terms/title"),
-                                    ox.Literal("Institut du Radium"), SOURCE))
-    [source] = fact_sources(demo_store, LOCATED)
+    tgsparql_demo_store.oxigraph.remove(dc_title)
+    tgsparql_demo_store.oxigraph.add(ox.Quad(doc, ox.NamedNode("http://purl.org/dc/terms/title"),
+                                             ox.Literal("Institut du Radium"), SOURCE))
+    [source] = fact_sources(tgsparql_demo_store, LOCATED)
     assert source.title == "Institut du Radium"
-    found = document_sessions(demo_store, "explainability", doc)
+    found = document_sessions(tgsparql_demo_store, "explainability", doc)
     assert found is not None and found.title == "Institut du Radium"
 
 
 def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
-    library = StoreLibrarian(demo_store)
+    library = StoreLibrarian(tgsparql_demo_store)
     used_by_some = 0
     for document in documents(ox_store):
-        found = document_sessions(demo_store, "explainability", document)
+        found = document_sessions(tgsparql_demo_store, "explainability", document)
         assert found is not None and found.document == document.value
         walked = walk_document_uses(ox_store, document)
         assert {u.session.session: {e.edge_selection: {c.chunk for c in e.sources}
@@ -516,25 +518,25 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
 
 
 def test_a_document_no_session_used_has_no_sessions_and_an_unknown_one_is_none(
-    demo_store: EmbeddedStore
+    tgsparql_demo_store: EmbeddedStore
 ) -> None:
-    found = document_sessions(demo_store, "explainability",
+    found = document_sessions(tgsparql_demo_store, "explainability",
                               ox.NamedNode(DOC + "pierre-curie"))
     assert found == DocumentTrace(DOC + "pierre-curie", "Pierre Curie, Physicist of Paris", [])
-    assert document_sessions(demo_store, "explainability",
+    assert document_sessions(tgsparql_demo_store, "explainability",
                              ox.NamedNode(DOC + "nope")) is None
 
 
 def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     for quad in list(ox_store.quads_for_pattern(None, tg("contains"), MARRIED, SOURCE)):
         ox_store.remove(quad)
     ids = SessionIds.from_session_iri(sessions[1])
-    found = trace(demo_store, "explainability", sessions[1])
+    found = trace(tgsparql_demo_store, "explainability", sessions[1])
     assert isinstance(found, Explanation)
     assert (found.selected[0].edge, found.selected[0].sources) == (MARRIED, [])
-    assert edge_sources(demo_store, "explainability", ids.edge_selection(0)) == []
+    assert edge_sources(tgsparql_demo_store, "explainability", ids.edge_selection(0)) == []
     lines = render_text(found).splitlines()
     assert lines[2:5] == ["  [0] Marie Curie — married — Pierre Curie",
                           f"      why: {found.selected[0].reasoning}",
@@ -581,15 +583,15 @@ class CountingStore(WithTemplates):
 
 @pytest.mark.parametrize("kind", ["session", "uuid", "edge", "document"])
 def test_a_trace_is_one_request_to_the_store(
-    demo_store: EmbeddedStore, sessions: list[str], kind: str
+    tgsparql_demo_store: EmbeddedStore, sessions: list[str], kind: str
 ) -> None:
     ids = SessionIds.from_session_iri(sessions[1])
     iri = {"session": sessions[1], "uuid": ids.uuid, "edge": ids.edge_selection(0).value,
            "document": DOC + "marie-curie"}[kind]
-    counting = CountingStore(demo_store)
+    counting = CountingStore(tgsparql_demo_store)
     found = trace(counting, "explainability", iri)
     assert len(counting.requests) == 1
-    assert found == trace(demo_store, "explainability", iri)
+    assert found == trace(tgsparql_demo_store, "explainability", iri)
 
 
 @pytest.mark.parametrize("iri, requests", [
@@ -600,23 +602,23 @@ def test_a_trace_is_one_request_to_the_store(
     ("not an iri", 0),
 ])
 def test_what_cannot_be_traced_takes_two_requests_at_most(
-    demo_store: EmbeddedStore, iri: str, requests: int
+    tgsparql_demo_store: EmbeddedStore, iri: str, requests: int
 ) -> None:
     """The second, for an IRI that is no traceable document: is it a document without facts?"""
-    counting = CountingStore(demo_store)
+    counting = CountingStore(tgsparql_demo_store)
     with pytest.raises(TraceError):
         trace(counting, "explainability", iri)
     assert len(counting.requests) == requests
 
 
 def test_a_session_with_no_selected_edge_is_traced_with_its_question(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     ids = SessionIds.from_session_iri(sessions[1])
     for quad in list(ox_store.quads_for_pattern(ids.selection, tg("selectedEdge"), None,
                                                 EXPLAINABILITY)):
         ox_store.remove(quad)
-    counting = CountingStore(demo_store)
+    counting = CountingStore(tgsparql_demo_store)
     found = trace(counting, "explainability", sessions[1])
     assert len(counting.requests) == 1
     assert isinstance(found, Explanation)
@@ -625,7 +627,7 @@ def test_a_session_with_no_selected_edge_is_traced_with_its_question(
 
 
 def test_labels_are_the_ones_the_selector_prompt_uses(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     """A term with labels in several languages is named as `fetch_labels` names it."""
     marie, married = MARRIED.subject, MARRIED.predicate
@@ -634,13 +636,13 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
                            ("Zzz", "en")]:
         ox_store.add(ox.Quad(marie, label, ox.Literal(text, language=language)))
     ox_store.add(ox.Quad(married, label, ox.Literal("épouse", language="fr")))
-    chosen = fetch_labels(demo_store, [marie, married, MARRIED.object])
+    chosen = fetch_labels(tgsparql_demo_store, [marie, married, MARRIED.object])
     assert chosen[marie] == "Madame Curie"
-    session = trace(demo_store, "explainability", sessions[1])
+    session = trace(tgsparql_demo_store, "explainability", sessions[1])
     assert isinstance(session, Explanation)
     assert session.selected[0].edge == MARRIED
     assert session.selected[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
-    document = trace(demo_store, "explainability", DOC + "marie-curie")
+    document = trace(tgsparql_demo_store, "explainability", DOC + "marie-curie")
     assert isinstance(document, DocumentTrace)
     used = [edge for use in document.sessions for edge in use.session.selected
             if edge.edge == MARRIED]
@@ -648,7 +650,7 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
 
 
 def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     [subgraph] = subjects(ox_store, tg("contains"), LOCATED, SOURCE)
     [chunk] = objects(ox_store, subgraph, DERIVED, SOURCE)
@@ -660,7 +662,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
         ox_store.add(ox.Quad(chunk, quad.predicate, quad.object, SOURCE))
     session = next(s for s in sessions
                    if LOCATED in walk_selected(ox_store, ox.NamedNode(s)).values())
-    found = session_trace(demo_store, "explainability",
+    found = session_trace(tgsparql_demo_store, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
     [edge] = [e for e in found.selected if e.edge == LOCATED]
@@ -673,7 +675,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
                          SOURCE))
     ox_store.add(ox.Quad(subgraph, tg("sourceCharLength"), ox.Literal("16", datatype=XSD_INTEGER),
                          SOURCE))
-    found = session_trace(demo_store, "explainability",
+    found = session_trace(tgsparql_demo_store, "explainability",
                           SessionIds.from_session_iri(session))
     assert found is not None
     [source] = [e for e in found.selected if e.edge == LOCATED][0].sources
@@ -682,18 +684,18 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
 
 
 def test_trace_detects_the_kind_of_iri(
-    demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     session = sessions[1]
     ids = SessionIds.from_session_iri(session)
-    by_iri = trace(demo_store, "explainability", session)
-    by_uuid = trace(demo_store, "explainability", ids.uuid)
+    by_iri = trace(tgsparql_demo_store, "explainability", session)
+    by_uuid = trace(tgsparql_demo_store, "explainability", ids.uuid)
     assert isinstance(by_iri, Explanation) and by_iri == by_uuid
     assert by_iri.selected[0].labels == ("Marie Curie", "married", "Pierre Curie")
-    edge = trace(demo_store, "explainability", ids.edge_selection(0).value)
+    edge = trace(tgsparql_demo_store, "explainability", ids.edge_selection(0).value)
     assert isinstance(edge, EdgeTrace) and edge.session == session
     assert edge.edge == by_iri.selected[0]
-    document = trace(demo_store, "explainability", DOC + "pierre-curie")
+    document = trace(tgsparql_demo_store, "explainability", DOC + "pierre-curie")
     assert isinstance(document, DocumentTrace)
     users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
     assert session in users
@@ -712,25 +714,26 @@ def test_trace_detects_the_kind_of_iri(
     ("not an iri", "not an IRI: 'not an iri'"),
 ])
 def test_trace_refuses_what_it_cannot_trace(
-    demo_store: EmbeddedStore, iri: str, message: str
+    tgsparql_demo_store: EmbeddedStore, iri: str, message: str
 ) -> None:
     with pytest.raises(TraceError, match=re.escape(message)):
-        trace(demo_store, "explainability", iri)
+        trace(tgsparql_demo_store, "explainability", iri)
 
 
-def test_a_document_without_facts_is_said_to_have_none(demo_store: EmbeddedStore) -> None:
+def test_a_document_without_facts_is_said_to_have_none(tgsparql_demo_store: EmbeddedStore) -> None:
     empty = "urn:trustgraph:doc:" + "e" * 64
-    demo_store.update(f"INSERT DATA {{ GRAPH <urn:graph:source> {{ <{empty}> a <{TG}Document> }} }}")
+    tgsparql_demo_store.update(
+        f"INSERT DATA {{ GRAPH <urn:graph:source> {{ <{empty}> a <{TG}Document> }} }}")
     with pytest.raises(TraceError) as info:
-        trace(demo_store, "explainability", empty)
+        trace(tgsparql_demo_store, "explainability", empty)
     assert str(info.value) == (f"document {empty} has no facts: no subgraph of urn:graph:source "
                                "derives from it, so nothing traces to it")
 
 
 def test_text_tree_goes_down_to_the_sentence(
-    demo_store: EmbeddedStore, sessions: list[str]
+    tgsparql_demo_store: EmbeddedStore, sessions: list[str]
 ) -> None:
-    text = render_text(trace(demo_store, "explainability", sessions[1]))
+    text = render_text(trace(tgsparql_demo_store, "explainability", sessions[1]))
     lines = text.splitlines()
     assert lines[0].startswith(f"session {sessions[1]}  [complete, started ")
     assert lines[1] == "  asked: Who did Marie Curie marry?"
@@ -748,12 +751,12 @@ def test_text_tree_goes_down_to_the_sentence(
 
 
 @pytest.fixture
-def demo_dir(tmp_path: Path, demo_path: Path) -> tuple[Path, list[str]]:
+def demo_dir(tmp_path: Path, tgsparql_demo_file: Path) -> tuple[Path, list[str]]:
     """An on-disk demo store with the demo questions recorded."""
     path = tmp_path / "kg"
     store = open_store(path)
     try:
-        assert not load_files(store, [demo_path]).failed
+        assert not load_files(store, [tgsparql_demo_file]).failed
         rag = GraphRag(store, OfflineBackend())
         found = [list(rag.query(q))[0].explain_id for q in QUESTIONS]
     finally:

@@ -176,8 +176,8 @@ def test_a_malformed_ask_and_construct_body(remote: RemoteStore, proxy: FaultyPr
 
 
 @pytest.fixture
-def rag(remote: RemoteStore, demo_path: Path) -> GraphRag:
-    assert not load_files(remote, [demo_path]).failed
+def rag(remote: RemoteStore, tgsparql_demo_file: Path) -> GraphRag:
+    assert not load_files(remote, [tgsparql_demo_file]).failed
     return GraphRag(remote, OfflineBackend())
 
 
@@ -218,10 +218,10 @@ def test_an_unreachable_store_mid_query_gives_an_error_on_the_stream(
 
 
 def test_the_cli_reports_a_failed_recording_in_one_line(
-        oxigraph: Server, proxy: FaultyProxy, demo_path: Path) -> None:
+        oxigraph: Server, proxy: FaultyProxy, tgsparql_demo_file: Path) -> None:
     runner = CliRunner()
     args = ["--endpoint", proxy.url + "/query", "--update-endpoint", proxy.url + "/update"]
-    assert runner.invoke(main, ["load", *args, str(demo_path)]).exit_code == 0
+    assert runner.invoke(main, ["load", *args, str(tgsparql_demo_file)]).exit_code == 0
     proxy.inject(Fault("status", status=403, body=b"read-only", paths=("/update",)))
     result = runner.invoke(main, ["query", *args, "--no-stream", DEMO_QUESTION])
     assert result.exit_code == 1

@@ -260,10 +260,10 @@ def endpoint_args(server: Server) -> list[str]:
 
 
 def test_cli_loads_queries_and_lists_sessions_over_an_endpoint(
-        oxigraph: Server, proxy: FaultyProxy, demo_path) -> None:
+        oxigraph: Server, proxy: FaultyProxy, tgsparql_demo_file) -> None:
     runner = CliRunner()
     args = endpoint_args(oxigraph)
-    loaded = runner.invoke(main, ["load", *args, str(demo_path)])
+    loaded = runner.invoke(main, ["load", *args, str(tgsparql_demo_file)])
     assert loaded.exit_code == 0, loaded.output
     assert re.search(r"loaded .*curie\.trig: \d+ quads", loaded.output)
     asked = runner.invoke(main, ["query", *args, "--no-stream", DEMO_QUESTION])

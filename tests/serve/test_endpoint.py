@@ -13,6 +13,9 @@ import pytest
 from SPARQLWrapper import JSON, TURTLE, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
+from tgsparql.serve import routes
+from tgsparql.serve.routes import ROUTES
+
 from .conftest import QUESTIONS, Served, fetch
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"
@@ -146,6 +149,19 @@ def test_graph_store_methods_are_405(served: Served) -> None:
     reply = fetch(served.url + "/sparql", b"<urn:a> <urn:b> <urn:c> .",
                   {"Content-Type": "application/n-triples"}, method="PUT")
     assert reply.status == 405 and reply.headers["Allow"] == "GET, POST"
+
+
+def test_a_path_without_a_route_is_404_naming_every_route(served: Served) -> None:
+    reply = served.get("/nothing")
+    assert reply.status == 404
+    assert reply.text.startswith("nothing at /nothing; there is /sparql, /, /queries")
+    assert all(route.path in reply.text for route in ROUTES)
+    assert all(route.path in routes.__doc__ for route in ROUTES)  # type: ignore[operator]
+
+
+def test_a_method_a_route_does_not_answer_is_405(served: Served) -> None:
+    reply = served.post("/queries", b"x=1", "application/x-www-form-urlencoded")
+    assert reply.status == 405 and reply.text == "/queries answers GET only\n"
 
 
 def test_malformed_query_is_400_with_the_parser_message(served: Served) -> None:

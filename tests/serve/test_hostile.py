@@ -8,7 +8,7 @@ import re
 import socket
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -257,15 +257,47 @@ def test_max_memory_must_be_a_size(built: tuple[Path, list[str], str]) -> None:
 
 # --- 4. pages run no script -------------------------------------------------------------------
 
+def assert_security_headers(headers: Mapping[str, str]) -> None:
+    policy = headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "script-src" not in policy
+    assert re.search(r"style-src 'sha256-[A-Za-z0-9+/]+=*';", policy)
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert headers["X-Frame-Options"] == "DENY"
+
+
 def test_every_answer_carries_the_security_headers(server: ServeProcess) -> None:
     for path in ("/sessions", f"/sessions/{uuid_of(server.sessions[0])}", "/queries",
                  "/sessions/nope", ASK, "/queries/failed_sessions.csv", "/nothing"):
-        headers = server.get(path).headers
-        policy = headers["Content-Security-Policy"]
-        assert "default-src 'none'" in policy and "script-src" not in policy
-        assert re.search(r"style-src 'sha256-[A-Za-z0-9+/]+=*';", policy)
-        assert headers["X-Content-Type-Options"] == "nosniff"
-        assert headers["Referrer-Policy"] == "no-referrer"
+        assert_security_headers(server.get(path).headers)
+
+
+SCRIPT = b"/<script>alert(1)</script>"
+"""In each request the standard library refuses before it is routed: it must not come back."""
+LONG_HEADER = b"X-Big: " + SCRIPT
+"""The start of a header line one byte longer than the standard library reads (64 KiB)."""
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    (b"GET " + SCRIPT + b" x HTTP/1.1\r\n", 400),
+    (b"GET " + SCRIPT + b" HTTP/x.y\r\n", 400),
+    (b"POST " + SCRIPT + b"\r\n", 400),
+    (b"GET " + SCRIPT + b" HTTP/2.0\r\n", 505),
+    (b"GET / HTTP/1.1\r\n" + LONG_HEADER + b"a" * (65537 - len(LONG_HEADER)), 431),
+    (b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: %s\r\n" % (n, SCRIPT) for n in range(101)), 431),
+], ids=["request-line", "bad-version", "http-0.9-post", "http-2", "header-too-long",
+        "too-many-headers"])
+def test_the_standard_librarys_refusals_carry_the_security_headers(
+    server: ServeProcess, request_bytes: bytes, status: int
+) -> None:
+    """Each request stops where the server stops reading it, so the answer is not lost to a
+    reset over bytes left unread."""
+    reply = raw(server, request_bytes)
+    assert reply.status == status, reply.body
+    assert_security_headers(reply.headers)
+    assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert reply.headers["Connection"] == "close"
+    assert len(reply.body.splitlines()) == 1 and b"<" not in reply.body, reply.body
 
 
 # --- 5. DNS rebinding -------------------------------------------------------------------------

@@ -44,9 +44,9 @@ def check_all_recorded(store: Store, expected: list[str]) -> None:
     assert_conforms(store)
 
 
-def test_threads_sharing_one_store_lose_nothing(demo_dir: Path) -> None:
+def test_threads_sharing_one_store_lose_nothing(tgsparql_demo_store_dir: Path) -> None:
     threads, per_thread = 8, 6
-    with open_store(demo_dir) as store:
+    with open_store(tgsparql_demo_store_dir) as store:
         rag = GraphRag(store, OfflineBackend())
         start = threading.Barrier(threads)
 
@@ -65,11 +65,13 @@ def test_threads_sharing_one_store_lose_nothing(demo_dir: Path) -> None:
         check_all_recorded(store, recorded)
 
 
-def test_threads_each_with_a_remote_store_on_one_endpoint_lose_nothing(demo_dir: Path) -> None:
+def test_threads_each_with_a_remote_store_on_one_endpoint_lose_nothing(
+    tgsparql_demo_store_dir: Path
+) -> None:
     from tgsparql.stores.remote import RemoteStore
 
     threads, per_thread = 4, 4
-    with oxigraph_server(demo_dir) as base:
+    with oxigraph_server(tgsparql_demo_store_dir) as base:
         def work(n: int) -> list[str]:
             with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
                 rag = GraphRag(store, OfflineBackend(), index_labels=False)
@@ -96,18 +98,22 @@ def run_writers(path: Path | str, processes: int, count: int, batch: int) -> lis
     return outputs
 
 
-def test_processes_taking_turns_on_one_disk_store_lose_nothing(demo_dir: Path) -> None:
-    outputs = run_writers(demo_dir, processes=4, count=6, batch=2)
+def test_processes_taking_turns_on_one_disk_store_lose_nothing(
+    tgsparql_demo_store_dir: Path
+) -> None:
+    outputs = run_writers(tgsparql_demo_store_dir, processes=4, count=6, batch=2)
     done = [line.split()[1] for lines in outputs for line in lines if line.startswith("done ")]
     assert len(done) == 4 * 6
-    with open_store(demo_dir) as store:
+    with open_store(tgsparql_demo_store_dir) as store:
         check_all_recorded(store, done)
 
 
-def test_processes_writing_at_once_to_one_endpoint_lose_nothing(demo_dir: Path) -> None:
+def test_processes_writing_at_once_to_one_endpoint_lose_nothing(
+    tgsparql_demo_store_dir: Path
+) -> None:
     from tgsparql.stores.remote import RemoteStore
 
-    with oxigraph_server(demo_dir) as base:
+    with oxigraph_server(tgsparql_demo_store_dir) as base:
         outputs = run_writers(base, processes=3, count=10, batch=0)
         done = [line.split()[1] for lines in outputs for line in lines if line.startswith("done ")]
         assert len(done) == 3 * 10
@@ -115,20 +121,20 @@ def test_processes_writing_at_once_to_one_endpoint_lose_nothing(demo_dir: Path) 
             check_all_recorded(store, done)
 
 
-def test_a_second_writer_without_the_lock_gets_a_clear_error(demo_dir: Path) -> None:
+def test_a_second_writer_without_the_lock_gets_a_clear_error(tgsparql_demo_store_dir: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, pyoxigraph as ox; s = ox.Store(sys.argv[1]); "
-         "print('open', flush=True); sys.stdin.read()", str(demo_dir)],
+         "print('open', flush=True); sys.stdin.read()", str(tgsparql_demo_store_dir)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "open\n"
         with pytest.raises(StoreError, match=r"another process has it open for writing \(one "
                                              r"writer process at a time; .*exclusive_store\)"):
-            open_store(demo_dir)
+            open_store(tgsparql_demo_store_dir)
         began = time.monotonic()
         with pytest.raises(StoreBusy, match="stayed busy for 0.3 s: a process that does not "
                                             "use the writer lock has it open"):
-            with exclusive_store(demo_dir, timeout=0.3):
+            with exclusive_store(tgsparql_demo_store_dir, timeout=0.3):
                 pass
         assert time.monotonic() - began < 5
     finally:
@@ -144,51 +150,55 @@ def lock_holder(path: Path) -> subprocess.Popen[str]:
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def test_a_waiting_writer_gets_the_store_once_the_holder_lets_go(demo_dir: Path) -> None:
-    holder = lock_holder(demo_dir)
+def test_a_waiting_writer_gets_the_store_once_the_holder_lets_go(
+    tgsparql_demo_store_dir: Path
+) -> None:
+    holder = lock_holder(tgsparql_demo_store_dir)
     try:
         assert holder.stdout.readline() == "held\n"
-        pid = (demo_dir / LOCK_NAME).read_text().strip()
+        pid = (tgsparql_demo_store_dir / LOCK_NAME).read_text().strip()
         with pytest.raises(StoreBusy, match=f"process {pid} has it open for writing"):
-            with exclusive_store(demo_dir, timeout=0.2):
+            with exclusive_store(tgsparql_demo_store_dir, timeout=0.2):
                 pass
         threading.Timer(0.3, lambda: holder.stdin.close()).start()
-        with exclusive_store(demo_dir, timeout=20) as store:
+        with exclusive_store(tgsparql_demo_store_dir, timeout=20) as store:
             assert len(store.oxigraph) > 0
     finally:
         holder.wait(timeout=10)
 
 
-def test_cli_commands_on_one_directory_take_turns(demo_dir: Path) -> None:
+def test_cli_commands_on_one_directory_take_turns(tgsparql_demo_store_dir: Path) -> None:
     from click.testing import CliRunner
 
     from tgsparql.cli import main
 
-    holder = lock_holder(demo_dir)
+    holder = lock_holder(tgsparql_demo_store_dir)
     env = {"TGSPARQL_STORE": None, "TGSPARQL_ENDPOINT": None, "TGSPARQL_LOCK_TIMEOUT": None}
-    query = ["query", "--store", str(demo_dir), "--no-stream", QUESTIONS[2]]
+    query = ["query", "--store", str(tgsparql_demo_store_dir), "--no-stream", QUESTIONS[2]]
     try:
         assert holder.stdout.readline() == "held\n"
         busy = CliRunner().invoke(main, [*query, "--lock-timeout", "0.2"], env=env)
         assert busy.exit_code == 1
-        assert busy.stderr == (f"error: the store at {demo_dir} stayed busy for 0.2 s: process "
-                               f"{holder.pid} has it open for writing\n")
+        assert busy.stderr == (f"error: the store at {tgsparql_demo_store_dir} stayed busy for "
+                               f"0.2 s: process {holder.pid} has it open for writing\n")
         threading.Timer(0.5, lambda: holder.stdin.close()).start()
         waited = CliRunner().invoke(main, query, env=env)  # the default waits its turn
         assert waited.exit_code == 0, waited.output
     finally:
         holder.wait(timeout=10)
-    with open_store(demo_dir) as store:
+    with open_store(tgsparql_demo_store_dir) as store:
         (session,) = sessions_of(store)
         assert session.status == "complete"
 
 
-def test_a_turn_taking_store_lets_other_writers_in_while_its_user_waits(demo_dir: Path) -> None:
-    shared = TurnTakingStore(demo_dir, timeout=5, step_aside_after=0.05)
+def test_a_turn_taking_store_lets_other_writers_in_while_its_user_waits(
+    tgsparql_demo_store_dir: Path
+) -> None:
+    shared = TurnTakingStore(tgsparql_demo_store_dir, timeout=5, step_aside_after=0.05)
     try:
         assert shared.ask("ASK { ?s ?p ?o }")
         with shared.stepping_aside():  # waits for the store to be given up, never sleeps
-            with exclusive_store(demo_dir, timeout=30) as other:
+            with exclusive_store(tgsparql_demo_store_dir, timeout=30) as other:
                 other.update("INSERT DATA { <urn:x:meanwhile> <urn:x:p> 1 }")
         assert shared.ask("ASK { <urn:x:meanwhile> ?p ?o }")  # its turn again, with the news
         assert shared.turns == 2
@@ -196,8 +206,10 @@ def test_a_turn_taking_store_lets_other_writers_in_while_its_user_waits(demo_dir
         shared.close()
 
 
-def test_a_turn_taking_store_keeps_the_store_through_quick_waits(demo_dir: Path) -> None:
-    shared = TurnTakingStore(demo_dir, step_aside_after=600)
+def test_a_turn_taking_store_keeps_the_store_through_quick_waits(
+    tgsparql_demo_store_dir: Path
+) -> None:
+    shared = TurnTakingStore(tgsparql_demo_store_dir, step_aside_after=600)
     try:
         assert shared.ask("ASK { ?s ?p ?o }")
         with shared.stepping_aside():
@@ -206,5 +218,6 @@ def test_a_turn_taking_store_keeps_the_store_through_quick_waits(demo_dir: Path)
         assert shared.turns == 1
     finally:
         shared.close()
-    with exclusive_store(demo_dir, timeout=0) as other:  # closed: the lock is free at once
+    # closed: the lock is free at once
+    with exclusive_store(tgsparql_demo_store_dir, timeout=0) as other:
         assert other.ask("ASK { <urn:x:a> ?p ?o }")

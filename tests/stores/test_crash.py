@@ -79,14 +79,14 @@ def check_after_kill(path: Path, done: list[str]) -> bool:
 
 
 def test_writers_killed_at_random_points_leave_valid_stores_and_flag_the_interrupted(
-    tmp_path: Path, demo_path: Path
+    tmp_path: Path, tgsparql_demo_file: Path
 ) -> None:
     interrupted = 0
     seed = 0
     while seed < KILLS or (not interrupted and seed < MAX_KILLS):
         path = tmp_path / f"kg{seed}"
         with open_store(path) as store:
-            load_files(store, [demo_path])
+            load_files(store, [tgsparql_demo_file])
         _, done = kill_at_random(path, seed)
         interrupted += check_after_kill(path, done)
         seed += 1

@@ -13,8 +13,8 @@ from tgsparql.testing.fakes import Script, ScriptedBackend, UnscriptedRequest
 QUESTION = "Where was Marie Curie born?"
 
 
-def test_an_unscripted_question_fails_its_session_saying_so(demo_store) -> None:
-    rag = GraphRag(demo_store, ScriptedBackend({"Who won?": Script()}))
+def test_an_unscripted_question_fails_its_session_saying_so(tgsparql_demo_store) -> None:
+    rag = GraphRag(tgsparql_demo_store, ScriptedBackend({"Who won?": Script()}))
     answer, messages = rag.ask(QUESTION)
     assert answer == ""
     assert messages[-1].error.message == (
@@ -23,18 +23,21 @@ def test_an_unscripted_question_fails_its_session_saying_so(demo_store) -> None:
     )
 
 
-def test_a_scripted_edge_that_was_not_retrieved_is_named(demo_store) -> None:
+def test_a_scripted_edge_that_was_not_retrieved_is_named(tgsparql_demo_store) -> None:
     missing = ("Marie Curie", "born in", "Atlantis")
-    rag = GraphRag(demo_store, ScriptedBackend({QUESTION: Script(select=[(missing, "why")])}))
+    rag = GraphRag(tgsparql_demo_store,
+                   ScriptedBackend({QUESTION: Script(select=[(missing, "why")])}))
     _, messages = rag.ask(QUESTION)
     error = messages[-1].error.message
     assert error.startswith(f"selection failed: the scripted edge {missing!r} is not among the ")
     assert "Marie Curie — born in — Warsaw" in error
 
 
-def test_edges_are_scripted_by_labels_and_raw_output_is_passed_verbatim(demo_store) -> None:
+def test_edges_are_scripted_by_labels_and_raw_output_is_passed_verbatim(
+    tgsparql_demo_store
+) -> None:
     born = ("Marie Curie", "born in", "Warsaw")
-    rag = GraphRag(demo_store, ScriptedBackend({
+    rag = GraphRag(tgsparql_demo_store, ScriptedBackend({
         QUESTION: Script(select=[(born, "birthplace"), (born, "again")], answer="In Warsaw."),
         "Who discovered polonium?": Script(raw='```\n{"id": "ffffffff"}\nprose\n```'),
     }))
@@ -42,7 +45,7 @@ def test_edges_are_scripted_by_labels_and_raw_output_is_passed_verbatim(demo_sto
     assert answer == "In Warsaw."
     assert [t for t in messages[2].explain_triples
             if t.predicate.value.endswith("reasoning")][0].object.value == "birthplace"
-    assert_conforms(demo_store, session=messages[0].explain_id)
+    assert_conforms(tgsparql_demo_store, session=messages[0].explain_id)
     _, messages = rag.ask("Who discovered polonium?")
     counts = [t.object.value for t in messages[2].explain_triples
               if t.predicate.value.endswith("invalidIdCount")]

@@ -121,6 +121,40 @@ def test_the_documented_example_passes_through_pytester(pytester: pytest.Pyteste
     result.assert_outcomes(passed=4)
 
 
+USER_TESTS = """
+import pytest
+
+from tgsparql.stores.store import StoreError, open_store
+
+opened = []
+
+
+def test_the_demo_fixtures(tgsparql_demo_store, tgsparql_demo_pipeline, tgsparql_demo_store_dir,
+                           tgsparql_disk_store):
+    opened.extend([tgsparql_demo_store, tgsparql_disk_store])
+    assert tgsparql_demo_pipeline.store is tgsparql_demo_store
+    answer, messages = tgsparql_demo_pipeline.ask("Where was Marie Curie born?")
+    assert "Warsaw" in answer and messages[-1].error is None
+    with open_store(tgsparql_demo_store_dir) as on_disk:  # closed, so free to open
+        assert on_disk.ask("ASK { ?s ?p 'Warsaw' }")
+
+
+def test_the_stores_were_closed_when_the_test_ended():
+    assert len(opened) == 2
+    for store in opened:
+        with pytest.raises(StoreError, match="is closed"):
+            store.oxigraph
+"""
+
+
+def test_a_users_tests_get_the_demo_fixtures_and_their_stores_closed(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_user=USER_TESTS)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
 def test_without_remote_support_the_marked_tests_skip_saying_why(
     pytester: pytest.Pytester,
 ) -> None:

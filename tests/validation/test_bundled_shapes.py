@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -170,12 +170,18 @@ def dialect(request: pytest.FixtureRequest) -> Dialect:
 
 
 @pytest.fixture
-def demo_store(dialect: Dialect, demo_path: Path) -> EmbeddedStore:
+def demo_store(dialect: Dialect, tgsparql_demo_file: Path) -> EmbeddedStore:
     """The demo sample in an embedded store that records in `dialect`."""
     store = open_store()
     store.dialect = dialect  # type: ignore[misc]
-    load_demo(store, demo_path)
+    load_demo(store, tgsparql_demo_file)
     return store
+
+
+@pytest.fixture
+def rag(demo_store: EmbeddedStore, tgsparql_pipeline: Callable[..., GraphRag]) -> GraphRag:
+    """The offline pipeline over the demo store that records in `dialect`."""
+    return tgsparql_pipeline(store=demo_store)
 
 
 @cache
@@ -718,14 +724,14 @@ def test_a_corrupted_session_gives_exactly_its_results(
 @given(cases=st.lists(st.sampled_from(sorted(SESSION_CASES)), max_size=4, unique=True),
        validate_corrupted=st.booleans())
 def test_a_session_validated_alone_gets_exactly_its_results_from_the_whole_store(
-    dialect, demo_path, cases: list[str], validate_corrupted: bool
+    dialect, tgsparql_demo_file, cases: list[str], validate_corrupted: bool
 ) -> None:
     """`validate --session` reads only what the session's focus nodes reach, by its own queries;
     whatever the corruptions, of this session or of another in the store, it reports exactly
     the results the whole store's validation gives for the session's entities."""
     store = open_store()
     store.dialect = dialect  # type: ignore[misc]
-    load_demo(store, demo_path)
+    load_demo(store, tgsparql_demo_file)
     rag = GraphRag(store, OfflineBackend())
     corrupted, other = record(rag), record(rag)
     for case in cases:

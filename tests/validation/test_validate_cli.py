@@ -45,10 +45,10 @@ pytestmark = pytest.mark.usefixtures("no_settings")
 
 
 @pytest.fixture
-def store(tmp_path: Path, demo_path: Path) -> Path:
+def store(tmp_path: Path, tgsparql_demo_file: Path) -> Path:
     """An on-disk store with the demo loaded."""
     path = tmp_path / "store"
-    assert cli("load", "--store", path, demo_path).exit_code == 0
+    assert cli("load", "--store", path, tgsparql_demo_file).exit_code == 0
     return path
 
 
@@ -275,7 +275,9 @@ def test_junit_of_a_conforming_store_has_no_failure(store, session) -> None:
     assert all(case.find("failure") is None for case in cases.values())
 
 
-def test_output_writes_the_report_to_the_file_and_a_verdict_to_stderr(store, session, tmp_path) -> None:
+def test_output_writes_the_report_to_the_file_and_a_verdict_to_stderr(
+    store, session, tmp_path
+) -> None:
     corrupt(store, TAMPERED_CHUNK)
     target = tmp_path / "report.xml"
     run = validate(store, "--format", "junit", "--output", target)
@@ -384,7 +386,9 @@ def broken_librarian(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("tgsparql.asking.librarian.sha256_hex", lambda text: ZERO_SHA)
 
 
-def test_query_validate_exits_1_when_the_new_session_does_not_conform(store, broken_librarian) -> None:
+def test_query_validate_exits_1_when_the_new_session_does_not_conform(
+    store, broken_librarian
+) -> None:
     run = cli("query", QUESTION, "--store", store, "--validate", "--format", "jsonl")
     assert run.exit_code == 1
     verdict = json.loads(run.stdout.splitlines()[-1])["validation"]

@@ -1,5 +1,5 @@
 """The HTTP side of `tgsparql serve`: each request checked (host, token, sizes) and routed to a
-job for the worker pool, or to the ask stream."""
+job for the worker pool, or to the ask stream. What it answers is ROUTES, listed below."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ipaddress
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -45,6 +45,39 @@ VALIDATION_SECONDS = 10.0
 """The longest a session page waits for its session's validation (or --timeout if shorter)."""
 _DIGITS = re.compile(r"[0-9]{1,18}")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_PLACEHOLDER = re.compile(r"[A-Z][A-Z.]*")
+"""The last segment of a route's path that stands for any rest of the path: UUID, NAME.EXT."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a route is given of a checked request: `rest` is what its path's placeholder
+    matched (the UUID of /sessions/UUID), empty for a path without one."""
+
+    method: str
+    query: str
+    body: bytes
+    rest: str = ""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One thing this server answers: a method on a path, whose last segment may be a
+    placeholder (UPPER CASE) for the rest of the path. The handler answers, or returns None
+    once it has streamed its own answer."""
+
+    method: str
+    path: str
+    handler: Callable[[Handler, Request], Answer | None]
+    description: str
+
+    def rest(self, path: str) -> str | None:
+        """What the placeholder matches in `path` ("" without one), or None if it does not
+        match."""
+        head, _, last = self.path.rpartition("/")
+        if _PLACEHOLDER.fullmatch(last):
+            return path[len(head) + 1:] if path.startswith(head + "/") else None
+        return "" if path == self.path else None
 
 
 @dataclass(frozen=True)
@@ -148,7 +181,7 @@ def _conformance(pool: WorkerPool, uuid: str) -> dict[str, Any]:
 
 
 class Handler(BaseHTTPRequestHandler):
-    """Routes: /sparql, /queries, /queries/NAME.EXT, /sessions, /sessions/UUID, /ask."""
+    """Checks each request, then answers it by its route in ROUTES."""
 
     server: Server  # type: ignore[assignment]
     server_version = "tgsparql"
@@ -168,8 +201,10 @@ class Handler(BaseHTTPRequestHandler):
     do_DELETE = do_PATCH = do_PUT
 
     def _refuse_method(self) -> None:
-        self._send(error_answer(405, f"{self.command} is not allowed: this endpoint is read-only and "
-                               "answers GET and POST"), {"Allow": "GET, POST"})
+        methods = list(dict.fromkeys(route.method for route in ROUTES))
+        self._send(error_answer(405, f"{self.command} is not allowed: this endpoint is read-only "
+                                     f"and answers {' and '.join(methods)}"),
+                   {"Allow": ", ".join(methods)})
 
     def handle_one_request(self) -> None:
         """The standard library's, with the request line allowed up to the request cap (and the
@@ -179,8 +214,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self.raw_requestline = self.rfile.readline(limit + 1)
             if len(self.raw_requestline) > limit:
-                self.requestline = self.request_version = self.command = ""
-                self.senderror_answer(414, f"the request line is longer than {limit} bytes")
+                self.requestline = self.command = ""
+                self.send_error(414, f"the request line is longer than {limit} bytes")
                 return
             if not self.raw_requestline:
                 self.close_connection = True
@@ -189,19 +224,25 @@ class Handler(BaseHTTPRequestHandler):
                 return
             method = getattr(self, "do_" + self.command, None)
             if method is None:
-                self.senderror_answer(501, f"{self.command!r:.40} is not a method this server knows")
+                self.send_error(501, f"{self.command!r:.40} is not a method this server knows")
                 return
             method()
             self.wfile.flush()
         except TimeoutError:
             self.close_connection = True
 
-    def senderror_answer(self, code: int, message: str | None = None,
+    def send_error(self, code: int, message: str | None = None,
                    explain: str | None = None) -> None:
-        """The standard library's errors (bad request line, headers too long, …) as ours: one
-        plain-text line, with the same headers as every answer."""
+        """Every refusal before a request is routed, ours and the standard library's (a bad
+        request line, headers too large, an HTTP version it does not speak), as ours: one
+        plain-text line with the headers of every answer, and the connection closed. It is an
+        HTTP/1.1 answer even to a line without a usable version, which would otherwise get a bare
+        body without a header. The library's messages quote the request; the quote is left out,
+        so nothing a client sent comes back."""
         self.close_connection = True
-        self._send(error_answer(code, message or self.responses.get(code, ("error",))[0]))
+        self.request_version = self.protocol_version
+        said = (message or self.responses.get(code, ("error",))[0]).split(" (", 1)[0]
+        self._send(error_answer(code, said))
 
     def _handle(self, method: str) -> None:
         config = self.server.config
@@ -219,10 +260,7 @@ class Handler(BaseHTTPRequestHandler):
             limit = min(config.max_request, config.ask.body) if asking and config.ask \
                 else config.max_request
             body = self._body(limit) if method == "POST" else b""
-            if asking:
-                self._ask(body)
-                return
-            answer = self._route(method, url.path, url.query, body)
+            answer = self._route(method, url.path or "/", url.query, body)
         except ProtocolError as error:
             html = (url.path.startswith("/sessions") or url.path == "/ask" and self._wants_html()
                     ) and error.status != 401
@@ -231,7 +269,8 @@ class Handler(BaseHTTPRequestHandler):
                 extra["Retry-After"] = str(error.retry_after)
             self._send(error_answer(error.status, error.message, html=html), extra)
             return
-        self._send(answer)
+        if answer is not None:
+            self._send(answer)
 
     def _check_host(self) -> None:
         """Refuse a Host this server was not started under: a page whose name was rebound to
@@ -313,42 +352,55 @@ class Handler(BaseHTTPRequestHandler):
                 return bytes(body)
         raise ProtocolError(400, "too many trailer fields after the chunked body")
 
-    def _route(self, method: str, path: str, query: str, body: bytes) -> Answer:
-        if path == "/sparql":
-            return self._sparql(method, query, body)
-        if method != "GET":
-            raise ProtocolError(405, f"{path} answers GET only")
-        if path == "/ask":
-            if self.server.asker is None:
-                raise ProtocolError(404, ASK_OFF)
-            return Answer(200, HTML, render_page().encode("utf-8"))
-        if path in ("/", ""):
-            return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
-        if path == "/queries":
-            listed = [q.to_json() for q in saved_queries().values()]
-            return Answer(200, HTML, pages.render_queries(listed).encode("utf-8"))
-        if path.startswith("/queries/"):
-            return self.server.pool.run(_saved_job(path[len("/queries/"):], query))
-        if path == "/sessions":
-            return self.server.pool.run(_sessions_job(query))
-        if path.startswith("/sessions/"):
-            uuid = path[len("/sessions/"):]
-            return self.server.pool.run(SessionJob(uuid, _conformance(self.server.pool, uuid)))
-        if path == "/entity":
-            return self._entity(query)
-        raise ProtocolError(404, f"nothing at {path}; see /sessions, /queries or /sparql")
+    def _route(self, method: str, path: str, query: str, body: bytes) -> Answer | None:
+        """The answer of the route for this method and path, from ROUTES."""
+        methods = []
+        for route in ROUTES:
+            rest = route.rest(path)
+            if rest is None:
+                continue
+            if route.method == method:
+                return route.handler(self, Request(method, query, body, rest))
+            methods.append(route.method)
+        if methods:
+            raise ProtocolError(405, f"{path} answers {' and '.join(methods)} only")
+        raise ProtocolError(404, f"nothing at {path}; there is "
+                                 + ", ".join(dict.fromkeys(route.path for route in ROUTES)))
 
-    def _sparql(self, method: str, query: str, body: bytes) -> Answer:
+    def _home(self, request: Request) -> Answer:
+        return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
+
+    def _ask_page(self, request: Request) -> Answer:
+        if self.server.asker is None:
+            raise ProtocolError(404, ASK_OFF)
+        return Answer(200, HTML, render_page().encode("utf-8"))
+
+    def _queries(self, request: Request) -> Answer:
+        listed = [q.to_json() for q in saved_queries().values()]
+        return Answer(200, HTML, pages.render_queries(listed).encode("utf-8"))
+
+    def _saved(self, request: Request) -> Answer:
+        return self.server.pool.run(_saved_job(request.rest, request.query))
+
+    def _sessions(self, request: Request) -> Answer:
+        return self.server.pool.run(_sessions_job(request.query))
+
+    def _session(self, request: Request) -> Answer:
+        return self.server.pool.run(SessionJob(request.rest,
+                                               _conformance(self.server.pool, request.rest)))
+
+    def _sparql(self, request: Request) -> Answer:
         """/sparql: the SPARQL page, or a query's results; a query from the page that is
         refused is shown on it again with the reason."""
         config = self.server.config
+        method, query = request.method, request.query
         if method == "GET" and editor.wants_page(query, self.headers.get("Accept", "")):
             return editor.page(editor.starting_query(config.collection), config.dialect,
                                config.collection)
         job = None
         try:
             job = SparqlJob(read_request(method, query, self.headers.get("Content-Type", ""),
-                                         body, self.headers.get("Accept", "")))
+                                         request.body, self.headers.get("Accept", "")))
             return self.server.pool.run(job)
         except ProtocolError as error:
             if job is not None:
@@ -362,8 +414,8 @@ class Handler(BaseHTTPRequestHandler):
             return replace(answer, headers={"Retry-After": str(error.retry_after)}
                            if error.retry_after is not None else {})
 
-    def _entity(self, query: str) -> Answer:
-        params = parse_qs(query, keep_blank_values=True)
+    def _entity(self, request: Request) -> Answer:
+        params = parse_qs(request.query, keep_blank_values=True)
         unknown = sorted(set(params) - {"iri", "page"})
         if unknown or len(params.get("iri", [])) != 1:
             return error_answer(400, "/entity takes iri (once) and page", html=True)
@@ -379,7 +431,7 @@ class Handler(BaseHTTPRequestHandler):
         except ProtocolError:
             return False
 
-    def _ask(self, body: bytes) -> None:
+    def _ask(self, request: Request) -> None:
         """POST /ask: the session's messages, each written and flushed as it comes."""
         asker = self.server.asker
         if asker is None:
@@ -390,13 +442,14 @@ class Handler(BaseHTTPRequestHandler):
                                      "another site's")
         kind = negotiate(self.headers.get("Accept", ""))
         try:
-            question = read_question(self.headers.get("Content-Type", ""), body)
+            question = read_question(self.headers.get("Content-Type", ""), request.body)
             with asker.limiter.admitted(self.client_address[0]), asker.running():
                 self._stream_ask(asker, question, kind)
         except ProtocolError as error:
             if kind != "html":
                 raise
-            self._send(Answer(error.status, HTML, refused_page(body, error).encode("utf-8")),
+            self._send(Answer(error.status, HTML,
+                              refused_page(request.body, error).encode("utf-8")),
                        {"Retry-After": str(error.retry_after)} if error.retry_after else {})
 
     def _stream_ask(self, asker: Asker, question: str, kind: str) -> None:
@@ -467,3 +520,26 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.config.log:
             sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+ROUTES = (
+    Route("GET", "/sparql", Handler._sparql,
+          "the SPARQL page, or the results of query= (by Accept or format=)"),
+    Route("POST", "/sparql", Handler._sparql,
+          "the results of a query sent as a form or as application/sparql-query"),
+    Route("GET", "/", Handler._home, "a redirect to /sessions"),
+    Route("GET", "/queries", Handler._queries, "the saved queries, each with its parameters"),
+    Route("GET", "/queries/NAME.EXT", Handler._saved,
+          "the saved query NAME as csv, tsv, json (shape=objects for records) or ndjson"),
+    Route("GET", "/sessions", Handler._sessions, "the sessions newest first (q=words, limit=N)"),
+    Route("GET", "/sessions/UUID", Handler._session, "one session's page, validated"),
+    Route("GET", "/entity", Handler._entity,
+          "the edges that touch an entity (iri=IRI, page=N)"),
+    Route("GET", "/ask", Handler._ask_page, "the ask page (with --ask)"),
+    Route("POST", "/ask", Handler._ask,
+          "one question answered and recorded, its messages streamed (with --ask)"),
+)
+"""Everything this server answers, in the order it is matched."""
+
+__doc__ = f"{__doc__}\n\nRoutes:\n\n" + "\n".join(
+    f"- {route.method} {route.path}: {route.description}" for route in ROUTES)

@@ -1,4 +1,6 @@
-"""The tgsparql pytest plugin: stores, loaded stores, pipelines and a conformance assertion.
+"""The tgsparql pytest plugin: stores, loaded stores, pipelines, the bundled sample in a store
+and under a pipeline, and a conformance assertion. Every store a fixture opens is closed when
+its test ends.
 
 Registered through the `pytest11` entry point, so installing tgsparql is enough. It imports
 nothing of tgsparql, pyoxigraph or hypothesis until a fixture is used: test suites that never
@@ -12,7 +14,7 @@ it at a scratch store only.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,16 +91,30 @@ def tgsparql_loaded_store(tgsparql_store: Store) -> Callable[..., Store]:
     the RDF files loaded as `tgsparql load` does; a file that does not load fails the test."""
 
     def load(*paths: str | os.PathLike[str], store: Store | None = None) -> Store:
-        from tgsparql.data.loader import load_files
-
         target = store if store is not None else tgsparql_store
-        report = load_files(target, list(paths))
-        if report.failed:
-            pytest.fail("tgsparql could not load: " + "; ".join(report.failed.values()),
-                        pytrace=False)
+        _load(target, paths)
         return target
 
     return load
+
+
+@pytest.fixture
+def tgsparql_demo_store(tgsparql_loaded_store: Callable[..., Store],
+                        tgsparql_demo_file: Path) -> Store:
+    """`tgsparql_store` holding the bundled sample."""
+    return tgsparql_loaded_store(tgsparql_demo_file)
+
+
+@pytest.fixture
+def tgsparql_demo_store_dir(tmp_path: Path, tgsparql_demo_file: Path) -> Path:
+    """The directory of a store on disk holding the bundled sample, closed, so a command (or
+    another process) can open it: `tgsparql query --store DIR QUESTION`."""
+    from tgsparql.stores.store import open_store
+
+    path = tmp_path / "tgsparql-demo-store"
+    with open_store(path) as store:
+        _load(store, [tgsparql_demo_file])
+    return path
 
 
 @pytest.fixture
@@ -124,11 +140,29 @@ def tgsparql_pipeline(tgsparql_store: Store) -> Callable[..., GraphRag]:
 
 
 @pytest.fixture
+def tgsparql_demo_pipeline(tgsparql_demo_store: Store,
+                           tgsparql_pipeline: Callable[..., GraphRag]) -> GraphRag:
+    """A GraphRag with the offline backend over `tgsparql_demo_store`: questions about the
+    Curies answered and recorded, with no LLM."""
+    return tgsparql_pipeline(store=tgsparql_demo_store)
+
+
+@pytest.fixture
 def tgsparql_assert_conforms() -> Callable[..., Any]:
     """`tgsparql.testing.assert_conforms`, for tests that prefer fixtures to imports."""
     from tgsparql.testing.assertions import assert_conforms
 
     return assert_conforms
+
+
+def _load(store: Store, paths: Iterable[str | os.PathLike[str]]) -> None:
+    """The files loaded as `tgsparql load` does; a file that does not load fails the test."""
+    from tgsparql.data.loader import load_files
+
+    report = load_files(store, list(paths))
+    if report.failed:
+        pytest.fail("tgsparql could not load: " + "; ".join(report.failed.values()),
+                    pytrace=False)
 
 
 def _remote(endpoint: str, update_endpoint: str | None) -> Store:

@@ -71,7 +71,9 @@ def positive_integer(term) -> bool:
     )
 
 
-def test_streamed_query_against_llama_cpp_is_recorded_completely(demo_store, llama_url: str) -> None:
+def test_streamed_query_against_llama_cpp_is_recorded_completely(
+    tgsparql_demo_store, llama_url: str
+) -> None:
     # One request at a time (n_parallel=1) on two threads of a machine others load too: a reply
     # may take minutes. A retry would only queue behind the abandoned request, so there is none,
     # and the timeout bounds the wait without guessing how busy the machine is.
@@ -79,7 +81,7 @@ def test_streamed_query_against_llama_cpp_is_recorded_completely(demo_store, lla
         base_url=llama_url + "/v1", model="smollm2", constraint="grammar", max_tokens=256,
         timeout=1800.0, max_retries=0,
     )
-    rag = GraphRag(demo_store, backend)
+    rag = GraphRag(tgsparql_demo_store, backend)
     messages = list(rag.query("Where was the scientist who discovered polonium born?", stream=True))
 
     assert [m.error for m in messages] == [None] * len(messages)
@@ -93,30 +95,30 @@ def test_streamed_query_against_llama_cpp_is_recorded_completely(demo_store, lla
     ids = SessionIds.from_session_iri(messages[0].explain_id)
     explained = [m.explain_id for m in messages if m.message_type == "explain"]
     assert explained == [i.value for i in (ids.session, ids.retrieval, ids.selection, ids.answer)]
-    assert objects(demo_store, ids.session, "status") == [ox.Literal("complete")]
+    assert objects(tgsparql_demo_store, ids.session, "status") == [ox.Literal("complete")]
 
     for entity in (ids.selection, ids.answer):
-        assert objects(demo_store, entity, "llmModel") == [ox.Literal("smollm2")]
-        [in_tokens] = objects(demo_store, entity, "inToken")
-        [out_tokens] = objects(demo_store, entity, "outToken")
+        assert objects(tgsparql_demo_store, entity, "llmModel") == [ox.Literal("smollm2")]
+        [in_tokens] = objects(tgsparql_demo_store, entity, "inToken")
+        [out_tokens] = objects(tgsparql_demo_store, entity, "outToken")
         assert positive_integer(in_tokens) and positive_integer(out_tokens)
 
     # The grammar lets the model write only ids of the prompt.
-    assert objects(demo_store, ids.selection, "invalidIdCount") == [
+    assert objects(tgsparql_demo_store, ids.selection, "invalidIdCount") == [
         ox.Literal("0", datatype=vocab.XSD_INTEGER)
     ]
-    retrieved = set(objects(demo_store, ids.retrieval, "retrievedEdge"))
-    [edge_count] = objects(demo_store, ids.retrieval, "edgeCount")
+    retrieved = set(objects(tgsparql_demo_store, ids.retrieval, "retrievedEdge"))
+    [edge_count] = objects(tgsparql_demo_store, ids.retrieval, "edgeCount")
     assert int(edge_count.value) == len(retrieved) > 0
-    selected = objects(demo_store, ids.selection, "selectedEdge")
+    selected = objects(tgsparql_demo_store, ids.selection, "selectedEdge")
     assert selected, "the model selects at least one edge"
     for item in selected:
-        [edge] = objects(demo_store, item, "edge")
+        [edge] = objects(tgsparql_demo_store, item, "edge")
         assert isinstance(edge, ox.Triple) and edge in retrieved
-        [reasoning] = objects(demo_store, item, "reasoning")
+        [reasoning] = objects(tgsparql_demo_store, item, "reasoning")
         assert reasoning.value.strip()
 
     streamed = "".join(m.response for m in chunks)
-    document = StoreLibrarian(demo_store).get(ids.answer_document)
+    document = StoreLibrarian(tgsparql_demo_store).get(ids.answer_document)
     assert document is not None and document.intact
     assert document.content == streamed

@@ -55,9 +55,9 @@ class Spy:
 
 
 @pytest.fixture
-def spy(demo_store) -> tuple[GraphRag, Spy]:
+def spy(tgsparql_demo_store) -> tuple[GraphRag, Spy]:
     backend = Spy()
-    return GraphRag(demo_store, backend), backend
+    return GraphRag(tgsparql_demo_store, backend), backend
 
 
 def objects(store, subject: ox.NamedNode, local: str) -> list:
@@ -91,17 +91,19 @@ def parsed_lines(output: SelectionOutput) -> list[dict]:
 # ---- the demo questions
 
 
-def test_polonium_question_selects_discovery_and_birthplace_and_answers_warsaw(rag) -> None:
-    text, ids = run(rag, POLONIUM)
-    selected = [edge for edge, _ in recorded_selection(rag.store, ids)]
+def test_polonium_question_selects_discovery_and_birthplace_and_answers_warsaw(
+    tgsparql_demo_pipeline
+) -> None:
+    text, ids = run(tgsparql_demo_pipeline, POLONIUM)
+    selected = [edge for edge, _ in recorded_selection(tgsparql_demo_pipeline.store, ids)]
     assert fact("Marie_Curie", "bornIn", "Warsaw") in selected
     assert fact("Marie_Curie", "discovered", "Polonium") in selected
     assert text.startswith("Warsaw" + LEAD)
 
 
-def test_prize_question_follows_daughter_to_her_prize(rag) -> None:
-    text, ids = run(rag, PRIZE)
-    selected = [edge for edge, _ in recorded_selection(rag.store, ids)]
+def test_prize_question_follows_daughter_to_her_prize(tgsparql_demo_pipeline) -> None:
+    text, ids = run(tgsparql_demo_pipeline, PRIZE)
+    selected = [edge for edge, _ in recorded_selection(tgsparql_demo_pipeline.store, ids)]
     assert fact("Irene_Joliot-Curie", "daughterOf", "Pierre_Curie") in selected
     assert fact("Irene_Joliot-Curie", "won", "Nobel_Prize_in_Chemistry_1935") in selected
     assert text.startswith("Nobel Prize in Chemistry 1935" + LEAD)
@@ -115,8 +117,10 @@ def test_prize_question_follows_daughter_to_her_prize(rag) -> None:
         ("When did Marie Curie die?", "1934"),
     ],
 )
-def test_the_lead_is_of_the_kind_the_question_asks_for(rag, question: str, lead: str) -> None:
-    text, _ = run(rag, question)
+def test_the_lead_is_of_the_kind_the_question_asks_for(
+    tgsparql_demo_pipeline, question: str, lead: str
+) -> None:
+    text, _ = run(tgsparql_demo_pipeline, question)
     assert text.startswith(lead + LEAD)
 
 
@@ -236,10 +240,11 @@ def test_two_edges_through_a_shared_node_are_selected_as_a_path() -> None:
 # ---- the answer
 
 
-def test_answer_is_composed_only_from_the_selected_facts(rag) -> None:
+def test_answer_is_composed_only_from_the_selected_facts(tgsparql_demo_pipeline) -> None:
     for question in (POLONIUM, PRIZE):
-        text, ids = run(rag, question)
-        labels = [rag_labels(rag, edge) for edge, _ in recorded_selection(rag.store, ids)]
+        text, ids = run(tgsparql_demo_pipeline, question)
+        labels = [rag_labels(tgsparql_demo_pipeline, edge)
+                  for edge, _ in recorded_selection(tgsparql_demo_pipeline.store, ids)]
         lead, rest = text.split(LEAD, 1)
         assert lead in {label for s, _, o in labels for label in (s, o)}
         plain = re.sub(r" \[[0-9a-f]{8}(?:-[0-9]+)?\]", "", rest)
@@ -248,15 +253,16 @@ def test_answer_is_composed_only_from_the_selected_facts(rag) -> None:
         assert set(plain.rstrip(".").replace(";", " ").split()) <= fact_words
 
 
-def test_the_answer_cites_exactly_the_edges_it_was_composed_from(rag) -> None:
-    text, ids = run(rag, POLONIUM)
+def test_the_answer_cites_exactly_the_edges_it_was_composed_from(tgsparql_demo_pipeline) -> None:
+    text, ids = run(tgsparql_demo_pipeline, POLONIUM)
     selected = [iri for _, iri in sorted(
-        (int(q.object.value.rsplit(":", 1)[1]), q.object) for q in rag.store.oxigraph
-        .quads_for_pattern(ids.selection, ox.NamedNode(TG + "selectedEdge"), None, None))]
-    cites = [q.object for q in rag.store.oxigraph.quads_for_pattern(
+        (int(q.object.value.rsplit(":", 1)[1]), q.object)
+        for q in tgsparql_demo_pipeline.store.oxigraph.quads_for_pattern(
+            ids.selection, ox.NamedNode(TG + "selectedEdge"), None, None))]
+    cites = [q.object for q in tgsparql_demo_pipeline.store.oxigraph.quads_for_pattern(
         ids.answer, ox.NamedNode(TG + "cites"), None, None)]
     assert len(selected) > 1 and sorted(cites, key=str) == sorted(selected, key=str)
-    [invalid] = [q.object.value for q in rag.store.oxigraph.quads_for_pattern(
+    [invalid] = [q.object.value for q in tgsparql_demo_pipeline.store.oxigraph.quads_for_pattern(
         ids.answer, ox.NamedNode(TG + "invalidCitationCount"), None, None)]
     assert invalid == "0"
     assert len(re.findall(r"\[[0-9a-f]{8}(?:-[0-9]+)?\]", text)) == len(selected)
@@ -315,9 +321,9 @@ def test_streamed_chunks_join_to_the_unstreamed_answer(question, triples) -> Non
     assert all(chunks)
 
 
-def test_pipeline_streams_the_same_answer_in_several_chunks(rag) -> None:
-    whole, _ = run(rag, PRIZE, stream=False)
-    messages = list(rag.query(PRIZE, stream=True))
+def test_pipeline_streams_the_same_answer_in_several_chunks(tgsparql_demo_pipeline) -> None:
+    whole, _ = run(tgsparql_demo_pipeline, PRIZE, stream=False)
+    messages = list(tgsparql_demo_pipeline.query(PRIZE, stream=True))
     chunks = [m.response for m in messages if m.message_type == "chunk" and not m.end_of_session]
     assert len(chunks) > 1
     assert "".join(chunks) == whole

@@ -339,14 +339,14 @@ def integer(value: int) -> ox.Literal:
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
 def test_pipeline_records_model_and_token_usage_on_selection_and_answer(
-    demo_store, fake_openai: FakeOpenAI, stream: bool
+    tgsparql_demo_store, fake_openai: FakeOpenAI, stream: bool
 ) -> None:
     deltas = ["Warsaw", ", where ", "Marie Curie", " was born."]
     fake_openai.script(
         select_wanted,
         Reply(deltas, model="answer-model", prompt_tokens=240, completion_tokens=12),
     )
-    rag = GraphRag(demo_store, backend(fake_openai))
+    rag = GraphRag(tgsparql_demo_store, backend(fake_openai))
     messages = list(rag.query(QUESTION, stream=stream))
 
     chunks = [m.response for m in messages if m.message_type == "chunk" and not m.end_of_session]
@@ -358,31 +358,31 @@ def test_pipeline_records_model_and_token_usage_on_selection_and_answer(
     assert messages[-1].end_of_session
 
     ids = SessionIds.from_session_iri(messages[0].explain_id)
-    assert objects(demo_store, ids.session, "status") == [ox.Literal("complete")]
+    assert objects(tgsparql_demo_store, ids.session, "status") == [ox.Literal("complete")]
 
     selection = ids.selection
-    assert objects(demo_store, selection, "llmModel") == [ox.Literal("selector-model")]
-    assert objects(demo_store, selection, "inToken") == [integer(812)]
-    assert objects(demo_store, selection, "outToken") == [integer(95)]
-    assert objects(demo_store, selection, "invalidIdCount") == [integer(1)]
+    assert objects(tgsparql_demo_store, selection, "llmModel") == [ox.Literal("selector-model")]
+    assert objects(tgsparql_demo_store, selection, "inToken") == [integer(812)]
+    assert objects(tgsparql_demo_store, selection, "outToken") == [integer(95)]
+    assert objects(tgsparql_demo_store, selection, "invalidIdCount") == [integer(1)]
 
     answer = ids.answer
-    assert objects(demo_store, answer, "llmModel") == [ox.Literal("answer-model")]
-    assert objects(demo_store, answer, "inToken") == [integer(240)]
-    assert objects(demo_store, answer, "outToken") == [integer(12)]
+    assert objects(tgsparql_demo_store, answer, "llmModel") == [ox.Literal("answer-model")]
+    assert objects(tgsparql_demo_store, answer, "inToken") == [integer(240)]
+    assert objects(tgsparql_demo_store, answer, "outToken") == [integer(12)]
 
     expected = {
         demo_fact("Marie_Curie", "bornIn", "Warsaw"): "the birthplace",
         demo_fact("Marie_Curie", "discovered", "Polonium"): "names the scientist",
     }
     recorded = {}
-    for item in objects(demo_store, selection, "selectedEdge"):
-        [edge] = objects(demo_store, item, "edge")
-        [reasoning] = objects(demo_store, item, "reasoning")
+    for item in objects(tgsparql_demo_store, selection, "selectedEdge"):
+        [edge] = objects(tgsparql_demo_store, item, "edge")
+        [reasoning] = objects(tgsparql_demo_store, item, "reasoning")
         recorded[edge] = reasoning.value
     assert recorded == expected
 
-    document = StoreLibrarian(demo_store).get(ids.answer_document)
+    document = StoreLibrarian(tgsparql_demo_store).get(ids.answer_document)
     assert document is not None and document.content == "".join(deltas) and document.intact
 
     select_request, answer_request = fake_openai.chat_requests
@@ -395,10 +395,10 @@ def test_pipeline_records_model_and_token_usage_on_selection_and_answer(
 
 
 def test_llm_error_during_selection_leaves_failed_session(
-    demo_store, fake_openai: FakeOpenAI
+    tgsparql_demo_store, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.script(Reply(status=500, error_message="model crashed"))
-    messages = list(GraphRag(demo_store, backend(fake_openai)).query(QUESTION))
+    messages = list(GraphRag(tgsparql_demo_store, backend(fake_openai)).query(QUESTION))
 
     assert [m.message_type for m in messages] == ["explain", "explain", "error"]
     error = messages[-1]
@@ -408,19 +408,21 @@ def test_llm_error_during_selection_leaves_failed_session(
     assert fake_openai.base_url in error.error.message and "HTTP 500" in error.error.message
 
     ids = SessionIds.from_session_iri(messages[0].explain_id)
-    assert objects(demo_store, ids.session, "status") == [ox.Literal("failed")]
-    assert objects(demo_store, ids.session, "error") == [ox.Literal(error.error.message)]
-    assert len(objects(demo_store, ids.retrieval, "edgeCount")) == 1
-    assert list(demo_store.oxigraph.quads_for_pattern(ids.selection, None, None, None)) == []
-    assert list(demo_store.oxigraph.quads_for_pattern(ids.answer, None, None, None)) == []
+    assert objects(tgsparql_demo_store, ids.session, "status") == [ox.Literal("failed")]
+    assert objects(tgsparql_demo_store, ids.session, "error") == [ox.Literal(error.error.message)]
+    assert len(objects(tgsparql_demo_store, ids.retrieval, "edgeCount")) == 1
+    assert list(tgsparql_demo_store.oxigraph.quads_for_pattern(
+        ids.selection, None, None, None)) == []
+    assert list(tgsparql_demo_store.oxigraph.quads_for_pattern(ids.answer, None, None, None)) == []
     assert len(fake_openai.chat_requests) == 1
 
 
 def test_broken_answer_stream_leaves_failed_session_with_selection_kept(
-    demo_store, fake_openai: FakeOpenAI
+    tgsparql_demo_store, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.script(select_wanted, Reply(["Warsaw", " is", " the", " answer"], cut_after=2))
-    messages = list(GraphRag(demo_store, backend(fake_openai)).query(QUESTION, stream=True))
+    messages = list(GraphRag(tgsparql_demo_store, backend(fake_openai)).query(
+        QUESTION, stream=True))
 
     # The pipeline holds one chunk back to mark the last; the one before the break got out.
     assert [m.message_type for m in messages] == ["explain"] * 3 + ["chunk", "error"]
@@ -430,10 +432,10 @@ def test_broken_answer_stream_leaves_failed_session_with_selection_kept(
     assert "broke off" in error.message
 
     ids = SessionIds.from_session_iri(messages[0].explain_id)
-    assert objects(demo_store, ids.session, "status") == [ox.Literal("failed")]
-    assert len(objects(demo_store, ids.selection, "selectedEdge")) == 2
-    assert list(demo_store.oxigraph.quads_for_pattern(ids.answer, None, None, None)) == []
-    assert StoreLibrarian(demo_store).get(ids.answer_document) is None
+    assert objects(tgsparql_demo_store, ids.session, "status") == [ox.Literal("failed")]
+    assert len(objects(tgsparql_demo_store, ids.selection, "selectedEdge")) == 2
+    assert list(tgsparql_demo_store.oxigraph.quads_for_pattern(ids.answer, None, None, None)) == []
+    assert StoreLibrarian(tgsparql_demo_store).get(ids.answer_document) is None
 
 
 # ---- answers a reader can check
@@ -452,7 +454,7 @@ def test_the_answer_prompt_gives_each_fact_its_id_and_asks_for_markers(
 
 
 def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
-    demo_store, fake_openai: FakeOpenAI
+    tgsparql_demo_store, fake_openai: FakeOpenAI
 ) -> None:
     prompts: dict[str, dict] = {}
 
@@ -471,23 +473,24 @@ def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
                       "see [citation needed]."])
 
     fake_openai.script(select, answer)
-    messages = list(GraphRag(demo_store, backend(fake_openai)).query(QUESTION, stream=True))
+    messages = list(GraphRag(tgsparql_demo_store, backend(fake_openai)).query(
+        QUESTION, stream=True))
     assert [m.error for m in messages] == [None] * len(messages)
     text = "".join(m.response for m in messages if m.message_type == "chunk")
     ids = SessionIds.from_session_iri(messages[0].explain_id)
-    by_fact = {objects(demo_store, item, "edge")[0]: item
-               for item in objects(demo_store, ids.selection, "selectedEdge")}
+    by_fact = {objects(tgsparql_demo_store, item, "edge")[0]: item
+               for item in objects(tgsparql_demo_store, ids.selection, "selectedEdge")}
     born = by_fact[demo_fact("Marie_Curie", "bornIn", "Warsaw")]
     found = by_fact[demo_fact("Marie_Curie", "discovered", "Polonium")]
 
-    assert set(objects(demo_store, ids.answer, "cites")) == {born, found}
-    assert objects(demo_store, ids.answer, "invalidCitationCount") == [integer(2)]
+    assert set(objects(tgsparql_demo_store, ids.answer, "cites")) == {born, found}
+    assert objects(tgsparql_demo_store, ids.answer, "invalidCitationCount") == [integer(2)]
     cited = {}
-    for citation in objects(demo_store, ids.answer, "citation"):
-        [edge] = objects(demo_store, citation, "citedEdge")
-        [sentence] = objects(demo_store, citation, "sentence")
-        [offset] = objects(demo_store, citation, "charOffset")
-        [length] = objects(demo_store, citation, "charLength")
+    for citation in objects(tgsparql_demo_store, ids.answer, "citation"):
+        [edge] = objects(tgsparql_demo_store, citation, "citedEdge")
+        [sentence] = objects(tgsparql_demo_store, citation, "sentence")
+        [offset] = objects(tgsparql_demo_store, citation, "charOffset")
+        [length] = objects(tgsparql_demo_store, citation, "charLength")
         assert text[int(offset.value):][: int(length.value)] == sentence.value
         cited[edge] = sentence.value
     assert cited == {
@@ -497,24 +500,25 @@ def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
     # The final message's sources show each citation with its sentence.
     sources = {s.edge_selection: s.citations for s in messages[-1].sources}
     assert sources[born.value] == (cited[born],) and sources[found.value] == (cited[found],)
-    assert_conforms(demo_store, session=ids.session.value)
-    explained = explain_session(demo_store, "explainability", ids.uuid)
+    assert_conforms(tgsparql_demo_store, session=ids.session.value)
+    explained = explain_session(tgsparql_demo_store, "explainability", ids.uuid)
     assert explained.invalid_citations == 2
     assert {edge.iri: edge.cited_sentences for edge in explained.selected} == {
         born.value: [cited[born]], found.value: [cited[found]]}
 
 
 def test_nothing_selected_means_no_answer_call_and_an_answer_that_says_so(
-    demo_store, fake_openai: FakeOpenAI
+    tgsparql_demo_store, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.script(Reply("I think none of these help."))
-    messages = list(GraphRag(demo_store, backend(fake_openai)).query(QUESTION, stream=True))
+    messages = list(GraphRag(tgsparql_demo_store, backend(fake_openai)).query(
+        QUESTION, stream=True))
     assert len(fake_openai.chat_requests) == 1, "no synthesis call"
     text = "".join(m.response for m in messages if m.message_type == "chunk")
     assert text == "The knowledge graph holds no facts that answer this question."
     ids = SessionIds.from_session_iri(messages[0].explain_id)
-    assert objects(demo_store, ids.answer, "llmModel") == []
-    assert objects(demo_store, ids.session, "status") == [ox.Literal("complete")]
+    assert objects(tgsparql_demo_store, ids.answer, "llmModel") == []
+    assert objects(tgsparql_demo_store, ids.session, "status") == [ox.Literal("complete")]
 
 
 def test_json_schema_constraint_on_the_openai_api_turns_replies_back_into_lines(
@@ -548,12 +552,12 @@ def test_the_openai_api_is_told_by_its_host(fake_openai: FakeOpenAI) -> None:
 
 
 def test_every_call_and_its_raw_reply_is_logged(
-    demo_store, fake_openai: FakeOpenAI, tmp_path
+    tgsparql_demo_store, fake_openai: FakeOpenAI, tmp_path
 ) -> None:
     log = LLMLog(tmp_path / "llm.jsonl")
     fake_openai.script(select_wanted, Reply(["War", "saw."]), Reply(status=500))
     chosen = backend(fake_openai, constraint="grammar", log=log)
-    list(GraphRag(demo_store, chosen).query(QUESTION, stream=True))
+    list(GraphRag(tgsparql_demo_store, chosen).query(QUESTION, stream=True))
     with pytest.raises(LLMError):
         chosen.extract(ExtractionRequest("x", "t"))
     log.close()
