@@ -302,6 +302,7 @@ def test_without_ask_there_is_no_asking(served: Served) -> None:
     (b'{"question": 7}', "application/json", 400, "must be text"),
     (b'{"question": "a", "limit": 1}', "application/json", 400, "nothing else"),
     (b'{"question": ', "application/json", 400, "not JSON"),
+    (b"[" * 30_000 + b"]" * 30_000, "application/json", 400, "nested too deeply"),
     (b"question=a&question=b", "application/x-www-form-urlencoded", 400, "once"),
     (b"\xff\xfe", "application/json", 400, "UTF-8"),
     (b"Where?", "text/plain", 415, "application/json"),
@@ -405,6 +406,27 @@ def test_the_rate_is_per_client_and_forgets_after_a_minute() -> None:
     now[0] = 60.0
     with limiter.admitted("10.0.0.1"):
         pass
+
+
+@pytest.mark.parametrize("first,second,same", [
+    ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", True),  # one /64: one client
+    ("2001:db8:1:2::1", "2001:db8:1:3::1", False),
+    ("::ffff:10.0.0.1", "10.0.0.1", True),  # an IPv4 address mapped into IPv6 is that address
+    ("10.0.0.1", "10.0.0.2", False),
+    ("fe80::1%eth0", "fe80::2%eth1", True),
+])
+def test_a_client_is_an_ipv4_address_or_an_ipv6_slash_64(first: str, second: str,
+                                                          same: bool) -> None:
+    limiter = RateLimiter(AskLimits(in_flight=5, per_minute=1), clock=lambda: 0.0)
+    with limiter.admitted(first):
+        pass
+    if same:
+        with pytest.raises(ProtocolError, match="--ask-rate"):
+            with limiter.admitted(second):
+                pass
+    else:
+        with limiter.admitted(second):
+            pass
 
 
 def selecting_where_she_was_born(held: threading.Event | None = None,
