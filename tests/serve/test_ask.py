@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import socket
@@ -33,6 +34,7 @@ from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.serve.ask import AskLimits, RateLimiter, negotiate
 from tgsparql.serve.readonly import ReadOnlyStore
 from tgsparql.serve.sparql import ProtocolError
+from tgsparql.stores.store import StoreError
 
 from .browser import browser
 from .conftest import Served, build_store, running, serve_process
@@ -714,6 +716,27 @@ def test_the_command_refuses_asking_it_cannot_do_safely(tmp_path: Path, args: tu
     done = tgsparql("serve", *store_args, "--ask", "--port", "0", *args)
     assert done.returncode == 2 and done.stderr.splitlines() == [f"error: {done.stderr[7:-1]}"]
     assert said in done.stderr
+
+
+@pytest.mark.parametrize("token,said", [
+    ("", "the serve token is empty"),
+    ("   ", "the serve token is empty"),
+    ("two words", "spaces or control characters"),
+])
+def test_an_empty_or_blank_serve_token_is_refused(tmp_path: Path, token: str, said: str) -> None:
+    path = tmp_path / "store"
+    path.mkdir()
+    # click reads an empty variable as unset: no token, which --ask off loopback refuses too
+    from_env = "needs --serve-token" if token == "" else said
+    for args, env, expected in ((("--serve-token", token), {}, said),
+                                ((), {"TGSPARQL_SERVE_TOKEN": token}, from_env)):
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("tgsparql")), "serve", "--store", str(path),
+             "--ask", "--host", "0.0.0.0", "--port", "0", *args],
+            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+        assert done.returncode == 2 and expected in done.stderr, (args, env, done.stderr)
+    with pytest.raises(StoreError, match=said):
+        ServerConfig(store=path, token=token)
 
 
 def test_the_command_asks_and_holds_the_store_as_its_one_writer(tmp_path: Path) -> None:
