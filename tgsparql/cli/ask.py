@@ -25,7 +25,7 @@ from tgsparql.cli.options import (
     llm_options,
     opened,
     reply_options,
-    store_option,
+    store_or_memory_option,
 )
 from tgsparql.cli.records import explained
 from tgsparql.data.loader import load_files
@@ -38,7 +38,7 @@ DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 
 
 @click.command()
-@store_option
+@store_or_memory_option
 @click.option("--question", default=DEMO_QUESTION, show_default=True, help="What to ask.")
 @llm_options
 @constrain_option
@@ -62,7 +62,7 @@ def demo(target: StoreTarget, question: str, llm: str | None, model: str | None,
 
 
 @click.command()
-@store_option
+@store_or_memory_option
 @click.argument("question")
 @collection_option
 @llm_options
