@@ -282,7 +282,7 @@ def test_load_syntax_error_loads_nothing_of_that_file_but_loads_the_good_one(
 def test_load_syntax_error_names_the_line(tmp_path: Path, valid_lines: int) -> None:
     body = "".join(f"ex:s{i} ex:p ex:o{i} .\n" for i in range(valid_lines))
     bad = write(tmp_path / "broken.ttl", f"@prefix ex: <{EX}> .\n{body}ex:s ex:p ex:o\n")
-    run = cli("load", bad)
+    run = cli("load", "--store", tmp_path / "kg", bad)
     assert run.exit_code == 1
     assert run.stdout == ""
     [error] = run.error_lines
@@ -301,9 +301,27 @@ def test_load_unknown_extension_fails_with_one_line(tmp_path: Path, store_dir: P
     assert quads(store_dir) == []
 
 
+@pytest.mark.parametrize("args", [
+    ("load", "FILE"), ("ingest", "FILE"), ("index",), ("migrate",),
+    ("export", "--format", "nquads"), ("sessions",), ("sessions", "delete", "--older-than", "1d"),
+    ("explain", "00000000-0000-0000-0000-000000000000"), ("trace", "urn:x"), ("validate",),
+])
+def test_a_command_that_keeps_or_reads_a_store_refuses_to_run_in_memory(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """Without --store or --endpoint, `load` once said "loaded … quads" and threw them away,
+    and `sessions` said "no sessions": a store in memory keeps nothing and holds nothing."""
+    file = write(tmp_path / "kg.ttl", f"<{EX}s> <{EX}p> <{EX}o> .\n")
+    run = cli(*[str(file) if arg == "FILE" else arg for arg in args])
+    assert run.exit_code == 2 and run.stdout == "", run
+    [line] = run.error_lines
+    assert line.startswith("error: ") and "needs --store PATH (or TGSPARQL_STORE) or --endpoint" \
+        in line, line
+
+
 def test_load_missing_file_fails_with_one_line(tmp_path: Path) -> None:
     path = tmp_path / "absent.ttl"
-    run = cli("load", path)
+    run = cli("load", "--store", tmp_path / "kg", path)
     assert run.exit_code == 1
     assert run.stdout == ""
     assert run.error_lines == [f"error: {path}: cannot read: No such file or directory"]

@@ -735,7 +735,7 @@ def test_cli_ingest_without_an_llm_exits_non_zero_saying_one_is_needed(tmp_path:
 
 
 def test_cli_ingest_refuses_an_overlap_not_below_the_size(tmp_path: Path) -> None:
-    result = cli("ingest", "--chunk-size", 100, "--chunk-overlap", 100,
+    result = cli("ingest", "--store", tmp_path / "kg", "--chunk-size", 100, "--chunk-overlap", 100,
                  write(tmp_path, "a.txt", "x"))
     assert result.exit_code == 2
     assert "chunk overlap must be at least 0 and below the chunk size 100" in result.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import socket
@@ -33,6 +34,7 @@ from tgsparql.serve import ServerConfig, TgsparqlServer
 from tgsparql.serve.ask import AskLimits, RateLimiter, negotiate
 from tgsparql.serve.readonly import ReadOnlyStore
 from tgsparql.serve.sparql import ProtocolError
+from tgsparql.stores.store import StoreError
 
 from .browser import browser
 from .conftest import Served, build_store, running, serve_process
@@ -302,6 +304,7 @@ def test_without_ask_there_is_no_asking(served: Served) -> None:
     (b'{"question": 7}', "application/json", 400, "must be text"),
     (b'{"question": "a", "limit": 1}', "application/json", 400, "nothing else"),
     (b'{"question": ', "application/json", 400, "not JSON"),
+    (b"[" * 30_000 + b"]" * 30_000, "application/json", 400, "nested too deeply"),
     (b"question=a&question=b", "application/x-www-form-urlencoded", 400, "once"),
     (b"\xff\xfe", "application/json", 400, "UTF-8"),
     (b"Where?", "text/plain", 415, "application/json"),
@@ -405,6 +408,27 @@ def test_the_rate_is_per_client_and_forgets_after_a_minute() -> None:
     now[0] = 60.0
     with limiter.admitted("10.0.0.1"):
         pass
+
+
+@pytest.mark.parametrize("first,second,same", [
+    ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", True),  # one /64: one client
+    ("2001:db8:1:2::1", "2001:db8:1:3::1", False),
+    ("::ffff:10.0.0.1", "10.0.0.1", True),  # an IPv4 address mapped into IPv6 is that address
+    ("10.0.0.1", "10.0.0.2", False),
+    ("fe80::1%eth0", "fe80::2%eth1", True),
+])
+def test_a_client_is_an_ipv4_address_or_an_ipv6_slash_64(first: str, second: str,
+                                                          same: bool) -> None:
+    limiter = RateLimiter(AskLimits(in_flight=5, per_minute=1), clock=lambda: 0.0)
+    with limiter.admitted(first):
+        pass
+    if same:
+        with pytest.raises(ProtocolError, match="--ask-rate"):
+            with limiter.admitted(second):
+                pass
+    else:
+        with limiter.admitted(second):
+            pass
 
 
 def selecting_where_she_was_born(held: threading.Event | None = None,
@@ -692,6 +716,27 @@ def test_the_command_refuses_asking_it_cannot_do_safely(tmp_path: Path, args: tu
     done = tgsparql("serve", *store_args, "--ask", "--port", "0", *args)
     assert done.returncode == 2 and done.stderr.splitlines() == [f"error: {done.stderr[7:-1]}"]
     assert said in done.stderr
+
+
+@pytest.mark.parametrize("token,said", [
+    ("", "the serve token is empty"),
+    ("   ", "the serve token is empty"),
+    ("two words", "spaces or control characters"),
+])
+def test_an_empty_or_blank_serve_token_is_refused(tmp_path: Path, token: str, said: str) -> None:
+    path = tmp_path / "store"
+    path.mkdir()
+    # click reads an empty variable as unset: no token, which --ask off loopback refuses too
+    from_env = "needs --serve-token" if token == "" else said
+    for args, env, expected in ((("--serve-token", token), {}, said),
+                                ((), {"TGSPARQL_SERVE_TOKEN": token}, from_env)):
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("tgsparql")), "serve", "--store", str(path),
+             "--ask", "--host", "0.0.0.0", "--port", "0", *args],
+            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+        assert done.returncode == 2 and expected in done.stderr, (args, env, done.stderr)
+    with pytest.raises(StoreError, match=said):
+        ServerConfig(store=path, token=token)
 
 
 def test_the_command_asks_and_holds_the_store_as_its_one_writer(tmp_path: Path) -> None:

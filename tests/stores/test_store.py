@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -199,6 +200,21 @@ def test_a_closed_store_releases_its_directory_and_refuses_work(tmp_path: Path) 
     open_store(tmp_path / "db").close()
 
 
+def test_a_full_disk_at_close_is_a_store_error_and_the_store_closed(
+    small_disk: Path, fill_disk: Callable[[Path], None]
+) -> None:
+    """Not an OSError with a traceback: every command says a StoreError in one line."""
+    store = EmbeddedStore(small_disk / "kg")
+    store.update("INSERT DATA { " + " ".join(
+        f'<urn:s{i}> <urn:p> "{"y" * 50}{i}" .' for i in range(20_000)) + " }")
+    fill_disk(small_disk)
+    with pytest.raises(StoreError, match="failed to write as it closed.*No space left"):
+        store.close()
+    store.close()  # closed: closing again is harmless
+    with pytest.raises(StoreError, match="is closed"):
+        store.select("SELECT * WHERE { ?s ?p ?o }")
+
+
 def test_a_store_opened_elsewhere_starts_empty(tmp_path: Path) -> None:
     first = open_store(tmp_path / "a")
     first.update(DATA)
@@ -298,3 +314,4 @@ def test_query_form_is_learnt_from_the_text_alone(query: str, form: str) -> None
 def test_query_form_refuses_what_is_not_a_query(text: str) -> None:
     with pytest.raises(SyntaxError):
         query_form(text)
+

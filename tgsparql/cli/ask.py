@@ -17,7 +17,7 @@ from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.cli.checks import session_conforms
 from tgsparql.cli.options import (
     Failure, StoreTarget, backend_from, collection_option, constrain_option, llm_log, llm_options,
-    opened, reply_options, store_option,
+    opened, reply_options, store_or_memory_option,
 )
 from tgsparql.cli.records import explained
 from tgsparql.data.loader import load_files
@@ -30,7 +30,7 @@ DEMO_QUESTION = "Where was the scientist who discovered polonium born?"
 
 
 @click.command()
-@store_option
+@store_or_memory_option
 @click.option("--question", default=DEMO_QUESTION, show_default=True, help="What to ask.")
 @llm_options
 @constrain_option
@@ -54,7 +54,7 @@ def demo(target: StoreTarget, question: str, llm: str | None, model: str | None,
 
 
 @click.command()
-@store_option
+@store_or_memory_option
 @click.argument("question")
 @collection_option
 @llm_options

@@ -129,11 +129,27 @@ def store_option(function: F) -> F:
     """--store PATH or --endpoint URL (with its flags), handed to the command as `target`.
 
     The two exclude each other; when one comes from the command line and the other only from
-    the environment, the command line wins."""
+    the environment, the command line wins. Neither is a usage error: what the command writes or
+    reads is kept in a store, and one in memory would keep nothing."""
+    return _store_options(function, memory=False)
 
+
+def store_or_memory_option(function: F) -> F:
+    """As `store_option`, for a command whose output stands alone: with neither flag it works
+    on a store in memory (the demo; a question, which then says its session is gone)."""
+    return _store_options(function, memory=True)
+
+
+def _store_options(function: F, *, memory: bool) -> F:
     @functools.wraps(function)
     def chosen(*args: Any, store_path: Path | None, remote: Remote | None, **kwargs: Any) -> Any:
-        return function(*args, target=chosen_target(store_path, remote), **kwargs)
+        target = chosen_target(store_path, remote)
+        context = click.get_current_context()
+        if target is None and not memory and context.invoked_subcommand is None:
+            name = context.command_path
+            usage_line(f"{name} needs --store PATH (or TGSPARQL_STORE) or --endpoint URL: a store "
+                       "in memory holds nothing before the command and keeps nothing after it")
+        return function(*args, target=target, **kwargs)
 
     chosen = click.option(
         "--lock-timeout",
@@ -151,8 +167,7 @@ def store_option(function: F) -> F:
         "store_path",
         type=click.Path(path_type=Path),
         envvar="TGSPARQL_STORE",
-        help="On-disk store directory (created if missing); in memory when omitted. "
-        "Env: TGSPARQL_STORE.",
+        help="On-disk store directory (created if missing). Env: TGSPARQL_STORE.",
     )(chosen)
     return remote_options(chosen)
 

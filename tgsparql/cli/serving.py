@@ -18,6 +18,16 @@ from tgsparql.rdf import vocab
 from tgsparql.stores.store import StoreError
 
 
+def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--serve-token checked as it enters: an empty one would open the server to anyone."""
+    from tgsparql.serve.config import check_token
+
+    try:
+        return None if value is None else check_token(value)
+    except StoreError as error:
+        raise click.BadParameter(str(error), ctx, param) from None
+
+
 @click.command()
 @click.option("--store", "store_path", envvar="TGSPARQL_STORE",
               type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -29,7 +39,7 @@ from tgsparql.stores.store import StoreError
               help="Address to listen on; loopback unless you mean to share it.")
 @click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True,
               help="Port; 0 picks a free one.")
-@click.option("--serve-token", envvar="TGSPARQL_SERVE_TOKEN",
+@click.option("--serve-token", envvar="TGSPARQL_SERVE_TOKEN", callback=_token,
               help="Require 'Authorization: Bearer TOKEN' on every request to this server "
               "(--token is the endpoint's). Env: TGSPARQL_SERVE_TOKEN (preferred: keeps it out "
               "of ps).")

@@ -16,15 +16,17 @@ browser renders as it arrives: the page needs no script. A client that goes away
 the next write (or by the socket's timeout, if it stops reading): the pipeline is closed there,
 which records the session as failed unless it had already completed, so no session is left open.
 
-The limits. At most `in_flight` asks run at once and each client (by address) starts at most
-`per_minute` in any minute; beyond either, 429 with Retry-After. A body is at most `body`
-bytes (413), and the question is checked as the pipeline checks it (400) before anything is
-recorded. A form posted from another site's page is refused (403): the Host check cannot see
-that, and an ask writes to the store and spends the LLM's tokens.
+The limits. At most `in_flight` asks run at once and each client starts at most `per_minute` in
+any minute (a client is an IPv4 address or an IPv6 /64, since one host is given a whole /64);
+beyond either, 429 with Retry-After. A body is at most `body` bytes (413), and the question is
+checked as the pipeline checks it (400) before anything is recorded. A form posted from another
+site's page is refused (403): the Host check cannot see that, and an ask writes to the store and
+spends the LLM's tokens.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import threading
@@ -89,6 +91,21 @@ class AskLimits:
     longest wait, so each ends by itself, recorded as failed, rather than left open."""
 
 
+def client_of(address: str) -> str:
+    """Who the rate limit counts: an IPv4 address as it is, an IPv6 address by its /64 (one
+    host is given a whole /64 and may take any address in it); an IPv4 address mapped into
+    IPv6 counts as the IPv4 address."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 class RateLimiter:
     """Admits an ask when fewer than `in_flight` run and its client started fewer than
     `per_minute` in the last minute; else refuses it with a 429 that says when to retry."""
@@ -101,7 +118,9 @@ class RateLimiter:
         self._started: dict[str, deque[float]] = {}
 
     @contextmanager
-    def admitted(self, client: str) -> Iterator[None]:
+    def admitted(self, address: str) -> Iterator[None]:
+        """`address`: the peer's IP address; one client is one IPv4 address or one IPv6 /64."""
+        client = client_of(address)
         with self._lock:
             now = self.clock()
             recent = self._recent(client, now)
@@ -206,6 +225,9 @@ def read_question(content_type: str, body: bytes) -> str:
             data = json.loads(text)
         except ValueError as error:
             raise ProtocolError(400, f"the body is not JSON: {error}") from None
+        except RecursionError:
+            raise ProtocolError(400, "the body is not JSON this server reads: nested too "
+                                "deeply") from None
         if not isinstance(data, dict) or set(data) != {"question"}:
             raise ProtocolError(400, 'the JSON body must be {"question": "…"} and nothing else')
         question = data["question"]

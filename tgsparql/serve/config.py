@@ -43,6 +43,8 @@ class ServerConfig:
     """Seconds `--ask` waits for another writer to release the store at startup."""
 
     def __post_init__(self) -> None:
+        if self.token is not None:
+            check_token(self.token)
         if (self.store is None) == (self.endpoint is None):
             raise StoreError("serve one store: an on-disk store or a SPARQL endpoint")
         if self.ask is not None and self.store is None:
@@ -53,6 +55,18 @@ class ServerConfig:
     def dialect(self) -> str:
         """The served store's dialect: an on-disk store's is the default."""
         return str(self.endpoint_options.get("dialect", DEFAULT_DIALECT))
+
+
+def check_token(token: str) -> str:
+    """The token, if a client can send it as `Authorization: Bearer TOKEN`; an empty or blank
+    one would let in whoever sends an empty bearer, so it is refused like any that holds
+    spaces or control characters."""
+    if not token.strip():
+        raise StoreError("the serve token is empty: give a secret, or no token at all")
+    if any(char.isspace() or not char.isprintable() for char in token):
+        raise StoreError("the serve token holds spaces or control characters, which an "
+                         "Authorization header cannot carry")
+    return token
 
 
 def size_text(size: int | None) -> str:

@@ -88,8 +88,10 @@ def exclusive_store(
         try:
             yield store
         finally:
-            store.close()
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            try:
+                store.close()
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 

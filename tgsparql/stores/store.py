@@ -339,11 +339,17 @@ class EmbeddedStore(WithTemplates):
             self._store.bulk_extend(batch)
 
     def close(self) -> None:
-        """Flush and release the store (and its on-disk lock); closing twice is harmless."""
-        if self._open is not None:
-            if self.path is not None:
-                self._open.flush()
-            self._open = None
+        """Flush and release the store (and its on-disk lock); closing twice is harmless.
+
+        A flush that fails (a full disk) still releases the store, and says so as a StoreError:
+        what the last writes left unflushed is lost, as the message tells."""
+        store, self._open = self._open, None
+        if store is not None and self.path is not None:
+            try:
+                store.flush()
+            except OSError as error:
+                raise StoreError(f"the store at {self.path} failed to write as it closed, so its "
+                                 f"last writes may be lost: {error}") from None
 
     def __enter__(self) -> EmbeddedStore:
         return self
