@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import re
 import subprocess
 import tomllib
@@ -41,20 +42,38 @@ def test_the_licence_is_the_one_pyproject_declares() -> None:
 
 
 def test_the_readme_layout_names_every_module_and_folder() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    layout = readme[readme.index("## Layout"):]
-    layout = layout[:layout.index("\n## ", 1)]
+    layout = readme_section("## Layout")
     package = REPO / "tgsparql"
-    modules = [f"tgsparql/{p.name}" for p in package.glob("*.py") if p.name != "__init__.py"]
-    folders = [f"tgsparql/{p.name}/" for p in package.iterdir()
-               if p.is_dir() and (p / "__init__.py").exists()]
+    folders = sorted(f"{p.parent.relative_to(REPO)}/" for p in package.rglob("__init__.py")
+                     if p.parent != package)
     top = [f"{p.name}/" for p in REPO.iterdir() if p.is_dir() and not p.name.startswith(".")
            and p.name not in {"build", "dist"} and not p.name.endswith(".egg-info")
            and subprocess.run(["git", "ls-files", p.name], cwd=REPO, capture_output=True,
                               text=True).stdout]
-    for name in [*modules, *folders, *top, "LICENSE", ".ci/run"]:
+    assert not [p for p in package.glob("*.py") if p.name != "__init__.py"], "modules outside wings"
+    for name in ["tgsparql/", *folders, *top, "LICENSE", ".ci/run", ".importlinter"]:
         assert f"`{name}`" in layout, name
     for folder in folders:  # and each module of a folder, by name in the folder's row
         row = next(line for line in layout.splitlines() if line.startswith(f"| `{folder}`"))
         for module in (REPO / folder).glob("*.py"):
             assert module.name == "__init__.py" or f"`{module.stem}`" in row, folder + module.name
+
+
+def test_the_readme_names_the_layers_the_import_contract_keeps() -> None:
+    contract = configparser.ConfigParser()
+    contract.read(REPO / ".importlinter", encoding="utf-8")
+    layers = [line.strip() for line in contract["importlinter:contract:wings"]["layers"].split("\n")
+              if line.strip()]
+    said = re.search(r"From the bottom: (.*?)\.\n", readme_section("## Layout"), re.S)
+    assert said is not None
+    chain = [" | ".join(re.findall(r"`(\w+)`", step)) for step in said.group(1).split("←")]
+    assert chain == layers[::-1]
+    for wing in {name for layer in layers for name in layer.split(" | ")}:
+        rule = (REPO / "tgsparql" / wing / "__init__.py").read_text(encoding="utf-8")
+        assert "The rule of this" in rule, f"tgsparql/{wing}/__init__.py states no rule"
+
+
+def readme_section(heading: str) -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(heading):]
+    return section[:section.index("\n## ", 1)]
