@@ -463,6 +463,20 @@ def test_what_the_llm_writes_reaches_the_page_as_text_only(
             '&amp; &lt;b&gt;Warsaw&lt;/b&gt;</div>') in page
 
 
+def test_a_bidi_override_from_the_llm_turns_no_text_of_the_ask_page_around_it(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(selecting_where_she_was_born(reason="\u202eplaced after the override"),
+                       Reply(["\u202ewasraW", " is where\u2069 she was born."]))
+    with ask_server(tmp_path, fake_backend(fake_openai)) as asking:
+        page = asking.served.post(
+            "/ask", urllib.parse.urlencode({"question": "Where was Marie Curie born?"}).encode(),
+            "application/x-www-form-urlencoded", BROWSER).text
+    assert page.count("\u202e") == 2
+    assert "<span class=\"reasoning\">\u2068\u202eplaced after the override\u2069</span>" in page
+    assert "\u2068\u202ewasraW\u2069\u2068 is where she was born.\u2069" in page
+
+
 def test_an_llm_that_breaks_off_mid_answer_shows_as_an_error_after_what_came(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

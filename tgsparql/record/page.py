@@ -3,7 +3,8 @@
 `base.html` (the server loads its templates before these).
 
 Autoescaped; nothing on a page runs JavaScript. Only http and https IRIs become links out, so
-no `javascript:` IRI in the data is one.
+no `javascript:` IRI in the data is one. Text that holds bidi controls is printed as an isolate
+(`isolated`), so an override in a label or an answer cannot turn the page's text around it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,42 @@ import re
 from functools import cache
 
 import jinja2
+from markupsafe import Markup
 
 from tgsparql.record.picture import LINE_HEIGHT, NODE_WIDTH
 from tgsparql.record.session_view import SessionView, highlight
 
 _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
+_BIDI_CONTROL = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ISOLATE_OPENERS = frozenset("\u2066\u2067\u2068")  # LRI, RLI, FSI
+FSI, PDI = "\u2068", "\u2069"
+
+
+def isolated(text: str) -> str:
+    """`text` as one bidi isolate (FSI … PDI) when it holds bidi controls, else as it is.
+
+    The closing PDI ends every embedding and override opened inside it (Unicode bidi rule X6a);
+    a PDI of the text's own with no isolate of its own to close is dropped, so it cannot end
+    ours early, and the text's isolates left open are closed before ours."""
+    if not _BIDI_CONTROL.search(text):
+        return text
+    kept: list[str] = []
+    depth = 0
+    for char in text:
+        if char in _ISOLATE_OPENERS:
+            depth += 1
+        elif char == PDI:
+            if depth == 0:
+                continue
+            depth -= 1
+        kept.append(char)
+    return FSI + "".join(kept) + PDI * depth + PDI
+
+
+def _printed(value: object) -> object:
+    """What a template prints: a text of the data's as an isolate; markup, already made of
+    printed parts, as it is."""
+    return isolated(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def environment(*loaders: jinja2.BaseLoader) -> jinja2.Environment:
@@ -28,6 +60,7 @@ def environment(*loaders: jinja2.BaseLoader) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_printed,
     )
     built.tests["web_link"] = lambda iri: bool(_WEB_LINK.match(iri))
     built.filters["highlight"] = highlight

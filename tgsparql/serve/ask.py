@@ -49,6 +49,7 @@ from tgsparql.asking.messages import GraphRagResponse, Source
 from tgsparql.asking.pipeline import MAX_QUESTION_CHARS, GraphRag, QuestionError, check_question
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, trailing_index
+from tgsparql.record.page import isolated
 from tgsparql.serve.pages import _environment
 from tgsparql.serve.records import _json as json_line
 from tgsparql.serve.sparql import ProtocolError, _accept_ranges, _text
@@ -348,7 +349,7 @@ class AskPage(Framing):
                 self.ids.uuid if self.ids is not None else None)
         opening = Markup("") if self.answering else parts.answer_open()
         self.answering = not message.end_of_stream
-        return opening + escape(message.response) + (
+        return opening + escape(isolated(message.response)) + (
             Markup("") if self.answering else parts.answer_close())
 
     def _explain(self, message: GraphRagResponse) -> Markup:
