@@ -23,6 +23,7 @@ from tgsparql.asking.selection import SelectedEdge
 from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, llm_iri
+from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.templates import InsertData, to_literal
 from tgsparql.stores.store import Store
 
@@ -251,7 +252,8 @@ class Recorder:
         self, ids: SessionIds, error: str, ended: dt.datetime, *, started: dt.datetime
     ) -> Record:
         return self._render(
-            "record_failure", session=ids.session, error=error, ended=ended, started=started
+            "record_failure", session=ids.session, error=redacted_text(error), ended=ended,
+            started=started
         )
 
     def write(self, *parts: Record | InsertData) -> None:

@@ -17,6 +17,7 @@ from click.core import ParameterSource
 from tgsparql.asking.llm import LLMError, make_backend
 from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
 from tgsparql.rdf import vocab
+from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
 from tgsparql.stores.locking import TurnTakingStore, exclusive_store
 from tgsparql.stores.store import ENDPOINT_ENVIRONMENT, Store, StoreError, open_store
@@ -30,10 +31,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Failure(click.ClickException):
-    """A one-line error and exit code 1."""
+    """A one-line error and exit code 1; no URL's credentials in it."""
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {redacted_text(self.message)}", err=True)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import pyoxigraph as ox
 
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.usage import Usage
+from tgsparql.rdf.redact import redacted_text
 
 DEFAULT_LLM_TIMEOUT = 25.0
 """Seconds to wait for the LLM to connect or send more of a reply. With DEFAULT_LLM_RETRIES, a
@@ -24,7 +25,11 @@ Constraint = Literal["none", "grammar"]
 
 
 class LLMError(RuntimeError):
-    """The LLM could not be reached or gave no usable reply."""
+    """The LLM could not be reached or gave no usable reply. Its message names no secret: the
+    credentials of any URL in it are redacted, since it is recorded, logged and printed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redacted_text(message))
 
 
 class ExtractionUnsupported(LLMError):

@@ -1,18 +1,21 @@
 """The LLM log: every prompt sent and every raw reply, as JSON Lines a user can read back.
 
 It shows why nothing was extracted or selected: what the model was asked, with which
-constraint, and exactly what it wrote, before any parsing.
+constraint, and exactly what it wrote, before any parsing. A new log is its owner's alone
+(mode 0600), and its errors name no URL's credentials.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, TextIO
 
 from tgsparql.asking.llm.usage import Usage
+from tgsparql.rdf.redact import redacted_text
 
 
 class LLMLogError(OSError):
@@ -25,8 +28,9 @@ class LLMLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        try:
-            self._file: TextIO = path.open("a", encoding="utf-8")
+        try:  # prompts and replies are the KG's and the users' words: the owner's alone
+            descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._file: TextIO = os.fdopen(descriptor, "a", encoding="utf-8")
         except OSError as error:
             raise LLMLogError(f"cannot open the LLM log {path}: {error.strerror or error}") from None
 
@@ -52,7 +56,7 @@ class LLMLog:
             entry["usage"] = {"model": usage.model, "in_tokens": usage.in_tokens,
                               "out_tokens": usage.out_tokens}
         if error is not None:
-            entry["error"] = error
+            entry["error"] = redacted_text(error)
         if seconds is not None:
             entry["seconds"] = round(seconds, 3)
         line = json.dumps(entry, ensure_ascii=False) + "\n"

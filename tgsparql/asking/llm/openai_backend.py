@@ -17,6 +17,7 @@ from tgsparql.asking.llm.base import (
 )
 from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.usage import Usage
+from tgsparql.rdf.redact import redacted_url
 
 MAX_SELECTED_LINES: Final = 20
 MAX_FACT_LINES: Final = 30
@@ -62,7 +63,7 @@ class OpenAIBackend:
 
     @property
     def where(self) -> str:
-        return self.base_url or "the OpenAI API"
+        return redacted_url(self.base_url) if self.base_url else "the OpenAI API"
 
     @property
     def model(self) -> str:
