@@ -1,8 +1,8 @@
 """Importers of real datasets: facts plus the extraction provenance of docs/spec.md §8, as N-Quads.
 
 Benchmark code, not the product. An importer writes RDF 1.2 N-Quads with pyoxigraph's
-serializer and loads them with `tgsparql.data.loader.load_files`, exactly as a user's own files would
-be loaded (the label index included). Shared shape of every import:
+serializer and loads them with `tgsparql.data.loader.load_files`, exactly as a user's own files
+would be loaded (the label index included). Shared shape of every import:
 
 - a document per source text (`ExtractionIds` of its SHA-256), typed `tg:Document`, with its
   `dc:title`, one activity (`prov:used` the document, the importer as agent, the dataset named
@@ -11,22 +11,25 @@ be loaded (the label index included). Shared shape of every import:
   and `tg:charLength` into the document text;
 - one subgraph per sentence that states facts, `tg:contains` per fact, with the sentence as
   `tg:sourceText` and its offsets;
-- document and chunk texts in the librarian graph, with SHA-256, as `tgsparql.asking.librarian` keeps
-  them; facts and `rdfs:label`s in the default graph.
+- document and chunk texts in the librarian graph, with SHA-256, as `tgsparql.asking.librarian`
+  keeps them; facts and `rdfs:label`s in the default graph.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
 
+from benchmarks.data import data_path
 from tgsparql.asking.librarian import sha256_hex
 from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
@@ -156,3 +159,23 @@ def load(store: Store, path: Path) -> None:
     report = load_files(store, [path])
     if report.failed:
         raise DatasetError(next(iter(report.failed.values())))
+
+
+def importer_main(argv: list[str] | None, description: str,
+                  inputs: dict[str, tuple[str, ...]],
+                  run: Callable[..., Any], summary: Callable[[Any], str]) -> int:
+    """An importer's command line: one flag per input file (by default its place under
+    $TGSPARQL_DATA), `--out`; `run(*inputs, out)` imports, `summary(report)` is its line."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
+    for flag, parts in inputs.items():
+        parser.add_argument(f"--{flag}", help="default: $TGSPARQL_DATA/" + "/".join(parts))
+    parser.add_argument("--out", required=True, help="the N-Quads file to write")
+    args = parser.parse_args(argv)
+    try:
+        report = run(*(getattr(args, flag.replace("-", "_")) or data_path(*parts)
+                       for flag, parts in inputs.items()), args.out)
+    except (DatasetError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(summary(report))
+    return 0

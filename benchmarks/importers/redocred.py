@@ -15,7 +15,6 @@ Run: python -m benchmarks.importers.redocred [--docs F] [--rel-info F] --out FIL
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import sys
 from collections import defaultdict
@@ -25,8 +24,7 @@ from typing import Any, Final
 
 import pyoxigraph as ox
 
-from benchmarks.data import data_path
-from benchmarks.importers import DatasetError, QuadWriter, Sentence, read_json
+from benchmarks.importers import DatasetError, QuadWriter, Sentence, importer_main, read_json
 from tgsparql.asking.provenance import now
 from tgsparql.rdf.iris import entity_iri
 
@@ -157,21 +155,11 @@ def import_redocred(docs_path: str | Path, rel_info_path: str | Path, out: str |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", help="default: $TGSPARQL_DATA/" + "/".join(DOCS))
-    parser.add_argument("--rel-info", help="default: $TGSPARQL_DATA/" + "/".join(REL_INFO))
-    parser.add_argument("--out", required=True, help="the N-Quads file to write")
-    args = parser.parse_args(argv)
-    try:
-        report = import_redocred(args.docs or data_path(*DOCS),
-                                 args.rel_info or data_path(*REL_INFO), args.out)
-    except (DatasetError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"{report.documents} documents, {report.chunks} chunks, {report.labels} labels, "
-          f"{report.facts} facts, {report.without_evidence} labels without evidence "
-          f"-> {report.path}")
-    return 0
+    return importer_main(
+        argv, __doc__, {"docs": DOCS, "rel-info": REL_INFO}, import_redocred,
+        lambda report: f"{report.documents} documents, {report.chunks} chunks, {report.labels} "
+        f"labels, {report.facts} facts, {report.without_evidence} labels without evidence "
+        f"-> {report.path}")
 
 
 if __name__ == "__main__":

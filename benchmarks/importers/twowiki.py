@@ -17,7 +17,6 @@ Run: python -m benchmarks.importers.twowiki [--corpus F] [--questions F] --out F
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import re
 import sys
@@ -29,8 +28,9 @@ from typing import Final
 
 import pyoxigraph as ox
 
-from benchmarks.data import data_path
-from benchmarks.importers import Anchor, DatasetError, QuadWriter, Sentence, read_json
+from benchmarks.importers import (
+    Anchor, DatasetError, QuadWriter, Sentence, importer_main, read_json,
+)
 from tgsparql.asking.provenance import now
 from tgsparql.rdf.iris import ExtractionIds, entity_iri, relation_iri
 
@@ -237,21 +237,11 @@ def _anchor(paragraph: _Paragraph | None, o: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", help="default: $TGSPARQL_DATA/" + "/".join(CORPUS))
-    parser.add_argument("--questions", help="default: $TGSPARQL_DATA/" + "/".join(QUESTIONS))
-    parser.add_argument("--out", required=True, help="the N-Quads file to write")
-    args = parser.parse_args(argv)
-    try:
-        report = import_twowiki(args.corpus or data_path(*CORPUS),
-                                args.questions or data_path(*QUESTIONS), args.out)
-    except (DatasetError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"{report.documents} documents, {report.chunks} chunks, {report.facts} facts, "
-          f"{len(report.anchors)} anchored, {sum(report.unanchored.values())} not anchored "
-          f"({dict(report.unanchored)}) -> {report.path}")
-    return 0
+    return importer_main(
+        argv, __doc__, {"corpus": CORPUS, "questions": QUESTIONS}, import_twowiki,
+        lambda report: f"{report.documents} documents, {report.chunks} chunks, {report.facts} "
+        f"facts, {len(report.anchors)} anchored, {sum(report.unanchored.values())} not anchored "
+        f"({dict(report.unanchored)}) -> {report.path}")
 
 
 if __name__ == "__main__":
