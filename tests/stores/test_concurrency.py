@@ -17,6 +17,7 @@ from conftest import REPO
 from tests.servers import oxigraph_server
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.rdf import vocab
 from tgsparql.record.explain import list_sessions
 from tgsparql.stores.locking import LOCK_NAME, StoreBusy, TurnTakingStore, exclusive_store
 from tgsparql.stores.store import Store, StoreError, open_store
@@ -32,7 +33,7 @@ QUESTIONS = [
 
 
 def sessions_of(store: Store) -> list:
-    return list_sessions(store, "explainability", 100_000)
+    return list_sessions(store, vocab.DEFAULT_COLLECTION, 100_000)
 
 
 def check_all_recorded(store: Store, expected: list[str]) -> None:

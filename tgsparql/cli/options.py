@@ -171,12 +171,30 @@ def chosen_target(store_path: Path | None, remote: Remote | None) -> StoreTarget
     return remote if store_env else store_path
 
 
+class CollectionName(click.ParamType):
+    """--collection as a Collection, its name checked as the flag is read; a bad one fails as
+    every command failure does, in one line."""
+
+    name = "collection"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> vocab.Collection:
+        if isinstance(value, vocab.Collection):
+            return value
+        try:
+            return vocab.Collection(value)
+        except vocab.CollectionError as error:
+            raise Failure(str(error)) from None
+
+
 def collection_option(function: F) -> F:
     return click.option(
         "--collection",
-        default=vocab.DEFAULT_COLLECTION,
+        type=CollectionName(),
+        metavar="NAME",
+        default=vocab.DEFAULT_COLLECTION.name,
         show_default=True,
-        help="Explainability collection: sessions go to the graph urn:graph:COLLECTION.",
+        help="Explainability collection: sessions go to the graph urn:graph:NAME.",
     )(function)
 
 

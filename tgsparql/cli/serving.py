@@ -23,7 +23,7 @@ from tgsparql.cli.options import (
     remote_options,
     usage_line,
 )
-from tgsparql.rdf import vocab
+from tgsparql.rdf.vocab import Collection
 from tgsparql.stores.store import StoreError
 
 
@@ -73,8 +73,8 @@ from tgsparql.stores.store import StoreError
               "let it go. Env: TGSPARQL_LOCK_TIMEOUT.")
 @llm_options
 @constrain_option
-def serve(store_path: Path | None, remote: Remote | None, collection: str, host: str, port: int,
-          serve_token: str | None, timeout: float, max_results: int, max_memory: str,
+def serve(store_path: Path | None, remote: Remote | None, collection: Collection, host: str,
+          port: int, serve_token: str | None, timeout: float, max_results: int, max_memory: str,
           workers: int, allowed_hosts: tuple[str, ...], log: bool, ask: bool, ask_limit: int,
           ask_rate: int, lock_timeout: float, llm: str | None, model: str | None,
           base_url: str | None, api_key: str | None, constrain: str) -> None:
@@ -98,7 +98,6 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
         served = {"endpoint": target.endpoint, "endpoint_options": target.options}
     backend = backend_from(llm, model, base_url, api_key, constrain) if ask else None
     try:
-        vocab.explainability_graph(collection)
         server = TgsparqlServer(ServerConfig(
             **served, host=host, port=port, token=serve_token, timeout=timeout,
             max_results=max_results, max_memory=_memory_size(max_memory) or None,
@@ -107,7 +106,7 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
                           stop_wait=_llm_longest_wait()) if ask else None,
             lock_timeout=lock_timeout,
         ), backend)
-    except (OSError, StoreError, vocab.CollectionError) as error:
+    except (OSError, StoreError) as error:
         raise Failure(str(error)) from None
     if not is_loopback(host) and serve_token is None:
         click.echo(f"warning: serving on {host} without --serve-token: anyone who can reach it "

@@ -100,7 +100,7 @@ def _refuse_unmigrated(config: ServerConfig) -> None:
     """The saved BI queries read fields older versions did not record: on such a collection
     they would count wrong, so serving waits until the store is migrated."""
     with open_served(config) as store:
-        graph = vocab.explainability_graph(config.collection)
+        graph = config.collection.graph
         if needs_migration(store, graph):
             raise StoreError(f"{graph.value} holds sessions recorded by an older version, which "
                              f"the saved BI queries would miscount; {MIGRATE_HINT}")

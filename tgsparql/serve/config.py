@@ -35,7 +35,7 @@ class ServerConfig:
     workers: int = 2
     page_workers: int = 1
     """Query processes /sparql may not take, kept for pages and saved queries."""
-    collection: str = vocab.DEFAULT_COLLECTION
+    collection: vocab.Collection = vocab.DEFAULT_COLLECTION
     log: bool = False
     ask: AskLimits | None = None
     """With limits, POST /ask answers questions, the server holding the store as its writer."""

@@ -30,8 +30,8 @@ import pyoxigraph as ox
 
 from tgsparql.asking.labels import fetch_labels, label_of, label_terms
 from tgsparql.asking.sources import ChunkSource
-from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.vocab import Collection
 from tgsparql.record.explain import SessionSummary, explain_session
 from tgsparql.record.readback import AnswerCitation, Explanation, RecordedEdge
 from tgsparql.stores.store import Store
@@ -188,13 +188,13 @@ class SessionView:
         return "/sparql?" + urlencode({"query": self.unselected_query, "format": "html"})
 
 
-def session_view(store: Store, collection: str, session: str,
+def session_view(store: Store, collection: Collection, session: str,
                  conformance: Conformance | None = None) -> SessionView:
     """Everything the session page shows, read as `explain_session` reads it; raises
     SessionNotFound for an unknown session."""
     explanation = explain_session(store, collection, session, UNSELECTED_SHOWN)
     unselected_query = store.templates.render(
-        "_trace/session_unselected", graph=vocab.explainability_graph(collection),
+        "_trace/session_unselected", graph=collection.graph,
         session=SessionIds.from_session_iri(session).session)
     return SessionView(explanation, picture(explanation.question or "", explanation.selected),
                        conformance, unselected_query)
