@@ -19,6 +19,7 @@ from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.record.explain import list_sessions
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.locking import LOCK_NAME, StoreBusy, TurnTakingStore, exclusive_store
 from tgsparql.stores.store import Store, StoreError, open_store
 from tgsparql.testing import assert_conforms
@@ -71,15 +72,17 @@ def test_threads_each_with_a_remote_store_on_one_endpoint_lose_nothing(demo_dir:
 
     threads, per_thread = 4, 4
     with oxigraph_server(demo_dir) as base:
+        endpoint = Endpoint(base + "/query", update_url=base + "/update")
+
         def work(n: int) -> list[str]:
-            with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+            with RemoteStore(endpoint) as store:
                 rag = GraphRag(store, OfflineBackend(), index_labels=False)
                 return [rag.ask(QUESTIONS[(n + i) % len(QUESTIONS)])[1][0].explain_id
                         for i in range(per_thread)]
 
         with ThreadPoolExecutor(threads) as pool:
             recorded = [iri for batch in pool.map(work, range(threads)) for iri in batch]
-        with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+        with RemoteStore(endpoint) as store:
             check_all_recorded(store, recorded)
 
 
@@ -112,7 +115,7 @@ def test_processes_writing_at_once_to_one_endpoint_lose_nothing(demo_dir: Path) 
         outputs = run_writers(base, processes=3, count=10, batch=0)
         done = [line.split()[1] for lines in outputs for line in lines if line.startswith("done ")]
         assert len(done) == 3 * 10
-        with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+        with RemoteStore(Endpoint(base + "/query", update_url=base + "/update")) as store:
             check_all_recorded(store, done)
 
 

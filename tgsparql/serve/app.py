@@ -114,7 +114,7 @@ def describe(server: TgsparqlServer) -> str:
     """The startup line: where it listens and what it serves."""
     config = server.config
     served = {"store": str(config.store)} if config.endpoint is None else {
-        "endpoint": display_url(config.endpoint), "dialect": config.dialect}
+        "endpoint": display_url(config.endpoint.query_url), "dialect": config.dialect}
     return json.dumps({
         "url": server.url, **served, "token": config.token is not None,
         "timeout_s": config.timeout, "max_results": config.max_results,

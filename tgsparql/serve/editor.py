@@ -22,7 +22,7 @@ import pyoxigraph as ox
 
 from tgsparql.rdf.iris import SESSION_PREFIX, SessionIds
 from tgsparql.rdf.templates import templates_for
-from tgsparql.rdf.terms import DEFAULT_DIALECT
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
 from tgsparql.rdf.vocab import Collection
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
@@ -118,10 +118,10 @@ def prefixes() -> str:
 
 
 @cache
-def examples(dialect: str, collection: Collection) -> tuple[Example, ...]:
+def examples(dialect: Dialect, collection: Collection) -> tuple[Example, ...]:
     """The saved BI queries with their default parameters (the collection's graph), then the
     trace queries with placeholder IRIs, rendered for the served store's dialect."""
-    templates = templates_for(dialect)  # type: ignore[arg-type]
+    templates = templates_for(dialect)
     out = []
     for saved in saved_queries().values():
         params = saved.bind({"collection": [collection.name]} if any(
@@ -155,7 +155,7 @@ def starting_query(collection: Collection) -> str:
     )
 
 
-def page(query: str, dialect: str, collection: Collection, *,
+def page(query: str, dialect: Dialect, collection: Collection, *,
          request: QueryRequest | None = None, results: Results | None = None,
          error: str | None = None, status: int = 200) -> Answer:
     """The page, with the query in the box and its results or its error below it."""
@@ -167,7 +167,7 @@ def page(query: str, dialect: str, collection: Collection, *,
     return Answer(status, HTML, html.encode("utf-8"))
 
 
-def results_page(store: Queryable, request: QueryRequest, max_results: int, dialect: str,
+def results_page(store: Queryable, request: QueryRequest, max_results: int, dialect: Dialect,
                  collection: Collection) -> Answer:
     """Run the query as the protocol would, and answer the page with its results."""
     check_query(request.query)
