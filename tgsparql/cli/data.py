@@ -72,10 +72,10 @@ def export(target: StoreTarget, dialect: Dialect | None, graphs: tuple[str, ...]
     rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
     """
     from tgsparql.data.export import export as export_store
-    from tgsparql.record.conformance import GraphNameError, data_graph
+    from tgsparql.record.conformance import GraphNameError, named_graphs
 
     try:
-        chosen = data_graph(graphs) if graphs else None
+        chosen = named_graphs(graphs) if graphs else None
     except GraphNameError as error:
         raise click.BadParameter(str(error), param_hint="--graph") from None
     if isinstance(target, Endpoint):
@@ -87,13 +87,11 @@ def export(target: StoreTarget, dialect: Dialect | None, graphs: tuple[str, ...]
     with opened(target) as store:
         try:
             if output is None:
-                export_store(store, sys.stdout.buffer, format_, chosen,  # type: ignore[arg-type]
-                             written)
+                export_store(store, sys.stdout.buffer, format_, chosen, written)
                 sys.stdout.buffer.flush()
             else:
                 with output.open("wb") as file:
-                    export_store(store, file, format_, chosen,  # type: ignore[arg-type]
-                                 written)
+                    export_store(store, file, format_, chosen, written)
         except BrokenPipeError:
             # The reader stopped reading (`| head`): nothing to say, and nothing more to write.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
