@@ -76,12 +76,12 @@ RDF_TYPE = vocab.RDF + "type"
 RDFS_LABEL = vocab.RDFS + "label"
 XSD = vocab.XSD
 
-BENCH_COLLECTION = "benchmark"
+BENCH_COLLECTION = vocab.Collection("benchmark")
 """The collection the recording measurement writes to, apart from the pipeline's."""
-LITE_COLLECTION = "benchmark-lite"
+LITE_COLLECTION = vocab.Collection("benchmark-lite")
 """The same writes with `record_retrieved_edges=False`."""
-LITE_PIPELINE_COLLECTION = "explainability-lite"
-FLOOR_COLLECTION = "benchmark-floor"
+LITE_PIPELINE_COLLECTION = vocab.Collection("explainability-lite")
+FLOOR_COLLECTION = vocab.Collection("benchmark-floor")
 """The same writes again, as quads handed to pyoxigraph's own `Store.extend`."""
 
 TARGET_RECORDING_MS = 3.0
@@ -897,11 +897,11 @@ def read_into_page_cache(directory: Path) -> int:
 def clear_records(store: EmbeddedStore) -> None:
     """Forget the records of earlier runs, so every run starts from the same store."""
     for graph in (
-        vocab.explainability_graph(),
-        vocab.explainability_graph(BENCH_COLLECTION),
-        vocab.explainability_graph(LITE_COLLECTION),
-        vocab.explainability_graph(LITE_PIPELINE_COLLECTION),
-        vocab.explainability_graph(FLOOR_COLLECTION),
+        vocab.DEFAULT_COLLECTION.graph,
+        BENCH_COLLECTION.graph,
+        LITE_COLLECTION.graph,
+        LITE_PIPELINE_COLLECTION.graph,
+        FLOOR_COLLECTION.graph,
         vocab.GRAPH_LIBRARY,
     ):
         store.oxigraph.remove_graph(graph)

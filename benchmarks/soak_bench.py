@@ -48,6 +48,7 @@ from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.data.loader import load_files
 from tgsparql.record.conformance import session_nodes
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.locking import exclusive_store
 from tgsparql.stores.store import EmbeddedStore, Store, open_store
 from tgsparql.validation import Shapes, Validator
@@ -398,8 +399,9 @@ def remote_throughput(endpoints: tuple[str, str], writers: int, total: int) -> f
     """Sessions/s with `writers` threads, each with its own RemoteStore on the server."""
     from tgsparql.stores.remote import RemoteStore
 
-    rags = [GraphRag(RemoteStore(endpoints[0], update_endpoint=endpoints[1]), OfflineBackend(),
-                     index_labels=False) for _ in range(writers)]
+    endpoint = Endpoint(endpoints[0], update_url=endpoints[1])
+    rags = [GraphRag(RemoteStore(endpoint), OfflineBackend(), index_labels=False)
+            for _ in range(writers)]
     local = threading.local()
     pool = iter(rags)
     lock = threading.Lock()

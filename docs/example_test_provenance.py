@@ -12,7 +12,7 @@ import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tgsparql import open_store
+from tgsparql import Collection, open_store
 from tgsparql.record.explain import explain_session
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.asking.provenance import Recorder, now
@@ -47,7 +47,7 @@ def test_a_scripted_llm_selects_exactly_the_edge_it_was_told(
     answer, messages = rag.ask(QUESTION)
     assert answer == "In Warsaw."
     session = messages[0].explain_id
-    explained = explain_session(store, "explainability", session)
+    explained = explain_session(store, Collection("explainability"), session)
     assert [(edge.edge, edge.reasoning) for edge in explained.selected] == [
         (BORN_IN, "the birthplace")
     ]

@@ -15,12 +15,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tgsparql.rdf.terms import Dialect
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.remote import RemoteStore
 
 STARTUP_SECONDS = 20
@@ -49,15 +51,20 @@ class Server:
     def base(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def store(self, base: str | None = None, **options: object) -> RemoteStore:
-        """A RemoteStore on this server, or on `base` (a proxy in front of it)."""
+    def endpoint(self, base: str | None = None) -> Endpoint:
+        """This server's endpoint, or `base`'s (a proxy in front of it)."""
         root = base or self.base
-        return RemoteStore(
+        return Endpoint(
             root + self.query_path,
-            update_endpoint=root + self.update_path,
-            graph_store=root + self.store_path if self.store_path else None,
-            **{"dialect": self.dialect, "kg_graph": self.kg_graph, **options},  # type: ignore
+            update_url=root + self.update_path,
+            graph_store_url=root + self.store_path if self.store_path else None,
+            dialect=self.dialect,
+            kg_graph=self.kg_graph,
         )
+
+    def store(self, base: str | None = None, **changes: Any) -> RemoteStore:
+        """A RemoteStore on this server, or on `base`, with `changes` to its endpoint."""
+        return RemoteStore(replace(self.endpoint(base), **changes))
 
     def clear(self) -> None:
         """Empty the store, so the next test starts afresh."""

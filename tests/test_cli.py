@@ -18,6 +18,7 @@ from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa:
 from tests.conftest import CliRun, clean_env, cli, console_script
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli.ask import DEMO_QUESTION
+from tgsparql.rdf import vocab
 from tgsparql.record.explain import explain_session
 from tgsparql.stores.store import open_store
 
@@ -161,7 +162,7 @@ def test_demo_in_memory_streams_the_answer_then_explains_it(
     messages = list(tgsparql_demo_pipeline.query(DEMO_QUESTION, stream=True))
     expected_answer = "".join(m.response for m in messages if m.message_type == "chunk")
     expected = explain_session(
-        tgsparql_demo_pipeline.store, "explainability", messages[0].explain_id
+        tgsparql_demo_pipeline.store, vocab.DEFAULT_COLLECTION, messages[0].explain_id
     ).to_json()
 
     run = ok("demo")

@@ -13,6 +13,7 @@ import sys
 
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.locking import exclusive_store
 from tgsparql.stores.remote import RemoteStore
 
@@ -37,7 +38,7 @@ def record(rag: GraphRag, question: str) -> None:
 
 def main(path: str, count: int, batch: int) -> None:
     if path.startswith(("http://", "https://")):
-        with RemoteStore(path + "/query", update_endpoint=path + "/update") as remote:
+        with RemoteStore(Endpoint(path + "/query", update_url=path + "/update")) as remote:
             rag = GraphRag(remote, OfflineBackend(), index_labels=False)
             for i in range(count):
                 record(rag, QUESTIONS[i % len(QUESTIONS)])

@@ -71,7 +71,7 @@ def test_hostile_answer_text_is_recorded_literally(text: str) -> None:
         ids = SessionIds.new()
         now = dt.datetime.now(dt.timezone.utc)
         recorder.write(recorder.answer(ids, None, now, found, started=now))
-        graph = vocab.explainability_graph()
+        graph = vocab.DEFAULT_COLLECTION.graph
         stored = {q.object.value for q in store.oxigraph.quads_for_pattern(
             None, ox.NamedNode(vocab.TG + "sentence"), None, graph)}
         assert stored == {c.sentence for c in found.citations}

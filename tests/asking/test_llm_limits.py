@@ -18,6 +18,7 @@ from tests.asking.llm.silent_server import SilentServer, silent_llm  # noqa: F40
 from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
 from tgsparql.asking.llm.openai_backend import OpenAIBackend
 from tgsparql.asking.pipeline import OutputLimits
+from tgsparql.rdf import vocab
 from tgsparql.record.explain import list_sessions
 from tgsparql.stores.store import open_store
 
@@ -73,7 +74,7 @@ def test_a_dead_llm_fails_the_session_in_time_and_never_locks_other_writers_out(
     assert "timed out" in last["error"]["message"].lower()
     assert waited < timeout + 30  # its own timeout, not the 120 s x 3 tries of the past
     with open_store(tgsparql_demo_store_dir) as store:
-        [session] = list_sessions(store, "explainability", 10)
+        [session] = list_sessions(store, vocab.DEFAULT_COLLECTION, 10)
         assert session.status == "failed"
         assert store.ask('ASK { <urn:x:meanwhile> ?p ?o }')
 

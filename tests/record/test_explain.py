@@ -13,6 +13,7 @@ from tgsparql.asking.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.messages import GraphRagResponse
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.record.explain import SessionNotFound, explain_session, list_sessions
 
@@ -52,9 +53,8 @@ def uuid_of(messages: list[GraphRagResponse]) -> str:
 def demo_session(tgsparql_demo_pipeline: GraphRag):
     messages = asked(tgsparql_demo_pipeline)
     assert messages[-1].error is None
-    explained = explain_session(tgsparql_demo_pipeline.store, "explainability",
-                                messages[0].explain_id)
-    return tgsparql_demo_pipeline, messages, explained
+    return tgsparql_demo_pipeline, messages, explain_session(
+        tgsparql_demo_pipeline.store, vocab.DEFAULT_COLLECTION, messages[0].explain_id)
 
 
 def stored_reasoning(store, iri: str) -> str:
@@ -89,7 +89,7 @@ def test_explain_session_counts_the_edges_not_selected_and_labels_the_first_aske
     selected = {edge.edge for edge in explanation.selected}
     assert explanation.unselected_count == explanation.edge_count - len(selected) > 2
     assert explanation.unselected == []  # none asked for
-    asked_for = explain_session(rag.store, "explainability",
+    asked_for = explain_session(rag.store, vocab.DEFAULT_COLLECTION,
                                 messages[0].explain_id, unselected=2)
     assert asked_for.unselected_count == explanation.unselected_count
     assert len(asked_for.unselected) == 2
@@ -177,7 +177,7 @@ def test_tampering_with_the_stored_answer_makes_it_not_intact(demo_session, tamp
         INSERT {{ GRAPH <urn:graph:library> {{ {document} {predicate} {value} }} }}
         WHERE {{ GRAPH <urn:graph:library> {{ {document} {predicate} ?old }} }}"""
     )
-    explanation = explain_session(rag.store, "explainability", messages[0].explain_id)
+    explanation = explain_session(rag.store, vocab.DEFAULT_COLLECTION, messages[0].explain_id)
     assert explanation.answer_intact is False
     assert explanation.answer == ("Paris." if predicate.endswith("content>") else messages_text(messages))
 
@@ -188,27 +188,26 @@ def messages_text(messages: list[GraphRagResponse]) -> str:
 
 def test_an_unknown_session_raises_session_not_found(tgsparql_demo_store) -> None:
     with pytest.raises(SessionNotFound):
-        explain_session(tgsparql_demo_store, "explainability",
-                        f"urn:trustgraph:session:{uuidlib.uuid4()}")
+        explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, f"urn:trustgraph:session:{uuidlib.uuid4()}")
 
 
 def test_a_session_of_another_collection_is_not_found(demo_session) -> None:
     rag, messages, _ = demo_session
     with pytest.raises(SessionNotFound):
-        explain_session(rag.store, "other", messages[0].explain_id)
+        explain_session(rag.store, vocab.Collection("other"), messages[0].explain_id)
 
 
 @pytest.mark.parametrize("text", ["not-a-session", "urn:trustgraph:session:xyz", ""])
 def test_a_malformed_session_reference_is_a_value_error(tgsparql_demo_store, text) -> None:
     with pytest.raises(ValueError, match="not a session IRI"):
-        explain_session(tgsparql_demo_store, "explainability", text)
+        explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, text)
 
 
 def test_explain_session_accepts_the_bare_uuid(demo_session) -> None:
     rag, messages, explanation = demo_session
     uuid = uuid_of(messages)
     for reference in (uuid, uuid.upper(), f"  {messages[0].explain_id} "):
-        by_uuid = explain_session(rag.store, "explainability", reference)
+        by_uuid = explain_session(rag.store, vocab.DEFAULT_COLLECTION, reference)
         assert by_uuid.session == explanation.session
         assert set(by_uuid.triples) == set(explanation.triples)
         assert by_uuid.to_json() == explanation.to_json()
@@ -274,7 +273,7 @@ def test_the_terms_of_a_nested_edge_are_labelled_by_the_one_query_down_to_its_ob
     add_retrieved_edge(rag, session, "<<( ex:a0 ex:p0 <<( ex:a1 ex:p1 ex:o1 )>> )>>",
                        ["a0", "p0", "a1", "p1", "o1"])
     counting = CountingStore(rag.store)
-    explained = explain_session(counting, "explainability", session, unselected=100)
+    explained = explain_session(counting, vocab.DEFAULT_COLLECTION, session, unselected=100)
     assert len(counting.requests) == 1
     nested = [u.labels for u in explained.unselected if str(u.edge.subject).startswith(f"<{NESTED}")]
     assert nested == [("A0", "P0", "(A1 P1 O1)")]
@@ -287,7 +286,7 @@ def test_the_terms_nested_deeper_are_labelled_by_a_second_request(demo_session) 
                        "<<( ex:b0 ex:p0 <<( ex:b1 ex:p1 <<( ex:b2 ex:p2 ex:o2 )>> )>> )>>",
                        ["b0", "p0", "b1", "p1", "b2", "p2", "o2"])
     counting = CountingStore(rag.store)
-    explained = explain_session(counting, "explainability", session, unselected=100)
+    explained = explain_session(counting, vocab.DEFAULT_COLLECTION, session, unselected=100)
     nested = [u.labels for u in explained.unselected if str(u.edge.subject).startswith(f"<{NESTED}")]
     assert nested == [("B0", "P0", "(B1 P1 (B2 P2 O2))")]
     assert len(counting.requests) == 2
@@ -302,7 +301,7 @@ def test_a_failed_session_is_explained_with_its_error(tgsparql_demo_store) -> No
 
     rag = GraphRag(tgsparql_demo_store, Broken())
     messages = asked(rag)
-    explanation = explain_session(tgsparql_demo_store, "explainability", messages[0].explain_id)
+    explanation = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, messages[0].explain_id)
     assert explanation.status == "failed"
     assert explanation.error == messages[-1].error.message
     assert explanation.error.startswith("selection failed: ")
@@ -338,7 +337,7 @@ INSERT DATA {{ GRAPH <urn:graph:explainability> {{
 
 def test_list_sessions_is_newest_first_by_real_time_not_text(tgsparql_demo_store) -> None:
     tgsparql_demo_store.update(HAND_SESSIONS)
-    listed = list_sessions(tgsparql_demo_store, "explainability", 10)
+    listed = list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10)
     # B is 06:00Z, C is 05:30Z, A is 05:00Z; as text A > B > C.
     assert [s.question for s in listed] == ["question B", "question C", "question A"]
     assert [s.started for s in listed] == [
@@ -348,10 +347,10 @@ def test_list_sessions_is_newest_first_by_real_time_not_text(tgsparql_demo_store
 
 def test_list_sessions_honours_the_limit(tgsparql_demo_store) -> None:
     tgsparql_demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 2)] == [
+    assert [s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 2)] == [
         "question B", "question C"
     ]
-    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 1)] == [
+    assert [s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 1)] == [
         "question B"
     ]
 
@@ -360,18 +359,18 @@ def test_list_sessions_with_a_question_keeps_those_that_contain_it_in_any_case(
     tgsparql_demo_store
 ) -> None:
     tgsparql_demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 10,
+    assert [s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10,
                                               "QUESTION c")] == ["question C"]
-    assert [s.question for s in list_sessions(tgsparql_demo_store, "explainability", 10,
+    assert [s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10,
                                               "question")] == [
         "question B", "question C", "question A"
     ]
-    assert list_sessions(tgsparql_demo_store, "explainability", 10, "nowhere") == []
+    assert list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10, "nowhere") == []
 
 
 def test_list_sessions_includes_failed_sessions_with_their_error(tgsparql_demo_store) -> None:
     tgsparql_demo_store.update(HAND_SESSIONS)
-    by_question = {s.question: s for s in list_sessions(tgsparql_demo_store, "explainability", 10)}
+    by_question = {s.question: s for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10)}
     failed = by_question["question C"]
     assert failed.session == "urn:trustgraph:session:00000000-0000-4000-8000-00000000000c"
     assert failed.status == "failed"
@@ -382,15 +381,14 @@ def test_list_sessions_includes_failed_sessions_with_their_error(tgsparql_demo_s
 
 
 def test_list_sessions_puts_a_new_query_first_and_reads_only_its_collection(
-    tgsparql_demo_pipeline: GraphRag
-) -> None:
+    tgsparql_demo_pipeline: GraphRag) -> None:
     tgsparql_demo_pipeline.store.update(HAND_SESSIONS)
     messages = asked(tgsparql_demo_pipeline)
-    listed = list_sessions(tgsparql_demo_pipeline.store, "explainability", 10)
+    listed = list_sessions(tgsparql_demo_pipeline.store, vocab.DEFAULT_COLLECTION, 10)
     assert [s.session for s in listed][:2] == [
         messages[0].explain_id, "urn:trustgraph:session:00000000-0000-4000-8000-00000000000b"
     ]
     assert len(listed) == 4
     assert listed[0].status == "complete" and listed[0].question == QUESTION
     assert json.loads(json.dumps([s.to_json() for s in listed]))[0]["question"] == QUESTION
-    assert list_sessions(tgsparql_demo_pipeline.store, "other", 10) == []
+    assert list_sessions(tgsparql_demo_pipeline.store, vocab.Collection("other"), 10) == []

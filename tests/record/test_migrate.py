@@ -23,7 +23,7 @@ from tgsparql.serve.saved import saved_queries
 from tgsparql.stores.store import EmbeddedStore, StoreError
 
 TG = vocab.TG
-GRAPH = vocab.explainability_graph()
+GRAPH = vocab.DEFAULT_COLLECTION.graph
 DOCUMENTS = 5
 """Documents of the generated KG: the old documents_never_cited takes minutes past a few."""
 XSD_DATE = ox.NamedNode(vocab.XSD + "date")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tgsparql.asking.grounding import update_label_index
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.rdf.vocab import DEFAULT_COLLECTION
 from tgsparql.record.page import FSI, PDI, isolated, render_session
 from tgsparql.record.session_view import session_view
 from tgsparql.stores.store import Store
@@ -61,7 +62,7 @@ def test_a_label_with_an_override_turns_no_text_of_the_page_around_it(
     update_label_index(tgsparql_store)
     rag = GraphRag(tgsparql_store, OfflineBackend())
     session = list(rag.query("Where was Marie Curie born?", stream=True))[0].explain_id
-    page = render_session(session_view(tgsparql_store, "explainability", session))
+    page = render_session(session_view(tgsparql_store, DEFAULT_COLLECTION, session))
     assert page.count(OVERRIDE) >= 2  # the edge list, the picture, the answer
     assert unclosed_at_end(page) == ([], 0)
     for found in re.finditer(OVERRIDE, page):

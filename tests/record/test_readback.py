@@ -34,8 +34,8 @@ TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
 def outputs(rag: GraphRag, session: str) -> dict[str, str]:
     """Every read-back output of `session`, by file name."""
     store = rag.store
-    explanation = explain_session(store, "explainability", session)
-    view = session_view(store, "explainability", session)
+    explanation = explain_session(store, vocab.DEFAULT_COLLECTION, session)
+    view = session_view(store, vocab.DEFAULT_COLLECTION, session)
     found = {
         "explain.txt": render_text(explanation),
         "explain.json": json.dumps(explanation.to_json(), ensure_ascii=False, indent=2),
@@ -47,7 +47,7 @@ def outputs(rag: GraphRag, session: str) -> dict[str, str]:
     edges = [edge.iri for edge in explanation.selected]
     for name, iri in (("session", session), ("edge", edges[0] if edges else session),
                       ("document", DOCUMENT)):
-        traced = trace(store, "explainability", iri)
+        traced = trace(store, vocab.DEFAULT_COLLECTION, iri)
         found[f"trace-{name}.txt"] = trace_text(traced)
         found[f"trace-{name}.json"] = json.dumps(trace_json(traced), ensure_ascii=False, indent=2)
     return found
@@ -81,8 +81,8 @@ def test_the_session_page_reads_the_session_in_one_request(
     query (explain_session.rq), and no trace query beside it."""
     session = list(tgsparql_demo_pipeline.query(QUESTIONS[0], stream=True))[0].explain_id
     counting = CountingStore(tgsparql_demo_pipeline.store)
-    session_view(counting, "explainability", session)
+    session_view(counting, vocab.DEFAULT_COLLECTION, session)
     ids = SessionIds.from_session_iri(session)
     assert counting.requests == [tgsparql_demo_pipeline.templates.render(
-        "explain_session", graph=vocab.explainability_graph(), session=ids.session,
+        "explain_session", graph=vocab.DEFAULT_COLLECTION.graph, session=ids.session,
         retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer, unselected=True)]

@@ -97,9 +97,9 @@ def test_deleting_a_session_removes_what_it_owns_and_leaves_everything_else_byte
     assert any(line.startswith(f"<{gone.answer_document.value}> ") for line in owned)
     assert any(":0> <https://trustgraph.ai/ns/edge> <<( " in line for line in owned)
 
-    (chosen,) = select_sessions(store, "explainability", sessions=[sessions[1]])
+    (chosen,) = select_sessions(store, vocab.DEFAULT_COLLECTION, sessions=[sessions[1]])
     assert chosen.quads == len(owned)
-    assert delete_sessions(store, "explainability", [chosen]) == len(owned)
+    assert delete_sessions(store, vocab.DEFAULT_COLLECTION, [chosen]) == len(owned)
 
     after = dump(store)
     assert after == sorted(set(before) - set(owned))
@@ -115,8 +115,8 @@ def test_a_failed_session_goes_with_its_failure_fields(tgsparql_demo_store: Embe
     failed.record(tgsparql_demo_store)
     assert any(line.startswith(f"<{failed.ids.session.value}> <{vocab.TG}error> ")
                for line in dump(tgsparql_demo_store))
-    chosen = select_sessions(tgsparql_demo_store, "explainability", sessions=[failed.ids.uuid])
-    delete_sessions(tgsparql_demo_store, "explainability", chosen)
+    chosen = select_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions=[failed.ids.uuid])
+    delete_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, chosen)
     assert dump(tgsparql_demo_store) == before
 
 
@@ -133,24 +133,24 @@ def test_older_than_deletes_exactly_the_sessions_started_before_the_cutoff(data,
     before = dump(store)
     cutoff = NOW - dt.timedelta(days=days)
     old = [s for s in sessions if s.started < cutoff]
-    chosen = select_sessions(store, "explainability",
+    chosen = select_sessions(store, vocab.DEFAULT_COLLECTION,
                              older_than=dt.timedelta(days=days), at=NOW)
     assert {c.ids for c in chosen} == {s.ids for s in old}
-    delete_sessions(store, "explainability", chosen)
+    delete_sessions(store, vocab.DEFAULT_COLLECTION, chosen)
     removed = {line for s in old for line in owned_lines(before, s.ids.uuid)}
     assert dump(store) == sorted(set(before) - removed)
     assert_conforms(store)
 
 
 def test_sessions_of_another_collection_are_untouched(tgsparql_demo_store: EmbeddedStore) -> None:
-    rag = GraphRag(tgsparql_demo_store, OfflineBackend(), collection="other")
+    rag = GraphRag(tgsparql_demo_store, OfflineBackend(), collection=vocab.Collection("other"))
     session = rag.ask(QUESTIONS[0])[1][0].explain_id
-    assert select_sessions(tgsparql_demo_store, "explainability",
+    assert select_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
                            older_than=dt.timedelta(seconds=1),
                            at=dt.datetime.now(UTC) + dt.timedelta(days=1)) == []
     with pytest.raises(RetentionError, match=f"no session {session} in collection "
                                              "'explainability'"):
-        select_sessions(tgsparql_demo_store, "explainability", sessions=[session])
+        select_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions=[session])
 
 
 def test_reified_edges_go_when_no_session_refers_to_them_any_more(
@@ -164,11 +164,11 @@ def test_reified_edges_go_when_no_session_refers_to_them_any_more(
     first = rag.ask(QUESTIONS[0])[1][0].explain_id
     with_first = dump(store)
     second = rag.ask(QUESTIONS[0])[1][0].explain_id  # the same edges, shared statements
-    delete_sessions(store, "explainability",
-                    select_sessions(store, "explainability", sessions=[second]))
+    delete_sessions(store, vocab.DEFAULT_COLLECTION,
+                    select_sessions(store, vocab.DEFAULT_COLLECTION, sessions=[second]))
     assert dump(store) == with_first
-    delete_sessions(store, "explainability",
-                    select_sessions(store, "explainability", sessions=[first]))
+    delete_sessions(store, vocab.DEFAULT_COLLECTION,
+                    select_sessions(store, vocab.DEFAULT_COLLECTION, sessions=[first]))
     assert dump(store) == base
 
 

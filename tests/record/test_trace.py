@@ -19,6 +19,7 @@ from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.asking.sources import ChunkSource
 from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.rdf.templates import Templates
 from tgsparql.record.explain import explain_session
@@ -341,7 +342,7 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
     assert len(served) == len(embedded)
     if path.stem == "session_unselected":  # edges, not sources: those explain counts
         assert sorted(map(str, served)) == sorted(map(str, embedded))
-        unselected = explain_session(tgsparql_demo_store, "explainability", ids.session.value,
+        unselected = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids.session.value,
                                      unselected=10_000).unselected
         assert {ox.Triple(r["subject"], r["predicate"], r["object"])  # type: ignore[arg-type]
                 for r in embedded} == {u.edge for u in unselected}
@@ -353,7 +354,7 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
     else:
         iri = {"edge_sources": ids.edge_selection(0).value,
                "document_sessions": document.value}.get(path.stem, ids.session.value)
-        traced = traced_keys(trace(tgsparql_demo_store, "explainability", iri))
+        traced = traced_keys(trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, iri))
     assert traced and row_keys(embedded) == traced
 
 
@@ -367,10 +368,10 @@ def test_edge_sources_equal_the_walk_for_every_selected_edge(
     checked = 0
     for session in sessions:
         for iri, edge in walk_selected(ox_store, ox.NamedNode(session)).items():
-            found = edge_sources(tgsparql_demo_store, "explainability", ox.NamedNode(iri))
+            found = edge_sources(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ox.NamedNode(iri))
             assert found == walk_chunk_sources(ox_store, edge)
             assert found  # every demo fact has a recorded source
-            traced = trace(tgsparql_demo_store, "explainability", iri)
+            traced = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, iri)
             assert isinstance(traced, EdgeTrace)
             assert (traced.edge.edge, traced.edge.sources) == (edge, found)
             [reason] = objects(ox_store, ox.NamedNode(iri), tg("reasoning"), EXPLAINABILITY)
@@ -383,7 +384,7 @@ def test_session_trace_equals_the_walk(
     tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
 ) -> None:
     for session, question in zip(sessions, QUESTIONS):
-        found = session_trace(tgsparql_demo_store, "explainability",
+        found = session_trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
                               SessionIds.from_session_iri(session))
         assert found is not None
         assert (found.session, found.question, found.status) == (session, question, "complete")
@@ -403,10 +404,10 @@ def test_session_sources_are_the_answer_view_of_the_full_trace(
     compared = 0
     for session in sessions:
         ids = SessionIds.from_session_iri(session)
-        found = session_trace(tgsparql_demo_store, "explainability", ids)
+        found = session_trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids)
         assert found is not None
         edges = {ox.NamedNode(e.edge_selection): e.edge for e in found.selected}
-        sources = session_sources(tgsparql_demo_store, "explainability", ids, edges)
+        sources = session_sources(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids, edges)
         expected = [(e, s) for e in found.selected for s in e.sources]
         assert sources == [s.as_source(e.edge_selection, e.edge) for e, s in expected]
         assert all(s.text is not None and s.text == c.evidence
@@ -418,7 +419,7 @@ def test_session_sources_are_the_answer_view_of_the_full_trace(
 def test_session_sources_of_an_unknown_session_are_none(tgsparql_demo_store: EmbeddedStore) -> None:
     ids = SessionIds("00000000-0000-4000-8000-000000000000")
     edges = {ids.edge_selection(0): MARRIED}
-    assert session_sources(tgsparql_demo_store, "explainability", ids, edges) == []
+    assert session_sources(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids, edges) == []
 
 
 def test_every_fact_of_the_demo_traces_as_the_walk_does_with_exact_offsets(
@@ -489,7 +490,7 @@ def test_dcterms_titles_are_accepted(tgsparql_demo_store: EmbeddedStore) -> None
                                              ox.Literal("Institut du Radium"), SOURCE))
     [source] = fact_sources(tgsparql_demo_store, LOCATED)
     assert source.title == "Institut du Radium"
-    found = document_sessions(tgsparql_demo_store, "explainability", doc)
+    found = document_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, doc)
     assert found is not None and found.title == "Institut du Radium"
 
 
@@ -499,7 +500,7 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
     library = StoreLibrarian(tgsparql_demo_store)
     used_by_some = 0
     for document in documents(ox_store):
-        found = document_sessions(tgsparql_demo_store, "explainability", document)
+        found = document_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, document)
         assert found is not None and found.document == document.value
         walked = walk_document_uses(ox_store, document)
         assert {u.session.session: {e.edge_selection: {c.chunk for c in e.sources}
@@ -520,10 +521,10 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
 def test_a_document_no_session_used_has_no_sessions_and_an_unknown_one_is_none(
     tgsparql_demo_store: EmbeddedStore
 ) -> None:
-    found = document_sessions(tgsparql_demo_store, "explainability",
+    found = document_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
                               ox.NamedNode(DOC + "pierre-curie"))
     assert found == DocumentTrace(DOC + "pierre-curie", "Pierre Curie, Physicist of Paris", [])
-    assert document_sessions(tgsparql_demo_store, "explainability",
+    assert document_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
                              ox.NamedNode(DOC + "nope")) is None
 
 
@@ -533,10 +534,10 @@ def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
     for quad in list(ox_store.quads_for_pattern(None, tg("contains"), MARRIED, SOURCE)):
         ox_store.remove(quad)
     ids = SessionIds.from_session_iri(sessions[1])
-    found = trace(tgsparql_demo_store, "explainability", sessions[1])
+    found = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions[1])
     assert isinstance(found, Explanation)
     assert (found.selected[0].edge, found.selected[0].sources) == (MARRIED, [])
-    assert edge_sources(tgsparql_demo_store, "explainability", ids.edge_selection(0)) == []
+    assert edge_sources(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids.edge_selection(0)) == []
     lines = render_text(found).splitlines()
     assert lines[2:5] == ["  [0] Marie Curie — married — Pierre Curie",
                           f"      why: {found.selected[0].reasoning}",
@@ -589,9 +590,9 @@ def test_a_trace_is_one_request_to_the_store(
     iri = {"session": sessions[1], "uuid": ids.uuid, "edge": ids.edge_selection(0).value,
            "document": DOC + "marie-curie"}[kind]
     counting = CountingStore(tgsparql_demo_store)
-    found = trace(counting, "explainability", iri)
+    found = trace(counting, vocab.DEFAULT_COLLECTION, iri)
     assert len(counting.requests) == 1
-    assert found == trace(tgsparql_demo_store, "explainability", iri)
+    assert found == trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, iri)
 
 
 @pytest.mark.parametrize("iri, requests", [
@@ -607,7 +608,7 @@ def test_what_cannot_be_traced_takes_two_requests_at_most(
     """The second, for an IRI that is no traceable document: is it a document without facts?"""
     counting = CountingStore(tgsparql_demo_store)
     with pytest.raises(TraceError):
-        trace(counting, "explainability", iri)
+        trace(counting, vocab.DEFAULT_COLLECTION, iri)
     assert len(counting.requests) == requests
 
 
@@ -619,7 +620,7 @@ def test_a_session_with_no_selected_edge_is_traced_with_its_question(
                                                 EXPLAINABILITY)):
         ox_store.remove(quad)
     counting = CountingStore(tgsparql_demo_store)
-    found = trace(counting, "explainability", sessions[1])
+    found = trace(counting, vocab.DEFAULT_COLLECTION, sessions[1])
     assert len(counting.requests) == 1
     assert isinstance(found, Explanation)
     assert (found.question, found.status, found.selected) == (QUESTIONS[1], "complete", [])
@@ -638,11 +639,11 @@ def test_labels_are_the_ones_the_selector_prompt_uses(
     ox_store.add(ox.Quad(married, label, ox.Literal("épouse", language="fr")))
     chosen = fetch_labels(tgsparql_demo_store, [marie, married, MARRIED.object])
     assert chosen[marie] == "Madame Curie"
-    session = trace(tgsparql_demo_store, "explainability", sessions[1])
+    session = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions[1])
     assert isinstance(session, Explanation)
     assert session.selected[0].edge == MARRIED
     assert session.selected[0].labels == (chosen[marie], chosen[married], chosen[MARRIED.object])
-    document = trace(tgsparql_demo_store, "explainability", DOC + "marie-curie")
+    document = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, DOC + "marie-curie")
     assert isinstance(document, DocumentTrace)
     used = [edge for use in document.sessions for edge in use.session.selected
             if edge.edge == MARRIED]
@@ -662,7 +663,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
         ox_store.add(ox.Quad(chunk, quad.predicate, quad.object, SOURCE))
     session = next(s for s in sessions
                    if LOCATED in walk_selected(ox_store, ox.NamedNode(s)).values())
-    found = session_trace(tgsparql_demo_store, "explainability",
+    found = session_trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
                           SessionIds.from_session_iri(session))
     assert found is not None
     [edge] = [e for e in found.selected if e.edge == LOCATED]
@@ -675,7 +676,7 @@ def test_an_evidence_span_on_the_chunk_is_used_when_the_subgraph_has_none(
                          SOURCE))
     ox_store.add(ox.Quad(subgraph, tg("sourceCharLength"), ox.Literal("16", datatype=XSD_INTEGER),
                          SOURCE))
-    found = session_trace(tgsparql_demo_store, "explainability",
+    found = session_trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
                           SessionIds.from_session_iri(session))
     assert found is not None
     [source] = [e for e in found.selected if e.edge == LOCATED][0].sources
@@ -688,14 +689,14 @@ def test_trace_detects_the_kind_of_iri(
 ) -> None:
     session = sessions[1]
     ids = SessionIds.from_session_iri(session)
-    by_iri = trace(tgsparql_demo_store, "explainability", session)
-    by_uuid = trace(tgsparql_demo_store, "explainability", ids.uuid)
+    by_iri = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, session)
+    by_uuid = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids.uuid)
     assert isinstance(by_iri, Explanation) and by_iri == by_uuid
     assert by_iri.selected[0].labels == ("Marie Curie", "married", "Pierre Curie")
-    edge = trace(tgsparql_demo_store, "explainability", ids.edge_selection(0).value)
+    edge = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids.edge_selection(0).value)
     assert isinstance(edge, EdgeTrace) and edge.session == session
     assert edge.edge == by_iri.selected[0]
-    document = trace(tgsparql_demo_store, "explainability", DOC + "pierre-curie")
+    document = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, DOC + "pierre-curie")
     assert isinstance(document, DocumentTrace)
     users = walk_document_uses(ox_store, ox.NamedNode(DOC + "pierre-curie"))
     assert session in users
@@ -717,7 +718,7 @@ def test_trace_refuses_what_it_cannot_trace(
     tgsparql_demo_store: EmbeddedStore, iri: str, message: str
 ) -> None:
     with pytest.raises(TraceError, match=re.escape(message)):
-        trace(tgsparql_demo_store, "explainability", iri)
+        trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, iri)
 
 
 def test_a_document_without_facts_is_said_to_have_none(tgsparql_demo_store: EmbeddedStore) -> None:
@@ -725,7 +726,7 @@ def test_a_document_without_facts_is_said_to_have_none(tgsparql_demo_store: Embe
     tgsparql_demo_store.update(
         f"INSERT DATA {{ GRAPH <urn:graph:source> {{ <{empty}> a <{TG}Document> }} }}")
     with pytest.raises(TraceError) as info:
-        trace(tgsparql_demo_store, "explainability", empty)
+        trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, empty)
     assert str(info.value) == (f"document {empty} has no facts: no subgraph of urn:graph:source "
                                "derives from it, so nothing traces to it")
 
@@ -733,7 +734,7 @@ def test_a_document_without_facts_is_said_to_have_none(tgsparql_demo_store: Embe
 def test_text_tree_goes_down_to_the_sentence(
     tgsparql_demo_store: EmbeddedStore, sessions: list[str]
 ) -> None:
-    text = render_text(trace(tgsparql_demo_store, "explainability", sessions[1]))
+    text = render_text(trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions[1]))
     lines = text.splitlines()
     assert lines[0].startswith(f"session {sessions[1]}  [complete, started ")
     assert lines[1] == "  asked: Who did Marie Curie marry?"
@@ -774,7 +775,7 @@ def test_cli_trace_text_and_json_match_the_api(
            "document": DOC + "marie-curie"}[kind]
     store = open_store(path)
     try:
-        expected = trace(store, "explainability", iri)
+        expected = trace(store, vocab.DEFAULT_COLLECTION, iri)
     finally:
         store.close()
     code, out, err = cli("trace", iri, "--store", path)

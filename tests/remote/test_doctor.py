@@ -10,6 +10,7 @@ from tests.remote.conftest import Server, free_port
 from tests.remote.faulty_proxy import Fault, FaultyProxy
 from tgsparql.cli import main
 from tgsparql.stores.doctor import diagnose
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.remote import RemoteStore
 
 OXIGRAPH_05 = {
@@ -74,7 +75,7 @@ def test_a_read_only_endpoint_cannot_serve_tgsparql(oxigraph: Server, proxy: Fau
 
 def test_an_unreachable_endpoint_exits_1() -> None:
     url = f"http://127.0.0.1:{free_port()}/query"
-    diagnosis = diagnose(RemoteStore(url, retries=0))
+    diagnosis = diagnose(RemoteStore(Endpoint(url, retries=0)))
     assert [(c.name, c.result) for c in diagnosis.checks] == [
         ("reachable", "no"), ("read", "skipped"), ("reification", "no")]
     assert diagnosis.reason == f"reachable: SPARQL endpoint {url}: unreachable: Connection refused"

@@ -19,6 +19,7 @@ from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.record.explain import explain_session
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.remote import EndpointUnreachable, RemoteStore
 from tgsparql.stores.store import StoreError
 
@@ -37,7 +38,7 @@ def failure(call, *args: object, **kwargs: object) -> str:
 
 def test_an_endpoint_that_is_down_is_named_unreachable() -> None:
     url = f"http://127.0.0.1:{free_port()}/query"
-    store = RemoteStore(url, retries=2, backoff=0.01)
+    store = RemoteStore(Endpoint(url, retries=2, backoff=0.01))
     with pytest.raises(EndpointUnreachable) as raised:
         store.select(SELECT)
     assert str(raised.value) == (

@@ -18,6 +18,7 @@ from tests.remote.faulty_proxy import FaultyProxy
 from tgsparql.cli import main
 from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.rdf.iris import statement_iri
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.remote import RemoteStore, display_url, is_insert_data
 from tgsparql.stores.store import Store, StoreError
 
@@ -68,7 +69,7 @@ def test_updates_go_to_the_update_endpoint(remote: RemoteStore, proxy: FaultyPro
 
 
 def test_the_update_endpoint_defaults_to_the_query_endpoint(proxy: FaultyProxy) -> None:
-    store = RemoteStore(proxy.url + "/query", retries=0)
+    store = RemoteStore(Endpoint(proxy.url + "/query", retries=0))
     with pytest.raises(StoreError):
         store.update(f"INSERT DATA {{ {S} {P} {O} }}")
     assert proxy.seen[-1].path == "/query"
@@ -130,8 +131,8 @@ def test_bulk_load_posts_n_quads_batches_to_the_graph_store(
 
 def test_bulk_load_without_a_graph_store_sends_insert_data(
         oxigraph: Server, proxy: FaultyProxy) -> None:
-    store = RemoteStore(proxy.url + "/query", update_endpoint=proxy.url + "/update",
-                        batch_size=5)
+    store = RemoteStore(Endpoint(proxy.url + "/query", update_url=proxy.url + "/update",
+                                 batch_size=5))
     store.bulk_load(nquads(*QUADS), ox.RdfFormat.N_QUADS)
     assert [s.path for s in proxy.seen] == ["/update", "/update"]
     assert all(params(proxy, i)["update"][0].count("INSERT DATA") == 1 for i in (0, 1))
@@ -185,39 +186,6 @@ def test_basic_auth_is_sent_on_reads_updates_and_graph_store_posts(
 def test_a_bearer_token_is_sent(oxigraph: Server, proxy: FaultyProxy) -> None:
     oxigraph.store(proxy.url, token="tok-123").ask("ASK {}")
     assert proxy.seen[-1].headers["Authorization"] == "Bearer tok-123"
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        ({"endpoint": "ftp://example.org/sparql"},
-         "the SPARQL endpoint must be an http(s) URL, not 'ftp://example.org/sparql'"),
-        ({"dialect": "owl"}, "unknown dialect 'owl'; choose one of rdf12, rdfstar, reification"),
-        ({"user": "u", "password": "p", "token": "t"},
-         "give basic auth (user and password) or a bearer token, not both"),
-        ({"user": "u"}, "basic auth needs both a user and a password"),
-        ({"read_timeout": 0},
-         "timeouts and the batch size must be positive, retries not negative"),
-    ],
-)
-def test_bad_configuration_is_refused(options: dict[str, object], message: str) -> None:
-    endpoint = options.pop("endpoint", "http://127.0.0.1:9/query")
-    with pytest.raises(StoreError) as raised:
-        RemoteStore(endpoint, **options)  # type: ignore[arg-type]
-    assert str(raised.value) == message
-
-
-def test_configuration_from_the_environment() -> None:
-    store = RemoteStore.from_environment({
-        "TGSPARQL_ENDPOINT": "http://127.0.0.1:9/query",
-        "TGSPARQL_UPDATE_ENDPOINT": "http://127.0.0.1:9/update",
-        "TGSPARQL_DIALECT": "reification",
-        "TGSPARQL_TOKEN": "t",
-    }, dialect="rdfstar")
-    assert (store.endpoint, store.update_endpoint, store.dialect, store.token) == (
-        "http://127.0.0.1:9/query", "http://127.0.0.1:9/update", "rdfstar", "t")
-    with pytest.raises(StoreError, match="no SPARQL endpoint: give one or set TGSPARQL_ENDPOINT"):
-        RemoteStore.from_environment({})
 
 
 def test_a_closed_store_says_so(remote: RemoteStore, proxy: FaultyProxy) -> None:

@@ -90,7 +90,7 @@ def build_store(path: Path) -> tuple[list[str], str]:
     sessions = [list(rag.query(q))[0].explain_id or "" for q in QUESTIONS]
     ids = SessionIds.new()
     started = dt.datetime(2024, 5, 1, 9, 30, tzinfo=dt.timezone.utc)
-    graph = vocab.explainability_graph()
+    graph = vocab.DEFAULT_COLLECTION.graph
     store.run("record_session", graph=graph, session=ids.session, question=FAILED_QUESTION,
               started=started)
     store.run("record_failure", graph=graph, session=ids.session, error=FAILED_ERROR,

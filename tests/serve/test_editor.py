@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tgsparql.rdf import vocab
 from tgsparql.serve import editor
 from tgsparql.serve.sparql import NO_SERVICE, READ_ONLY
 
@@ -51,7 +52,7 @@ def test_a_browser_gets_the_page_with_the_prefixes_and_the_saved_queries(served:
     assert "PREFIX tg: <https://trustgraph.ai/ns/>" in box(page) and "LIMIT 20" in box(page)
     assert '<form method="get" action="/sparql"' in page
     assert '<input type="hidden" name="format" value="html">' in page
-    for example in editor.examples("rdf12", "explainability"):
+    for example in editor.examples("rdf12", vocab.DEFAULT_COLLECTION):
         assert f'href="{html.escape(example.url)}"' in page
     assert 'id="bi-sessions_per_day"' in page and 'id="trace-session_trace"' in page
     assert "<script" not in page and reply.headers["Content-Security-Policy"].startswith(
@@ -166,7 +167,7 @@ def test_the_page_is_held_to_the_servers_limits(strict: Served) -> None:
     assert strict.get("/sparql", {**BROWSER}).status == 401  # the token is asked for the page too
 
 
-@pytest.mark.parametrize("example", editor.examples("rdf12", "explainability"),
+@pytest.mark.parametrize("example", editor.examples("rdf12", vocab.DEFAULT_COLLECTION),
                          ids=lambda example: example.name)
 def test_every_saved_query_runs_from_its_link(served: Served, example: editor.Example) -> None:
     reply = served.get(example.url)
@@ -183,7 +184,7 @@ def test_in_chromium_a_query_typed_and_run_shows_its_table_and_an_error_shows_in
         assert tab.evaluate("document.querySelector('#query').value").startswith(
             editor.prefixes())
         assert tab.evaluate("document.querySelectorAll('#examples a').length") == len(
-            editor.examples("rdf12", "explainability"))
+            editor.examples("rdf12", vocab.DEFAULT_COLLECTION))
 
         tab.evaluate(f"document.querySelector('#query').value = {json.dumps(SESSIONS)}")
         tab.click("#run")

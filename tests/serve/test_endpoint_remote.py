@@ -16,6 +16,7 @@ import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 import pytest
@@ -25,6 +26,7 @@ from tests.remote.faulty_proxy import Fault, FaultyProxy
 from tests.servers import Server, free_port
 from tgsparql.cli import main
 from tgsparql.serve import ServerConfig, TgsparqlServer
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import StoreError
 
 from .conftest import Served, fetch, running, serve_process
@@ -71,11 +73,10 @@ def clean(proxy: FaultyProxy) -> Iterator[FaultyProxy]:
     proxy.inject(None)
 
 
-def config(proxy: FaultyProxy, **options: object) -> ServerConfig:
+def config(proxy: FaultyProxy, **options: Any) -> ServerConfig:
     return ServerConfig(
-        endpoint=proxy.url + "/query",
-        endpoint_options={"token": UPSTREAM_TOKEN, "retries": 1, "backoff": 0.01},
-        port=0, **options,  # type: ignore[arg-type]
+        endpoint=Endpoint(proxy.url + "/query", token=UPSTREAM_TOKEN, retries=1, backoff=0.01),
+        port=0, **options,
     )
 
 
@@ -261,7 +262,7 @@ def test_a_failing_endpoint_is_a_502_naming_it_and_what_failed(
 def test_an_unreachable_endpoint_fails_at_startup() -> None:
     url = f"http://127.0.0.1:{free_port()}/query"
     with pytest.raises(StoreError, match=f"SPARQL endpoint {url}: unreachable"):
-        TgsparqlServer(ServerConfig(endpoint=url, endpoint_options={"retries": 0}, port=0))
+        TgsparqlServer(ServerConfig(endpoint=Endpoint(url, retries=0), port=0))
 
 
 # --- the command line ---------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def hostile(built: tuple[Path, list[str], str],
     entity = ox.NamedNode(SCRIPT_IRI)
     retrieval = SessionIds.from_session_iri(sessions[0]).retrieval
     store.add(ox.Quad(retrieval, ox.NamedNode(vocab.TG + "entity"), entity,
-                      vocab.explainability_graph()))
+                      vocab.DEFAULT_COLLECTION.graph))
     store.add(ox.Quad(entity, ox.NamedNode(vocab.RDFS + "label"), ox.Literal(SCRIPT_LABEL)))
     store.flush()
     del store

@@ -81,14 +81,14 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
                    limits=RetrievalLimits(triple_limit=400, max_subgraph_size=1000))
     committee, curie, broken = (list(rag.query(q))[0].explain_id or "" for q in (
         COMMITTEE, "Who did Marie Curie marry?", "Where was Marie Curie born?"))
-    explained = explain_session(store, "explainability", committee)
+    explained = explain_session(store, vocab.DEFAULT_COLLECTION, committee)
     assert [e.labels[2] for e in explained.selected] == [
         SHARED + " at Paris", LONG, HOSTILE, SHARED + " at Sèvres"]
     store.close()
     raw = ox.Store(str(folder / "store"))
     retrieval = SessionIds.from_session_iri(broken).retrieval
     edge_count = ox.NamedNode(vocab.TG + "edgeCount")
-    graph = vocab.explainability_graph()
+    graph = vocab.DEFAULT_COLLECTION.graph
     for quad in list(raw.quads_for_pattern(retrieval, edge_count, None, graph)):
         raw.remove(quad)
     raw.add(ox.Quad(retrieval, edge_count, ox.Literal(999_999), graph))

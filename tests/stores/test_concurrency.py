@@ -17,7 +17,9 @@ from conftest import REPO
 from tests.servers import oxigraph_server
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.rdf import vocab
 from tgsparql.record.explain import list_sessions
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.locking import LOCK_NAME, StoreBusy, TurnTakingStore, exclusive_store
 from tgsparql.stores.store import Store, StoreError, open_store
 from tgsparql.testing import assert_conforms
@@ -32,7 +34,7 @@ QUESTIONS = [
 
 
 def sessions_of(store: Store) -> list:
-    return list_sessions(store, "explainability", 100_000)
+    return list_sessions(store, vocab.DEFAULT_COLLECTION, 100_000)
 
 
 def check_all_recorded(store: Store, expected: list[str]) -> None:
@@ -72,15 +74,17 @@ def test_threads_each_with_a_remote_store_on_one_endpoint_lose_nothing(
 
     threads, per_thread = 4, 4
     with oxigraph_server(tgsparql_demo_store_dir) as base:
+        endpoint = Endpoint(base + "/query", update_url=base + "/update")
+
         def work(n: int) -> list[str]:
-            with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+            with RemoteStore(endpoint) as store:
                 rag = GraphRag(store, OfflineBackend(), index_labels=False)
                 return [rag.ask(QUESTIONS[(n + i) % len(QUESTIONS)])[1][0].explain_id
                         for i in range(per_thread)]
 
         with ThreadPoolExecutor(threads) as pool:
             recorded = [iri for batch in pool.map(work, range(threads)) for iri in batch]
-        with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+        with RemoteStore(endpoint) as store:
             check_all_recorded(store, recorded)
 
 
@@ -117,7 +121,7 @@ def test_processes_writing_at_once_to_one_endpoint_lose_nothing(
         outputs = run_writers(base, processes=3, count=10, batch=0)
         done = [line.split()[1] for lines in outputs for line in lines if line.startswith("done ")]
         assert len(done) == 3 * 10
-        with RemoteStore(base + "/query", update_endpoint=base + "/update") as store:
+        with RemoteStore(Endpoint(base + "/query", update_url=base + "/update")) as store:
             check_all_recorded(store, done)
 
 

@@ -18,6 +18,7 @@ from conftest import REPO
 
 from tgsparql.cli import main
 from tgsparql.data.loader import load_files
+from tgsparql.rdf import vocab
 from tgsparql.record.conformance import session_nodes
 from tgsparql.record.explain import list_sessions
 from tgsparql.stores.store import open_store
@@ -52,7 +53,7 @@ def check_after_kill(path: Path, done: list[str]) -> bool:
     """The store opens, nothing acknowledged is lost, complete sessions conform, and an
     interrupted session is what `tgsparql validate` reports; whether there was one."""
     with open_store(path) as store:  # opens: RocksDB replays its log
-        found = {s.session: s for s in list_sessions(store, "explainability", 10**6)}
+        found = {s.session: s for s in list_sessions(store, vocab.DEFAULT_COLLECTION, 10**6)}
         assert set(done) <= set(found)
         complete = [iri for iri, s in found.items() if s.status == "complete"]
         open_ = [iri for iri, s in found.items() if s.status is None]

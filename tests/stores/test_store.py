@@ -12,6 +12,7 @@ import pytest
 from tgsparql.rdf import vocab
 from tgsparql.rdf.templates import templates_for
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.locking import TurnTakingStore
 from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store, query_form
@@ -61,7 +62,7 @@ def test_every_store_carries_the_templates_of_its_dialect(dialect: Dialect, tmp_
     embedded.dialect = dialect  # type: ignore[misc]
     turns = TurnTakingStore(tmp_path / "db")
     turns.dialect = dialect  # type: ignore[misc]
-    remote = RemoteStore("http://localhost:1/sparql", dialect=dialect)
+    remote = RemoteStore(Endpoint("http://localhost:1/sparql", dialect=dialect))
     for store in (embedded, turns, remote):
         assert store.templates.dialect == dialect
         assert store.templates is templates_for(dialect)  # one renderer per dialect

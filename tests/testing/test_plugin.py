@@ -178,6 +178,7 @@ def server(tmp_path: Path) -> Iterator[str]:
 def test_the_marked_example_runs_against_a_real_endpoint(
     pytester: pytest.Pytester, server: str
 ) -> None:
+    from tgsparql.stores.endpoint import Endpoint
     from tgsparql.stores.remote import RemoteStore
 
     pytester.makepyfile(test_example=EXAMPLE.read_text(encoding="utf-8"))
@@ -187,7 +188,7 @@ def test_the_marked_example_runs_against_a_real_endpoint(
         "--tgsparql-update-endpoint", server + "/update",
     )
     result.assert_outcomes(passed=1, deselected=3)
-    with RemoteStore(server + "/query", update_endpoint=server + "/update") as store:
+    with RemoteStore(Endpoint(server + "/query", update_url=server + "/update")) as store:
         sessions = store.select(Templates().render(
             "list_sessions", graph="urn:graph:explainability", limit=5))
     assert [row["question"].value for row in sessions] == [QUESTION]

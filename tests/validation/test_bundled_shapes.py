@@ -208,7 +208,7 @@ class Recorded:
         text, triples = in_dialect(update, self.store.dialect)
         for triple in triples:
             text += f""" ;
-                INSERT DATA {{ GRAPH <{vocab.explainability_graph().value}> {{
+                INSERT DATA {{ GRAPH <{vocab.DEFAULT_COLLECTION.graph.value}> {{
                     <{statement_iri(triple).value}> a <{RDF}Statement> ;
                         <{RDF}subject> {triple.subject} ; <{RDF}predicate> {triple.predicate} ;
                         <{RDF}object> {triple.object} }} }}"""

@@ -76,7 +76,7 @@ class GraphRag:
         store: Store,
         backend: Backend,
         *,
-        collection: str = vocab.DEFAULT_COLLECTION,
+        collection: vocab.Collection = vocab.DEFAULT_COLLECTION,
         limits: RetrievalLimits | None = None,
         librarian: Librarian | None = None,
         record: bool = True,
@@ -369,7 +369,7 @@ class _Session:
     def _explain(self, iri: ox.NamedNode, record: Record | None) -> GraphRagResponse:
         return GraphRagResponse(
             explain_id=iri.value if record is not None else None,
-            explain_collection=self.rag.collection if record is not None else None,
+            explain_collection=self.rag.collection.name if record is not None else None,
             message_type="explain",
             explain_triples=record.triples if record is not None else [],
         )

@@ -145,14 +145,13 @@ class Recorder:
     def __init__(
         self,
         store: Store,
-        collection: str = vocab.DEFAULT_COLLECTION,
+        collection: vocab.Collection = vocab.DEFAULT_COLLECTION,
         *,
         record_retrieved_edges: bool = True,
     ) -> None:
         self.store = store
         self.templates = store.templates
         self.collection = collection
-        self.graph = vocab.explainability_graph(collection)
         self.record_retrieved_edges = record_retrieved_edges
 
     def session(self, ids: SessionIds, question: str, started: dt.datetime) -> Record:
@@ -263,7 +262,7 @@ class Recorder:
 
     def _render(self, template: str, **params: Any) -> Record:
         """Render the template's blocks once; its triples are read back only when asked for."""
-        params["graph"] = self.graph
+        params["graph"] = self.collection.graph
         insert = self.templates.insert_data(template, **params)
         quads = insert.quads
         if self.templates.dialect != "rdf12":

@@ -82,7 +82,7 @@ def demo(target: StoreTarget, question: str, llm: str | None, model: str | None,
 @click.option("--validate", "validate_", is_flag=True,
               help="Validate the new session against the bundled shapes; exit 1 if it does "
               "not conform.")
-def query(target: StoreTarget, question: str, collection: str, llm: str | None,
+def query(target: StoreTarget, question: str, collection: vocab.Collection, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
           max_tokens: int | None, log_llm: Path | None, no_stream: bool, format_: str,
           max_path_length: int, triple_limit: int, entity_limit: int, max_subgraph_size: int,
@@ -116,8 +116,8 @@ def query(target: StoreTarget, question: str, collection: str, llm: str | None,
                        "process: pass --store DIR to keep sessions", err=True)
         else:
             click.echo(f"explain: tgsparql explain {session}"
-                       + (f" --collection {collection}" if collection != vocab.DEFAULT_COLLECTION
-                          else ""), err=True)
+                       + ("" if collection == vocab.DEFAULT_COLLECTION
+                          else f" --collection {collection.name}"), err=True)
         if validate_ and not session_conforms(store, session, jsonl=False):
             sys.exit(1)
 
@@ -137,13 +137,13 @@ def _warn_on_empty_selection(
         yield message
 
 
-def _rag(store: Store, backend: Backend, collection: str,
+def _rag(store: Store, backend: Backend, collection: vocab.Collection,
          limits: RetrievalLimits | None = None,
          output_limits: OutputLimits | None = None) -> GraphRag:
     try:
         return GraphRag(store, backend, collection=collection, limits=limits,
                         output_limits=output_limits)
-    except (StoreError, vocab.CollectionError) as error:
+    except StoreError as error:
         raise Failure(str(error)) from None
 
 

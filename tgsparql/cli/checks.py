@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -9,9 +10,11 @@ from pathlib import Path
 import click
 
 from tgsparql.cli.options import (
-    STORE_MARKER, Failure, Remote, StoreTarget, remote_options, store_for, store_option,
+    STORE_MARKER, Failure, StoreTarget, open_remote, remote_options, store_for, store_option,
 )
+from tgsparql.rdf.terms import Dialect
 from tgsparql.record.explain import SessionNotFound
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import Store, StoreError
 
 
@@ -119,10 +122,10 @@ def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
 
 
 @click.command()
-@remote_options
+@functools.partial(remote_options, dialect_as_given=True)
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-def doctor(remote: Remote | None, format_: str) -> None:
+def doctor(remote: Endpoint | None, dialect: Dialect | None, format_: str) -> None:
     """Probe a SPARQL endpoint: reachable, readable, writable (a probe triple in a scratch
     named graph, then removed), named graphs, triple terms, quoted triples; recommend a dialect.
 
@@ -132,10 +135,9 @@ def doctor(remote: Remote | None, format_: str) -> None:
 
     if remote is None:
         raise click.UsageError("give --endpoint URL (or set TGSPARQL_ENDPOINT)")
-    wanted = remote.options.get("dialect")
     try:
-        with remote.open() as store:
-            diagnosis = diagnose(store, dialect=wanted)
+        with open_remote(remote) as store:
+            diagnosis = diagnose(store, dialect=dialect)
     except StoreError as error:
         raise Failure(str(error)) from None
     if format_ == "json":

@@ -12,14 +12,16 @@ import click
 
 from tgsparql.asking.grounding import rebuild_label_index, update_label_index
 from tgsparql.cli.options import (
-    Failure, Remote, StoreTarget, backend_from, constrain_option, llm_log, llm_options, opened,
+    Failure, StoreTarget, backend_from, constrain_option, llm_log, llm_options, opened,
     progress_bars, reply_options, store_option,
 )
 from tgsparql.data.loader import load_files
-from tgsparql.rdf.terms import DEFAULT_DIALECT
+from tgsparql.rdf.terms import Dialect
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import StoreError
 
 if TYPE_CHECKING:
+    from tgsparql.data.export import ExportDialect, ExportFormat
     from tgsparql.data.ingest import DocumentReport, IngestReport
 
 
@@ -45,7 +47,7 @@ def load(target: StoreTarget, files_: tuple[Path, ...]) -> None:
 
 
 @click.command()
-@store_option
+@functools.partial(store_option, dialect_as_given=True)
 @click.option("--graph", "graphs", multiple=True, metavar="IRI",
               help="Export only this graph; repeatable; 'default' names the default graph. "
               "Default: every graph.")
@@ -53,8 +55,8 @@ def load(target: StoreTarget, files_: tuple[Path, ...]) -> None:
               help="N-Quads or TriG, RDF 1.2: triple terms and graph names kept.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Write to FILE instead of standard output.")
-def export(target: StoreTarget, graphs: tuple[str, ...], format_: str,
-           output: Path | None) -> None:
+def export(target: StoreTarget, dialect: Dialect | None, graphs: tuple[str, ...],
+           format_: ExportFormat, output: Path | None) -> None:
     """Export the store (or some graphs) as RDF 1.2 that `load` reads back identically.
 
     With --dialect reification (no --endpoint needed), edge references are written as
@@ -62,27 +64,26 @@ def export(target: StoreTarget, graphs: tuple[str, ...], format_: str,
     rdflib-based validators such as pyshacl; over an endpoint, --dialect says how it stores them.
     """
     from tgsparql.data.export import export as export_store
-    from tgsparql.record.conformance import GraphNameError, data_graph
+    from tgsparql.record.conformance import GraphNameError, named_graphs
 
     try:
-        chosen = data_graph(graphs) if graphs else None
+        chosen = named_graphs(graphs) if graphs else None
     except GraphNameError as error:
         raise click.BadParameter(str(error), param_hint="--graph") from None
-    dialect = click.get_current_context().params.get("dialect") or DEFAULT_DIALECT
-    if dialect == "rdfstar" and not isinstance(target, Remote):
+    if isinstance(target, Endpoint):
+        dialect = None  # --dialect is how the endpoint stores edges; its reads give rdf12
+    if dialect == "rdfstar":
         raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
                                  "endpoint stores it)", param_hint="--dialect")
-    if isinstance(target, Remote):
-        dialect = "rdf12"  # written as the endpoint's reads return them
+    written: ExportDialect = "reification" if dialect == "reification" else "rdf12"
     with opened(target) as store:
         try:
             if output is None:
-                export_store(store, sys.stdout.buffer, format_, chosen,  # type: ignore[arg-type]
-                             dialect)
+                export_store(store, sys.stdout.buffer, format_, chosen, written)
                 sys.stdout.buffer.flush()
             else:
                 with output.open("wb") as file:
-                    export_store(store, file, format_, chosen, dialect)  # type: ignore[arg-type]
+                    export_store(store, file, format_, chosen, written)
         except BrokenPipeError:
             # The reader stopped reading (`| head`): nothing to say, and nothing more to write.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -7,9 +7,8 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -19,8 +18,9 @@ from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, B
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
+from tgsparql.stores.endpoint import ENDPOINT_ENVIRONMENT, Endpoint
 from tgsparql.stores.locking import TurnTakingStore, exclusive_store
-from tgsparql.stores.store import ENDPOINT_ENVIRONMENT, Store, StoreError, open_store
+from tgsparql.stores.store import Store, StoreError, open_store
 
 if TYPE_CHECKING:
     from tgsparql.asking.llm.log import LLMLog
@@ -37,20 +37,7 @@ class Failure(click.ClickException):
         click.echo(f"error: {redacted_text(self.message)}", err=True)
 
 
-@dataclass(frozen=True)
-class Remote:
-    """A SPARQL endpoint to open, as the flags and the environment gave it."""
-
-    endpoint: str
-    options: dict[str, Any]
-
-    def open(self) -> RemoteStore:
-        from tgsparql.stores.remote import RemoteStore  # its HTTP stack only for an endpoint
-
-        return RemoteStore(self.endpoint, **self.options)
-
-
-StoreTarget = Path | Remote | None
+StoreTarget = Path | Endpoint | None
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
@@ -62,15 +49,16 @@ LLM_WAIT = "tgsparql.llm_wait"
 
 _ENV = ENDPOINT_ENVIRONMENT
 _REMOTE_OPTIONS = [
-    click.option("--endpoint", metavar="URL", envvar=_ENV["endpoint"],
+    click.option("--endpoint", "query_url", metavar="URL", envvar=_ENV["query_url"],
                  help="SPARQL 1.1 Protocol query endpoint of a remote store, instead of "
-                 f"--store. Env: {_ENV['endpoint']}."),
-    click.option("--update-endpoint", metavar="URL", envvar=_ENV["update_endpoint"],
+                 f"--store. Env: {_ENV['query_url']}."),
+    click.option("--update-endpoint", "update_url", metavar="URL", envvar=_ENV["update_url"],
                  help="Its update endpoint; default: the query endpoint. "
-                 f"Env: {_ENV['update_endpoint']}."),
-    click.option("--graph-store", metavar="URL", envvar=_ENV["graph_store"],
+                 f"Env: {_ENV['update_url']}."),
+    click.option("--graph-store", "graph_store_url", metavar="URL",
+                 envvar=_ENV["graph_store_url"],
                  help="Graph Store Protocol endpoint taking N-Quads, for bulk loads; default: "
-                 f"batched INSERT DATA. Env: {_ENV['graph_store']}."),
+                 f"batched INSERT DATA. Env: {_ENV['graph_store_url']}."),
     click.option("--dialect", type=click.Choice(DIALECTS), envvar=_ENV["dialect"],
                  help=f"How the endpoint writes edge references (default {DEFAULT_DIALECT}; "
                  f"`tgsparql doctor` recommends one). Env: {_ENV['dialect']}."),
@@ -91,59 +79,69 @@ _REMOTE_OPTIONS = [
                  show_default=True, envvar="TGSPARQL_READ_TIMEOUT",
                  help="Seconds to wait for the endpoint to send more of a response."),
 ]
-_DIALECT_OF_OUTPUT = {"export"}
-"""Commands whose --dialect, without --endpoint, says how they write edge references."""
-_REMOTE_KEYS = ("endpoint", "update_endpoint", "graph_store", "dialect", "kg_graph", "user",
+_REMOTE_KEYS = ("query_url", "update_url", "graph_store_url", "dialect", "kg_graph", "user",
                 "password", "token", "connect_timeout", "read_timeout")
+"""The parameter names of the endpoint flags: the Endpoint fields they set."""
 
 
-def remote_options(function: F) -> F:
-    """The endpoint flags, handed to the command as one `remote` argument (None without one)."""
+def remote_options(function: F, *, dialect_as_given: bool = False) -> F:
+    """The endpoint flags, handed to the command as one `remote` Endpoint (None without one).
+
+    `dialect_as_given`: --dialect is also handed to the command as `dialect`, as given (None when
+    not), and may come without --endpoint: `export` writes edge references in it, `doctor`
+    checks that the endpoint serves it."""
 
     @functools.wraps(function)
     def packed(*args: Any, **kwargs: Any) -> Any:
         values = {key: kwargs.pop(key) for key in _REMOTE_KEYS}
-        kwargs["remote"] = _remote(values)
+        if dialect_as_given:
+            kwargs["dialect"] = values["dialect"]
+        kwargs["remote"] = _endpoint(values, dialect_alone=dialect_as_given)
         return function(*args, **kwargs)
 
     for option in reversed(_REMOTE_OPTIONS):
         packed = option(packed)
-    return packed  # type: ignore[return-value]
+    return cast(F, packed)
 
 
-def _remote(values: dict[str, Any]) -> Remote | None:
-    endpoint = values.pop("endpoint")
-    if endpoint is None:
+def _endpoint(values: dict[str, Any], *, dialect_alone: bool) -> Endpoint | None:
+    """The Endpoint the flags describe, checked here, once; None without --endpoint, where
+    any other endpoint flag given on the command line is a usage error."""
+    if values["query_url"] is None:
         context = click.get_current_context()
-        source = context.get_parameter_source
-        given = [key for key in values if source(key) == ParameterSource.COMMANDLINE
-                 and not (key == "dialect" and context.command.name in _DIALECT_OF_OUTPUT)]
+        given = [param for param in context.command.params if param.name in values
+                 and context.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
+                 and not (param.name == "dialect" and dialect_alone)]
         if given:
-            flag = "--" + given[0].replace("_", "-")
-            raise click.UsageError(f"{flag} needs --endpoint URL (or {_ENV['endpoint']})")
+            raise click.UsageError(f"{given[0].opts[0]} needs --endpoint URL "
+                                   f"(or {_ENV['query_url']})")
         return None
-    options = {key: value for key, value in values.items() if value is not None}
-    return Remote(endpoint, options)
+    try:
+        return Endpoint(**{key: value for key, value in values.items() if value is not None})
+    except StoreError as error:
+        raise Failure(str(error)) from None
 
 
-def store_option(function: F) -> F:
+def store_option(function: F, *, dialect_as_given: bool = False) -> F:
     """--store PATH or --endpoint URL (with its flags), handed to the command as `target`.
 
     The two exclude each other; when one comes from the command line and the other only from
-    the environment, the command line wins. Neither is a usage error: what the command writes or
-    reads is kept in a store, and one in memory would keep nothing."""
-    return _store_options(function, memory=False)
+    the environment, the command line wins. `dialect_as_given` as for `remote_options`. Neither
+    is a usage error: what the command writes or reads is kept in a store, and one in memory
+    would keep nothing."""
+    return _store_options(function, memory=False, dialect_as_given=dialect_as_given)
 
 
 def store_or_memory_option(function: F) -> F:
     """As `store_option`, for a command whose output stands alone: with neither flag it works
     on a store in memory (the demo; a question, which then says its session is gone)."""
-    return _store_options(function, memory=True)
+    return _store_options(function, memory=True, dialect_as_given=False)
 
 
-def _store_options(function: F, *, memory: bool) -> F:
+def _store_options(function: F, *, memory: bool, dialect_as_given: bool) -> F:
     @functools.wraps(function)
-    def chosen(*args: Any, store_path: Path | None, remote: Remote | None, **kwargs: Any) -> Any:
+    def chosen(*args: Any, store_path: Path | None, remote: Endpoint | None,
+               **kwargs: Any) -> Any:
         target = chosen_target(store_path, remote)
         context = click.get_current_context()
         if target is None and not memory and context.invoked_subcommand is None:
@@ -170,29 +168,47 @@ def _store_options(function: F, *, memory: bool) -> F:
         envvar="TGSPARQL_STORE",
         help="On-disk store directory (created if missing). Env: TGSPARQL_STORE.",
     )(chosen)
-    return remote_options(chosen)
+    return remote_options(cast(F, chosen), dialect_as_given=dialect_as_given)
 
 
-def chosen_target(store_path: Path | None, remote: Remote | None) -> StoreTarget:
+def chosen_target(store_path: Path | None, remote: Endpoint | None) -> StoreTarget:
     """The one of --store and --endpoint that was given; the command line wins over the
     environment, and both on the same footing are a usage error."""
     if remote is None or store_path is None:
         return remote if remote is not None else store_path
     source = click.get_current_context().get_parameter_source
     from_env = ParameterSource.ENVIRONMENT
-    store_env, remote_env = source("store_path") == from_env, source("endpoint") == from_env
+    store_env, remote_env = source("store_path") == from_env, source("query_url") == from_env
     if store_env == remote_env:
         raise click.UsageError("--store and --endpoint are mutually exclusive (so are "
-                               f"TGSPARQL_STORE and {_ENV['endpoint']})")
+                               f"TGSPARQL_STORE and {_ENV['query_url']})")
     return remote if store_env else store_path
+
+
+class CollectionName(click.ParamType):
+    """--collection as a Collection, its name checked as the flag is read; a bad one fails as
+    every command failure does, in one line."""
+
+    name = "collection"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> vocab.Collection:
+        if isinstance(value, vocab.Collection):
+            return value
+        try:
+            return vocab.Collection(value)
+        except vocab.CollectionError as error:
+            raise Failure(str(error)) from None
 
 
 def collection_option(function: F) -> F:
     return click.option(
         "--collection",
-        default=vocab.DEFAULT_COLLECTION,
+        type=CollectionName(),
+        metavar="NAME",
+        default=vocab.DEFAULT_COLLECTION.name,
         show_default=True,
-        help="Explainability collection: sessions go to the graph urn:graph:COLLECTION.",
+        help="Explainability collection: sessions go to the graph urn:graph:NAME.",
     )(function)
 
 
@@ -275,11 +291,17 @@ def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[S
         with exclusive_store(target, timeout=timeout) as store:
             yield store
         return
-    store = target.open() if isinstance(target, Remote) else open_store()
+    store = open_remote(target) if isinstance(target, Endpoint) else open_store()
     try:
         yield store
     finally:
         store.close()
+
+
+def open_remote(endpoint: Endpoint) -> RemoteStore:
+    from tgsparql.stores.remote import RemoteStore  # its HTTP stack only for an endpoint
+
+    return RemoteStore(endpoint)
 
 
 class ProgressBars:

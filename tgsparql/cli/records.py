@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tgsparql.cli.options import Failure, StoreTarget, collection_option, opened, store_option
-from tgsparql.rdf import vocab
+from tgsparql.rdf.vocab import Collection
 from tgsparql.record.explain import SessionNotFound, explain_session, list_sessions, render_text
 from tgsparql.record.readback import Explanation
 from tgsparql.record.terminal import one_line
@@ -22,7 +22,7 @@ from tgsparql.stores.store import Store, StoreError
 @click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 @click.pass_context
-def sessions(ctx: click.Context, target: StoreTarget, collection: str, limit: int,
+def sessions(ctx: click.Context, target: StoreTarget, collection: Collection, limit: int,
              format_: str) -> None:
     """List recorded sessions, newest first; `sessions delete` removes old ones."""
     if ctx.invoked_subcommand is not None:
@@ -30,13 +30,13 @@ def sessions(ctx: click.Context, target: StoreTarget, collection: str, limit: in
     with opened(target) as store:
         try:
             found = list_sessions(store, collection, limit)
-        except (StoreError, vocab.CollectionError) as error:
+        except StoreError as error:
             raise Failure(str(error)) from None
     if format_ == "json":
         click.echo(json.dumps([s.to_json() for s in found], ensure_ascii=False, indent=2))
         return
     if not found:
-        click.echo(f"no sessions in collection {collection!r}", err=True)
+        click.echo(f"no sessions in collection {collection.name!r}", err=True)
         return
     rows = [("STARTED", "STATUS", "SESSION", "QUESTION")] + [
         (s.started, s.status or "open", s.session, one_line(s.question, 60))
@@ -55,7 +55,7 @@ def sessions(ctx: click.Context, target: StoreTarget, collection: str, limit: in
 @click.option("--session", "session_iris", multiple=True, metavar="IRI",
               help="Delete this session (its IRI or UUID); repeatable.")
 @click.option("--dry-run", is_flag=True, help="List what would be deleted; change nothing.")
-def sessions_delete(target: StoreTarget, collection: str, older_than: str | None,
+def sessions_delete(target: StoreTarget, collection: Collection, older_than: str | None,
                     session_iris: tuple[str, ...], dry_run: bool) -> None:
     """Delete sessions with every triple they own (session, retrieval, selection, edge
     selections, answer, failure fields) and their answer documents; nothing else."""
@@ -74,7 +74,7 @@ def sessions_delete(target: StoreTarget, collection: str, older_than: str | None
             chosen = select_sessions(store, collection, older_than=duration,
                                      sessions=session_iris)
             removed = 0 if dry_run else delete_sessions(store, collection, chosen)
-        except (RetentionError, StoreError, vocab.CollectionError) as error:
+        except (RetentionError, StoreError) as error:
             raise Failure(str(error)) from None
     for item in chosen:
         click.echo(f"{'would delete' if dry_run else 'deleted'} {item.ids.session.value} "
@@ -97,7 +97,7 @@ def sessions_delete(target: StoreTarget, collection: str, older_than: str | None
               "(question → edges → chunks → documents).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Write to FILE instead of standard output.")
-def explain(target: StoreTarget, session: str, collection: str, format_: str,
+def explain(target: StoreTarget, session: str, collection: Collection, format_: str,
             output: Path | None) -> None:
     """Explain SESSION (its IRI or UUID): retrieval, selected edges with reasons and sources."""
     with opened(target) as store:
@@ -137,7 +137,7 @@ def explain(target: StoreTarget, session: str, collection: str, format_: str,
 @collection_option
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
+def trace(target: StoreTarget, iri: str, collection: Collection, format_: str) -> None:
     """Trace IRI — an edge selection, a session (IRI or UUID) or a document — to its sources,
     or a document to the sessions and answers that used its facts."""
     from tgsparql.record.trace import TraceError, trace_json
@@ -147,7 +147,7 @@ def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
     with opened(target) as store:
         try:
             found = trace_iri(store, collection, iri)
-        except (TraceError, StoreError, vocab.CollectionError) as error:
+        except (TraceError, StoreError) as error:
             raise Failure(str(error)) from None
     if format_ == "json":
         click.echo(json.dumps(trace_json(found), ensure_ascii=False, indent=2))
@@ -155,7 +155,7 @@ def trace(target: StoreTarget, iri: str, collection: str, format_: str) -> None:
         click.echo(trace_text(found))
 
 
-def explained(store: Store, collection: str, session: str) -> Explanation:
+def explained(store: Store, collection: Collection, session: str) -> Explanation:
     try:
         return explain_session(store, collection, session)
     except (SessionNotFound, ValueError, StoreError) as error:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import re
 import signal
 from pathlib import Path
-from typing import Any
 
 import click
 
 from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT
 from tgsparql.cli.options import (
-    DEFAULT_LOCK_TIMEOUT, LLM_WAIT, Failure, Remote, backend_from, chosen_target, collection_option,
+    DEFAULT_LOCK_TIMEOUT, LLM_WAIT, Failure, backend_from, chosen_target, collection_option,
     constrain_option, llm_options, remote_options, usage_line,
 )
-from tgsparql.rdf import vocab
+from tgsparql.rdf.vocab import Collection
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import StoreError
 
 
@@ -74,8 +74,8 @@ def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str
               "let it go. Env: TGSPARQL_LOCK_TIMEOUT.")
 @llm_options
 @constrain_option
-def serve(store_path: Path | None, remote: Remote | None, collection: str, host: str, port: int,
-          serve_token: str | None, timeout: float, max_results: int, max_memory: str,
+def serve(store_path: Path | None, remote: Endpoint | None, collection: Collection, host: str,
+          port: int, serve_token: str | None, timeout: float, max_results: int, max_memory: str,
           workers: int, allowed_hosts: tuple[str, ...], log: bool, ask: bool, ask_limit: int,
           ask_rate: int, lock_timeout: float, llm: str | None, model: str | None,
           base_url: str | None, api_key: str | None, constrain: str) -> None:
@@ -91,24 +91,22 @@ def serve(store_path: Path | None, remote: Remote | None, collection: str, host:
     if ask and not is_loopback(host) and serve_token is None:
         usage_line(f"--ask on {host} needs --serve-token (or TGSPARQL_SERVE_TOKEN): anyone "
                     "who can reach it could write sessions and spend the LLM's tokens")
-    if ask and isinstance(target, Remote):
+    if ask and isinstance(target, Endpoint):
         usage_line("--ask needs --store PATH: it records sessions in an on-disk store it "
                     "holds as the one writer, not through --endpoint")
-    served: dict[str, Any] = {"store": target}
-    if isinstance(target, Remote):
-        served = {"endpoint": target.endpoint, "endpoint_options": target.options}
     backend = backend_from(llm, model, base_url, api_key, constrain) if ask else None
     try:
-        vocab.explainability_graph(collection)
         server = TgsparqlServer(ServerConfig(
-            **served, host=host, port=port, token=serve_token, timeout=timeout,
-            max_results=max_results, max_memory=_memory_size(max_memory) or None,
-            allowed_hosts=allowed_hosts, workers=workers, collection=collection, log=log,
+            store=target if isinstance(target, Path) else None,
+            endpoint=target if isinstance(target, Endpoint) else None, host=host, port=port,
+            token=serve_token, timeout=timeout, max_results=max_results,
+            max_memory=_memory_size(max_memory) or None, allowed_hosts=allowed_hosts,
+            workers=workers, collection=collection, log=log,
             ask=AskLimits(in_flight=ask_limit, per_minute=ask_rate,
                           stop_wait=_llm_longest_wait()) if ask else None,
             lock_timeout=lock_timeout,
         ), backend)
-    except (OSError, StoreError, vocab.CollectionError) as error:
+    except (OSError, StoreError) as error:
         raise Failure(str(error)) from None
     if not is_loopback(host) and serve_token is None:
         click.echo(f"warning: serving on {host} without --serve-token: anyone who can reach it "

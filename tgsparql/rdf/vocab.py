@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final
 
 from pyoxigraph import NamedNode
@@ -133,7 +134,6 @@ GRAPH_LABEL_INDEX: Final = NamedNode("urn:graph:index")
 # Beyond the spec: literals as the data wrote them, where the store keeps another form.
 GRAPH_LEXICAL: Final = NamedNode("urn:graph:lexical")
 
-DEFAULT_COLLECTION: Final = "explainability"
 RESERVED_COLLECTIONS: Final = frozenset({"source", "library", "index", "lexical"})
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -142,15 +142,30 @@ class CollectionError(ValueError):
     """A collection name that cannot name an explainability graph."""
 
 
-def explainability_graph(collection: str = DEFAULT_COLLECTION) -> NamedNode:
-    """`urn:graph:{collection}`, refusing names that would land in another graph of docs/spec.md §1."""
-    if not isinstance(collection, str) or not _COLLECTION.fullmatch(collection):
-        raise CollectionError(
-            f"invalid collection name {collection!r}: use 1-64 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    if collection in RESERVED_COLLECTIONS:
-        raise CollectionError(
-            f"collection name {collection!r} is reserved: urn:graph:{collection} holds other data"
-        )
-    return NamedNode(f"urn:graph:{collection}")
+@dataclass(frozen=True)
+class Collection:
+    """A collection of sessions, by a name checked where it enters (a flag, a URL parameter, a
+    Python call), so that whatever holds one knows its graph is its own."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        """Refuse names that would land in another graph of docs/spec.md §1."""
+        if not isinstance(self.name, str) or not _COLLECTION.fullmatch(self.name):
+            raise CollectionError(
+                f"invalid collection name {self.name!r}: use 1-64 letters, digits, '.', '_' or "
+                "'-', starting with a letter or digit"
+            )
+        if self.name in RESERVED_COLLECTIONS:
+            raise CollectionError(
+                f"collection name {self.name!r} is reserved: urn:graph:{self.name} holds other "
+                "data"
+            )
+
+    @property
+    def graph(self) -> NamedNode:
+        """`urn:graph:{name}`, the graph its explainability record is written in."""
+        return NamedNode(f"urn:graph:{self.name}")
+
+
+DEFAULT_COLLECTION: Final = Collection("explainability")

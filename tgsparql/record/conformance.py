@@ -34,12 +34,13 @@ class GraphNameError(ValueError):
 
 
 def data_graph(names: Sequence[str]) -> DataGraph:
-    """The union of every graph when no name is given; else exactly the graphs named.
+    """The union of every graph when no name is given; else exactly the graphs named."""
+    return named_graphs(names) if names else "union"
 
-    The word `default` names the store's default graph (the KG); anything else must be an IRI.
-    """
-    if not names:
-        return "union"
+
+def named_graphs(names: Sequence[str]) -> list[ox.NamedNode | ox.DefaultGraph]:
+    """The graphs named: the word `default` names the store's default graph (the KG); anything
+    else must be an IRI."""
     graphs: list[ox.NamedNode | ox.DefaultGraph] = []
     for name in names:
         if name == DEFAULT_GRAPH_NAME:

@@ -58,29 +58,29 @@ class SessionSummary:
 
 
 def list_sessions(
-    store: Store, collection: str, limit: int, question: str = ""
+    store: Store, collection: vocab.Collection, limit: int, question: str = ""
 ) -> list[SessionSummary]:
     """The newest `limit` sessions; with `question`, those whose question contains it."""
-    rows = store.run("list_sessions", graph=vocab.explainability_graph(collection), limit=limit,
+    rows = store.run("list_sessions", graph=collection.graph, limit=limit,
                      question=question).rows
     return [SessionSummary.from_row(row) for row in rows]
 
 
 def explain_session(
-    store: Store, collection: str, session: str, unselected: int = 0
+    store: Store, collection: vocab.Collection, session: str, unselected: int = 0
 ) -> Explanation:
     """The session as recorded, from one query (`explain_session.rq`): its record, the labels
     of its seed entities and edges, its edges' sources and its answer's text. `unselected` asks
     for the first that many retrieved edges the selector did not choose, labelled alike."""
     ids = SessionIds.from_session_iri(session)
     read = _Read.of(store.run(
-        "explain_session", graph=vocab.explainability_graph(collection), session=ids.session,
+        "explain_session", graph=collection.graph, session=ids.session,
         retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer,
         unselected=unselected > 0).rows)
     if not any(t.subject == ids.session for t in read.triples):
-        raise SessionNotFound(f"no session {ids.session.value} in collection {collection!r}")
+        raise SessionNotFound(f"no session {ids.session.value} in collection {collection.name!r}")
     facts = _Facts(read.triples)
-    out = _stages(Explanation(session=ids.session.value, collection=collection,
+    out = _stages(Explanation(session=ids.session.value, collection=collection.name,
                               triples=read.triples), facts, ids)
     out.citations = _citations(facts, ids.answer)
     selected = _selected(facts, ids.selection)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from tgsparql.asking.provenance import now
-from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.vocab import Collection
 from tgsparql.stores.store import Store
 
 BATCH = 200
@@ -59,7 +59,7 @@ class Selected:
 
 def select_sessions(
     store: Store,
-    collection: str,
+    collection: Collection,
     *,
     older_than: dt.timedelta | None = None,
     sessions: Sequence[str] = (),
@@ -67,7 +67,7 @@ def select_sessions(
 ) -> list[Selected]:
     """The sessions started more than `older_than` before `at` (default: now), or the given
     session IRIs (or UUIDs), each with its quad count. An unknown session is an error."""
-    graph = vocab.explainability_graph(collection)
+    graph = collection.graph
     if older_than is not None:
         try:
             cutoff = (at or now()) - older_than
@@ -84,13 +84,13 @@ def select_sessions(
     counts = _owned(store, graph, ids)
     missing = [i.session.value for i in ids if i.session.value not in counts]
     if older_than is None and missing:
-        raise RetentionError(f"no session {missing[0]} in collection {collection!r}")
+        raise RetentionError(f"no session {missing[0]} in collection {collection.name!r}")
     return [Selected(i, counts[i.session.value]) for i in ids if i.session.value in counts]
 
 
-def delete_sessions(store: Store, collection: str, selected: Sequence[Selected]) -> int:
+def delete_sessions(store: Store, collection: Collection, selected: Sequence[Selected]) -> int:
     """Delete the sessions with every quad they own; the number of quads removed."""
-    graph = vocab.explainability_graph(collection)
+    graph = collection.graph
     for start in range(0, len(selected), BATCH):
         batch = [s.ids for s in selected[start : start + BATCH]]
         store.run("sessions_delete", graph=graph, sessions=batch)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tgsparql.asking.sources import ChunkSource
-from tgsparql.rdf import vocab
+from tgsparql.rdf.vocab import Collection
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.record.conformance import Conformance
 from tgsparql.record.explain import explain_session
@@ -65,13 +65,13 @@ class SessionView:
         return [c for c in self.explanation.citations if c.iri not in placed]
 
 
-def session_view(store: Store, collection: str, session: str,
+def session_view(store: Store, collection: Collection, session: str,
                  conformance: Conformance | None = None) -> SessionView:
     """Everything the session page shows, read as `explain_session` reads it; raises
     SessionNotFound for an unknown session."""
     explanation = explain_session(store, collection, session, UNSELECTED_SHOWN)
     unselected_query = store.templates.render(
-        "_trace/session_unselected", graph=vocab.explainability_graph(collection),
+        "_trace/session_unselected", graph=collection.graph,
         session=SessionIds.from_session_iri(session).session)
     return SessionView(explanation, picture(explanation.question or "", explanation.selected),
                        conformance, unselected_query)

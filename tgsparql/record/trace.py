@@ -136,7 +136,7 @@ def sources_by_edge_selection(rows: Iterable[Solution]) -> dict[str, list[ChunkS
 
 def session_sources(
     store: Store,
-    collection: str,
+    collection: vocab.Collection,
     ids: SessionIds,
     edges: Mapping[ox.NamedNode, ox.Triple],
 ) -> list[Source]:
@@ -153,7 +153,9 @@ def session_sources(
     ]
 
 
-def session_trace(store: Store, collection: str, ids: SessionIds) -> Explanation | None:
+def session_trace(
+    store: Store, collection: vocab.Collection, ids: SessionIds
+) -> Explanation | None:
     """session → its selected edges → their sources, from one query (`session_trace.rq`).
 
     None if the session is not recorded; edges without a source are kept, in index order.
@@ -163,15 +165,15 @@ def session_trace(store: Store, collection: str, ids: SessionIds) -> Explanation
         return None
     edges = _session_edges(rows)
     _label_edges(rows, edges)
-    return Explanation(session=ids.session.value, collection=collection,
+    return Explanation(session=ids.session.value, collection=collection.name,
                        **_session_columns(rows[0]), selected=edges)
 
 
 def edge_sources(
-    store: Store, collection: str, edge_selection: ox.NamedNode
+    store: Store, collection: vocab.Collection, edge_selection: ox.NamedNode
 ) -> list[ChunkSource]:
     """edge selection → every source of its edge, all levels (`edge_sources.rq`)."""
-    rows = store.run("_trace/edge_sources", graph=vocab.explainability_graph(collection),
+    rows = store.run("_trace/edge_sources", graph=collection.graph,
                      edge_selection=edge_selection).rows
     return sorted_sources(s for s in map(chunk_source, rows) if s is not None)
 
@@ -182,13 +184,13 @@ def fact_sources(store: Store, fact: ox.Triple) -> list[ChunkSource]:
 
 
 def document_sessions(
-    store: Store, collection: str, document: ox.NamedNode
+    store: Store, collection: vocab.Collection, document: ox.NamedNode
 ) -> DocumentTrace | None:
     """document → sessions and answers that used its facts (`document_sessions.rq`).
 
     None when the IRI is not a tg:Document of the source graph. Sessions come oldest first.
     """
-    rows = store.run("_trace/document_sessions", graph=vocab.explainability_graph(collection),
+    rows = store.run("_trace/document_sessions", graph=collection.graph,
                      document=document).rows
     if not rows:
         return None
@@ -200,7 +202,7 @@ def document_sessions(
         if session is None or selection is None or edge is None:
             continue
         use = uses.setdefault(session.value, DocumentUse(
-            Explanation(session.value, collection, **_session_columns(row),
+            Explanation(session.value, collection.name, **_session_columns(row),
                         answer=term_text(row.get("answerText"))),
             answer=term_text(row.get("answer")),
             answer_document=term_text(row.get("answerDocument")),
@@ -222,7 +224,7 @@ def document_sessions(
     return out
 
 
-def trace(store: Store, collection: str, iri: str) -> Trace:
+def trace(store: Store, collection: vocab.Collection, iri: str) -> Trace:
     """The tree behind an edge selection, a session (IRI or bare UUID) or a document.
 
     One query each: the IRI's form says which (docs/spec.md §2), and an edge selection is traced with
@@ -241,7 +243,7 @@ def trace(store: Store, collection: str, iri: str) -> Trace:
         edge = next((e for e in session.selected if e.edge_selection == text), None) \
             if session is not None else None
         if edge is None:
-            raise TraceError(f"no edge selection {text} in collection {collection!r}")
+            raise TraceError(f"no edge selection {text} in collection {collection.name!r}")
         return EdgeTrace(edge=edge, session=ids.session.value)
     if text.startswith(SESSION_PREFIX) or UUID.fullmatch(text):
         try:
@@ -250,7 +252,7 @@ def trace(store: Store, collection: str, iri: str) -> Trace:
             raise TraceError(str(error)) from None
         session = session_trace(store, collection, ids)
         if session is None:
-            raise TraceError(f"no session {ids.session.value} in collection {collection!r}")
+            raise TraceError(f"no session {ids.session.value} in collection {collection.name!r}")
         return session
     try:
         node = ox.NamedNode(text)
@@ -344,9 +346,10 @@ def _session_columns(row: Solution) -> dict[str, str | None]:
     return {name: term_text(row.get(name)) for name in ("question", "started", "status")}
 
 
-def _session_rows(store: Store, collection: str, ids: SessionIds, query: str) -> list[Solution]:
-    return store.run(query, graph=vocab.explainability_graph(collection),
-                     session=ids.session).rows
+def _session_rows(
+    store: Store, collection: vocab.Collection, ids: SessionIds, query: str
+) -> list[Solution]:
+    return store.run(query, graph=collection.graph, session=ids.session).rows
 
 
 _LABELS = ("subjectLabel", "predicateLabel", "objectLabel")
@@ -402,5 +405,5 @@ def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> Non
 def saved_form(name: str) -> str:
     """`queries/trace/{name}.rq`: the template as the code renders it for an RDF 1.2 store with
     the default collection, the VALUES line holding an example."""
-    return Templates("rdf12").render(f"_trace/{name}", graph=vocab.explainability_graph(),
+    return Templates("rdf12").render(f"_trace/{name}", graph=vocab.DEFAULT_COLLECTION.graph,
                                      **_EXAMPLE)

@@ -41,7 +41,6 @@ import json
 from http.server import ThreadingHTTPServer
 
 from tgsparql.asking.llm.base import Backend
-from tgsparql.rdf import vocab
 from tgsparql.record.migrate import MIGRATE_HINT, needs_migration
 from tgsparql.serve.ask import Asker, offer_in_nav
 from tgsparql.serve.config import ServerConfig, size_text
@@ -100,7 +99,7 @@ def _refuse_unmigrated(config: ServerConfig) -> None:
     """The saved BI queries read fields older versions did not record: on such a collection
     they would count wrong, so serving waits until the store is migrated."""
     with open_served(config) as store:
-        graph = vocab.explainability_graph(config.collection)
+        graph = config.collection.graph
         if needs_migration(store, graph):
             raise StoreError(f"{graph.value} holds sessions recorded by an older version, which "
                              f"the saved BI queries would miscount; {MIGRATE_HINT}")
@@ -114,7 +113,7 @@ def describe(server: TgsparqlServer) -> str:
     """The startup line: where it listens and what it serves."""
     config = server.config
     served = {"store": str(config.store)} if config.endpoint is None else {
-        "endpoint": display_url(config.endpoint), "dialect": config.dialect}
+        "endpoint": display_url(config.endpoint.query_url), "dialect": config.dialect}
     return json.dumps({
         "url": server.url, **served, "token": config.token is not None,
         "timeout_s": config.timeout, "max_results": config.max_results,

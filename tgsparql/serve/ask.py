@@ -161,8 +161,8 @@ class Asker:
     """The server's writer: the store held under its writer lock, the pipeline over it, and
     the asks in flight, which stopping waits for (each ends as failed, not open)."""
 
-    def __init__(self, path: Path, backend: Backend, *, collection: str, limits: AskLimits,
-                 lock_timeout: float) -> None:
+    def __init__(self, path: Path, backend: Backend, *, collection: vocab.Collection,
+                 limits: AskLimits, lock_timeout: float) -> None:
         self.limits = limits
         self.limiter = RateLimiter(limits)
         self._held = ExitStack()

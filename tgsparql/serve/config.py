@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.terms import DEFAULT_DIALECT
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
 from tgsparql.serve.ask import AskLimits
+from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import StoreError
 
 
@@ -17,10 +16,8 @@ from tgsparql.stores.store import StoreError
 class ServerConfig:
     store: Path | None = None
     """The on-disk store to serve, opened read-only; or None with `endpoint`."""
-    endpoint: str | None = None
-    """The SPARQL query endpoint of a remote store to serve instead."""
-    endpoint_options: Mapping[str, Any] = field(default_factory=dict)
-    """RemoteStore's keyword arguments (dialect, auth, timeouts, kg_graph)."""
+    endpoint: Endpoint | None = None
+    """The SPARQL endpoint of a remote store to serve instead."""
     host: str = "127.0.0.1"
     port: int = 7879
     token: str | None = None
@@ -35,7 +32,7 @@ class ServerConfig:
     workers: int = 2
     page_workers: int = 1
     """Query processes /sparql may not take, kept for pages and saved queries."""
-    collection: str = vocab.DEFAULT_COLLECTION
+    collection: vocab.Collection = vocab.DEFAULT_COLLECTION
     log: bool = False
     ask: AskLimits | None = None
     """With limits, POST /ask answers questions, the server holding the store as its writer."""
@@ -52,9 +49,9 @@ class ServerConfig:
                              "write to a remote endpoint")
 
     @property
-    def dialect(self) -> str:
+    def dialect(self) -> Dialect:
         """The served store's dialect: an on-disk store's is the default."""
-        return str(self.endpoint_options.get("dialect", DEFAULT_DIALECT))
+        return DEFAULT_DIALECT if self.endpoint is None else self.endpoint.dialect
 
 
 def check_token(token: str) -> str:

@@ -20,10 +20,10 @@ from urllib.parse import parse_qs, urlencode
 
 import pyoxigraph as ox
 
-from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SESSION_PREFIX, SessionIds
 from tgsparql.rdf.templates import templates_for
-from tgsparql.rdf.terms import DEFAULT_DIALECT
+from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
+from tgsparql.rdf.vocab import Collection
 from tgsparql.serve import pages
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import (
@@ -112,17 +112,17 @@ def prefixes() -> str:
 
 
 @cache
-def examples(dialect: str, collection: str) -> tuple[Example, ...]:
+def examples(dialect: Dialect, collection: Collection) -> tuple[Example, ...]:
     """The saved BI queries with their default parameters (the collection's graph), then the
     trace queries with placeholder IRIs, rendered for the served store's dialect."""
-    templates = templates_for(dialect)  # type: ignore[arg-type]
+    templates = templates_for(dialect)
     out = []
     for saved in saved_queries().values():
-        params = saved.bind({"collection": [collection]} if any(
+        params = saved.bind({"collection": [collection.name]} if any(
             p.name == "collection" for p in saved.parameters) else {})
         out.append(Example("bi", saved.name, saved.title,
                            templates.render(saved.template, **params)))
-    graph = vocab.explainability_graph(collection)
+    graph = collection.graph
     for name in templates.names():
         if name.startswith("trace/"):
             text = templates.render(name, graph=graph, **PLACEHOLDERS)
@@ -132,9 +132,9 @@ def examples(dialect: str, collection: str) -> tuple[Example, ...]:
     return tuple(out)
 
 
-def starting_query(collection: str) -> str:
+def starting_query(collection: Collection) -> str:
     """What the box holds at first: the project's prefixes and the newest sessions."""
-    graph = vocab.explainability_graph(collection).value
+    graph = collection.graph.value
     return prefixes() + (
         "\n\nSELECT ?session ?question ?started ?status WHERE {\n"
         f"  GRAPH <{graph}> {{\n"
@@ -149,8 +149,9 @@ def starting_query(collection: str) -> str:
     )
 
 
-def page(query: str, dialect: str, collection: str, *, request: QueryRequest | None = None,
-         results: Results | None = None, error: str | None = None, status: int = 200) -> Answer:
+def page(query: str, dialect: Dialect, collection: Collection, *,
+         request: QueryRequest | None = None, results: Results | None = None,
+         error: str | None = None, status: int = 200) -> Answer:
     """The page, with the query in the box and its results or its error below it."""
     html = pages.render_sparql(
         query=query, examples=examples(dialect, collection), results=results, error=error,
@@ -160,8 +161,8 @@ def page(query: str, dialect: str, collection: str, *, request: QueryRequest | N
     return Answer(status, HTML, html.encode("utf-8"))
 
 
-def results_page(store: Queryable, request: QueryRequest, max_results: int, dialect: str,
-                 collection: str) -> Answer:
+def results_page(store: Queryable, request: QueryRequest, max_results: int, dialect: Dialect,
+                 collection: Collection) -> Answer:
     """Run the query as the protocol would, and answer the page with its results."""
     check_query(request.query)
     results = tabulate(evaluate(store, request), max_results)

@@ -95,6 +95,6 @@ Served = ReadOnlyStore | RemoteStore
 def open_served(config: ServerConfig) -> Served:
     """The store a worker answers from: the on-disk store read-only, or the endpoint."""
     if config.endpoint is not None:
-        return RemoteStore(config.endpoint, **config.endpoint_options)
+        return RemoteStore(config.endpoint)
     assert config.store is not None
     return ReadOnlyStore(config.store)

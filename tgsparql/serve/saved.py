@@ -53,7 +53,7 @@ class Parameter:
             return ox.Literal(day.isoformat(), datatype=vocab.XSD_DATE)
         if self.type == "collection":
             try:
-                return vocab.explainability_graph(text)
+                return vocab.Collection(text).graph
             except vocab.CollectionError:
                 raise self._bad(text, "a collection name (letters, digits, _ . -)") from None
         if "\x00" in text or any(0xD800 <= ord(c) <= 0xDFFF for c in text):

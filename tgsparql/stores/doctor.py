@@ -89,7 +89,8 @@ class _Probe:
         self.graph = ox.NamedNode(f"urn:tgsparql:doctor:{uuid.uuid4()}")
         self.probe = ox.NamedNode(f"{self.graph.value}:probe")
         self.value = "tgsparql doctor probe"
-        self.diagnosis = Diagnosis(display_url(store.endpoint), display_url(store.update_endpoint))
+        self.diagnosis = Diagnosis(display_url(store.endpoint.query_url),
+                                   display_url(store.endpoint.updates_to))
 
     def run(self, wanted: Dialect | None) -> Diagnosis:
         d = self.diagnosis
@@ -165,9 +166,9 @@ class _Probe:
     def _union(self) -> str:
         query = self.templates.render("doctor/probe_union", **self._params())
         if not self.store.ask(query, default_graph="union"):
-            raise _No(f"{self.store.union_parameter} did not merge the named graphs; "
+            raise _No(f"{self.store.endpoint.union_parameter} did not merge the named graphs; "
                       "validation must then be given --graph")
-        return f"{self.store.union_parameter} merges every graph"
+        return f"{self.store.endpoint.union_parameter} merges every graph"
 
     def _edge(self, dialect: Dialect, form: str) -> str:
         probe = ox.NamedNode(f"{self.probe.value}:{dialect}")

@@ -7,17 +7,18 @@ result with pyoxigraph (SPARQL JSON, N-Triples), never rdflib, so triple terms s
 Server notes, for the parameters a read may send:
 - Oxigraph: `union-default-graph` (the union of every graph), `default-graph-uri` (repeatable),
   a Graph Store Protocol endpoint at `/store` that takes N-Quads POSTed to it.
-- Fuseki, GraphDB: `default-graph-uri`; no standard parameter asks for the union (pass
-  `union_parameter=None` and a union read fails with a clear error rather than reading the
-  wrong graph).
+- Fuseki, GraphDB: `default-graph-uri`; no standard parameter asks for the union (give the
+  `Endpoint` `union_parameter=None` and a union read fails with a clear error rather than
+  reading the wrong graph).
 - Virtuoso: its default graph is the union of all graphs, and an INSERT DATA without GRAPH has
-  no target. Give `kg_graph`, a named graph that stands for tgsparql's default graph (the KG):
-  reads of the default graph send it as `default-graph-uri`, each `GRAPH <iri>` the query names
-  as `named-graph-uri` (Virtuoso leaves a named graph out of a dataset that has a default graph
-  but does not list it, while `GRAPH ?g` still ranges over every graph), updates send it as
-  `using-graph-uri` (Virtuoso's target for triples outside GRAPH), bulk loads put the default
-  graph's triples into it, and a union read sends no dataset at all. Its `ResultSetMaxRows`
-  (10000 by default) must exceed the largest result tgsparql reads, or results are cut short.
+  no target. Give the `Endpoint` a `kg_graph`, a named graph that stands for tgsparql's default
+  graph (the KG): reads of the default graph send it as `default-graph-uri`, each `GRAPH <iri>`
+  the query names as `named-graph-uri` (Virtuoso leaves a named graph out of a dataset that has
+  a default graph but does not list it, while `GRAPH ?g` still ranges over every graph), updates
+  send it as `using-graph-uri` (Virtuoso's target for triples outside GRAPH), bulk loads put the
+  default graph's triples into it, and a union read sends no dataset at all. Its
+  `ResultSetMaxRows` (10000 by default) must exceed the largest result tgsparql reads, or
+  results are cut short.
 Without `kg_graph` no protocol parameter names a store's own default graph next to named
 graphs, so a graph list that mixes `ox.DefaultGraph()` with named graphs is refused.
 """
@@ -27,7 +28,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import re
 import threading
 import time
@@ -43,11 +43,10 @@ from SPARQLWrapper import ASK, CONSTRUCT, INSERT, JSON, POST, SELECT, SPARQLWrap
 
 from tgsparql.rdf.lexical import records
 from tgsparql.rdf.templates import TemplateError
-from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
+from tgsparql.rdf.terms import Dialect
 from tgsparql.rdf.vocab import XSD_INTEGER
-from tgsparql.stores.store import (
-    ENDPOINT_ENVIRONMENT, DataGraph, Solution, StoreError, WithTemplates, query_form,
-)
+from tgsparql.stores.endpoint import Endpoint
+from tgsparql.stores.store import DataGraph, Solution, StoreError, WithTemplates, query_form
 
 SPARQL_JSON = "application/sparql-results+json"
 N_TRIPLES = "application/n-triples"
@@ -86,77 +85,21 @@ class _Group:
 
 
 class RemoteStore(WithTemplates):
-    """The Store protocol over HTTP: SELECT/ASK/CONSTRUCT to `endpoint`, updates to
-    `update_endpoint` (the same URL when not given), bulk loads to `graph_store` when given."""
+    """The Store protocol over HTTP, to the endpoint's URLs."""
 
     round_trips = True
 
-    def __init__(
-        self,
-        endpoint: str,
-        *,
-        update_endpoint: str | None = None,
-        graph_store: str | None = None,
-        dialect: Dialect = DEFAULT_DIALECT,
-        user: str | None = None,
-        password: str | None = None,
-        token: str | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 60.0,
-        retries: int = 3,
-        backoff: float = 0.5,
-        union_parameter: str | None = "union-default-graph",
-        kg_graph: str | None = None,
-        batch_size: int = 2000,
-    ) -> None:
-        for name, url in (("endpoint", endpoint), ("update endpoint", update_endpoint),
-                          ("graph store", graph_store)):
-            if url is not None and urlsplit(url).scheme not in ("http", "https"):
-                raise StoreError(f"the SPARQL {name} must be an http(s) URL, not {url!r}")
-        if dialect not in DIALECTS:
-            raise StoreError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
-        if token and (user or password):
-            raise StoreError("give basic auth (user and password) or a bearer token, not both")
-        if bool(user) != bool(password):
-            raise StoreError("basic auth needs both a user and a password")
-        if connect_timeout <= 0 or read_timeout <= 0 or retries < 0 or batch_size < 1:
-            raise StoreError("timeouts and the batch size must be positive, retries not negative")
-        try:
-            self.kg_graph = ox.NamedNode(kg_graph) if kg_graph is not None else None
-        except ValueError as error:
-            raise StoreError(f"the KG graph must be an IRI, not {kg_graph!r}: {error}") from None
+    def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
-        self.update_endpoint = update_endpoint or endpoint
-        self.graph_store = graph_store
-        self.dialect: Dialect = dialect
-        self.user, self.password, self.token = user, password, token
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.union_parameter = union_parameter
-        self.batch_size = batch_size
+        self.dialect: Dialect = endpoint.dialect
+        self.kg_graph = ox.NamedNode(endpoint.kg_graph) if endpoint.kg_graph is not None else None
         self._closed = False
         self.requests = 0
         """HTTP exchanges attempted so far (each retry counts), for benchmarks and tests."""
         self._counting = threading.Lock()  # a session's stages may call from two threads
 
-    @classmethod
-    def from_environment(
-        cls, environ: Mapping[str, str] = os.environ, **options: object
-    ) -> RemoteStore:
-        """A store configured by TGSPARQL_ENDPOINT and its siblings; `options` take precedence."""
-        settings: dict[str, object] = {
-            key: environ[var] for key, var in ENDPOINT_ENVIRONMENT.items() if environ.get(var)
-        }
-        settings.update({key: value for key, value in options.items() if value is not None})
-        endpoint = settings.pop("endpoint", None)
-        if not isinstance(endpoint, str):
-            raise StoreError("no SPARQL endpoint: give one or set TGSPARQL_ENDPOINT")
-        return cls(endpoint, **settings)  # type: ignore[arg-type]
-
     def __repr__(self) -> str:
-        return f"RemoteStore({display_url(self.endpoint)!r}, dialect={self.dialect!r})"
+        return f"RemoteStore({display_url(self.endpoint.query_url)!r}, dialect={self.dialect!r})"
 
     # -- the Store protocol -------------------------------------------------------------------
 
@@ -172,7 +115,7 @@ class RemoteStore(WithTemplates):
                 for solution in result
             ]
         except (SyntaxError, ValueError) as error:
-            raise self._error(self.endpoint, f"malformed SPARQL JSON results: {_line(error)}")
+            raise self._error(f"malformed SPARQL JSON results: {_line(error)}")
 
     def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
         return self._boolean(self._read(query, ASK, SPARQL_JSON, default_graph))
@@ -187,9 +130,9 @@ class RemoteStore(WithTemplates):
                 return any(row[VIRTUOSO_ASK] != ox.Literal("0", datatype=XSD_INTEGER)
                            for row in result)
         except (SyntaxError, ValueError) as error:
-            raise self._error(self.endpoint, f"malformed SPARQL JSON results: {_line(error)}")
+            raise self._error(f"malformed SPARQL JSON results: {_line(error)}")
         if not isinstance(result, ox.QueryBoolean):
-            raise self._error(self.endpoint, "malformed SPARQL JSON results: no boolean")
+            raise self._error("malformed SPARQL JSON results: no boolean")
         return bool(result)
 
     def construct(self, query: str) -> list[ox.Triple]:
@@ -208,7 +151,7 @@ class RemoteStore(WithTemplates):
         try:
             form = query_form(query)
         except SyntaxError as error:
-            raise self._error(self.endpoint, f"not a SPARQL query: {_line(error)}") from None
+            raise self._error(f"not a SPARQL query: {_line(error)}") from None
         if form == "graph":
             return self._triples(query, default_graph, named_graphs)
         asking = form == "ask"
@@ -225,7 +168,7 @@ class RemoteStore(WithTemplates):
             for _ in result:
                 pass
         except (SyntaxError, ValueError) as error:
-            raise self._error(self.endpoint, f"malformed SPARQL JSON results: {_line(error)}")
+            raise self._error(f"malformed SPARQL JSON results: {_line(error)}")
         return ox.parse_query_results(body, ox.QueryResultsFormat.JSON)  # type: ignore[return-value]
 
     def _triples(self, query: str, default_graph: DataGraph,
@@ -241,13 +184,13 @@ class RemoteStore(WithTemplates):
             return _fold_reifiers(triples) if star else triples
         except (SyntaxError, ValueError) as error:
             syntax = "Turtle" if star else "N-Triples"
-            raise self._error(self.endpoint, f"malformed {syntax}: {_line(error)}")
+            raise self._error(f"malformed {syntax}: {_line(error)}")
 
     def update(self, update: str) -> None:
-        wrapper = self._wrapper(self.update_endpoint, update, INSERT, "*/*")
+        wrapper = self._wrapper(self.endpoint.updates_to, update, INSERT, "*/*")
         if self.kg_graph is not None:
             wrapper.addParameter("using-graph-uri", self.kg_graph.value)
-        self._send(self.update_endpoint, wrapper, retry=is_insert_data(update), updating=True)
+        self._send(self.endpoint.updates_to, wrapper, retry=is_insert_data(update), updating=True)
 
     def bulk_load(
         self,
@@ -264,10 +207,10 @@ class RemoteStore(WithTemplates):
         self._check_open()
         target = graph if graph is not None else self.kg_graph
         try:
-            for batch in _batches(ox.parse(source, format), target, self.batch_size):
+            for batch in _batches(ox.parse(source, format), target, self.endpoint.batch_size):
                 _refuse_blank_nodes(batch)
                 written = batch + records(batch)
-                if self.graph_store is not None and self.dialect == "rdf12":
+                if self.endpoint.graph_store_url is not None and self.dialect == "rdf12":
                     self._post_quads(written)
                 else:
                     self.run("bulk_insert", groups=_groups(written))
@@ -292,14 +235,14 @@ class RemoteStore(WithTemplates):
 
     def _read(self, query: str, kind: str, accept: str, default_graph: DataGraph,
               named_graphs: Sequence[ox.NamedNode] = ()) -> bytes:
-        wrapper = self._wrapper(self.endpoint, query, kind, accept)
+        wrapper = self._wrapper(self.endpoint.query_url, query, kind, accept)
         parameters = self._dataset_parameters(query, default_graph)
         if named_graphs:
             parameters = [p for p in parameters if p[0] != "named-graph-uri"]
             parameters += [("named-graph-uri", graph.value) for graph in named_graphs]
         for name, value in parameters:
             wrapper.addParameter(name, value)
-        return self._send(self.endpoint, wrapper, retry=True, updating=False)
+        return self._send(self.endpoint.query_url, wrapper, retry=True, updating=False)
 
     def _dataset_parameters(self, query: str, default_graph: DataGraph) -> list[tuple[str, str]]:
         if self.kg_graph is not None:
@@ -307,14 +250,14 @@ class RemoteStore(WithTemplates):
         if default_graph is None:
             return []
         if default_graph == "union":
-            if self.union_parameter is None:
-                raise self._error(self.endpoint, "cannot ask this server for the union of all "
+            if self.endpoint.union_parameter is None:
+                raise self._error("cannot ask this server for the union of all "
                                   "graphs (no union parameter configured)")
-            return [(self.union_parameter, "true")]
+            return [(self.endpoint.union_parameter, "true")]
         graphs = list(default_graph)
         named = [g for g in graphs if isinstance(g, ox.NamedNode)]
         if named and len(named) < len(graphs):
-            raise self._error(self.endpoint, "the SPARQL protocol cannot name the default graph "
+            raise self._error("the SPARQL protocol cannot name the default graph "
                               "beside named graphs in default-graph-uri")
         return [("default-graph-uri", g.value) for g in named]
 
@@ -341,15 +284,15 @@ class RemoteStore(WithTemplates):
         wrapper.setMethod(POST)
         wrapper.setOnlyConneg(True)
         wrapper.addCustomHttpHeader("Accept", accept)
-        if self.user and self.password:
-            wrapper.setCredentials(self.user, self.password)
-        if self.token:
-            wrapper.addCustomHttpHeader("Authorization", f"Bearer {self.token}")
+        if self.endpoint.user and self.endpoint.password:
+            wrapper.setCredentials(self.endpoint.user, self.endpoint.password)
+        if self.endpoint.token:
+            wrapper.addCustomHttpHeader("Authorization", f"Bearer {self.endpoint.token}")
         return wrapper
 
     def _post_quads(self, quads: list[ox.Quad]) -> None:
         """One batch to the Graph Store Protocol endpoint: POST adds, so sending again is safe."""
-        url = self.graph_store or ""
+        url = self.endpoint.graph_store_url or ""
         body = ox.serialize(quads, format=ox.RdfFormat.N_QUADS)
         headers = {"Content-Type": N_QUADS, "User-Agent": "tgsparql", **self._auth_header()}
         self._attempts(url, lambda: self._exchange("POST", url, headers, body, updating=True),
@@ -357,10 +300,11 @@ class RemoteStore(WithTemplates):
 
     def _auth_header(self) -> dict[str, str]:
         """The Authorization header SPARQLWrapper would send, for requests it does not build."""
-        if self.token:
-            return {"Authorization": f"Bearer {self.token}"}
-        if self.user and self.password:
-            pair = base64.b64encode(f"{self.user}:{self.password}".encode()).decode("ascii")
+        endpoint = self.endpoint
+        if endpoint.token:
+            return {"Authorization": f"Bearer {endpoint.token}"}
+        if endpoint.user and endpoint.password:
+            pair = base64.b64encode(f"{endpoint.user}:{endpoint.password}".encode()).decode("ascii")
             return {"Authorization": f"Basic {pair}"}
         return {}
 
@@ -375,7 +319,7 @@ class RemoteStore(WithTemplates):
 
     def _attempts(self, url: str, exchange: Callable[[], bytes], *, retry: bool) -> bytes:
         """Run the exchange, again after a growing pause while it fails transiently (if allowed)."""
-        attempts = 1 + (self.retries if retry else 0)
+        attempts = 1 + (self.endpoint.retries if retry else 0)
         for attempt in range(attempts):
             try:
                 return exchange()
@@ -383,8 +327,8 @@ class RemoteStore(WithTemplates):
                 if not failure.transient or attempt == attempts - 1:
                     tries = f" (after {attempt + 1} attempts)" if attempt else ""
                     kind = StoreError if failure.reached else EndpointUnreachable
-                    raise self._error(url, failure.what + tries, kind) from None
-                time.sleep(min(self.backoff * 2**attempt, MAX_BACKOFF))
+                    raise self._error(failure.what + tries, url=url, kind=kind) from None
+                time.sleep(min(self.endpoint.backoff * 2**attempt, MAX_BACKOFF))
         raise AssertionError("unreachable")
 
     def _exchange(self, method: str, url: str, headers: Mapping[str, str],
@@ -393,25 +337,25 @@ class RemoteStore(WithTemplates):
             self.requests += 1
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        connection = kind(parts.hostname or "", parts.port, timeout=self.connect_timeout)
+        connection = kind(parts.hostname or "", parts.port, timeout=self.endpoint.connect_timeout)
         try:
             try:
                 connection.connect()
             except TimeoutError:
-                raise _Failed(f"no connection within {self.connect_timeout:g} s "
+                raise _Failed(f"no connection within {self.endpoint.connect_timeout:g} s "
                               "(connect timeout)", True, reached=False) from None
             except OSError as error:
                 raise _Failed(f"unreachable: {error.strerror or error}", True,
                               reached=False) from None
             assert connection.sock is not None
-            connection.sock.settimeout(self.read_timeout)
+            connection.sock.settimeout(self.endpoint.read_timeout)
             target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
             try:
                 connection.request(method, target, body=body, headers=dict(headers))
                 response = connection.getresponse()
                 data = response.read()
             except TimeoutError:
-                raise _Failed(f"no response within {self.read_timeout:g} s (read timeout)",
+                raise _Failed(f"no response within {self.endpoint.read_timeout:g} s (read timeout)",
                               True) from None
             except http.client.IncompleteRead as error:
                 raise _Failed(f"truncated response body ({len(error.partial)} bytes received, "
@@ -432,11 +376,12 @@ class RemoteStore(WithTemplates):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise self._error(self.endpoint, "the store is closed")
+            raise self._error("the store is closed")
 
-    @staticmethod
-    def _error(url: str, what: str, kind: type[StoreError] = StoreError) -> StoreError:
-        return kind(f"SPARQL endpoint {display_url(url)}: {what}")
+    def _error(self, what: str, *, url: str | None = None,
+               kind: type[StoreError] = StoreError) -> StoreError:
+        """What went wrong at `url`, the query endpoint when not given."""
+        return kind(f"SPARQL endpoint {display_url(url or self.endpoint.query_url)}: {what}")
 
 
 def display_url(url: str) -> str:

@@ -118,20 +118,6 @@ of every graph (how validation reads provenance spread over named graphs); or th
 listed graphs, `ox.DefaultGraph()` naming the store's default graph."""
 
 
-ENDPOINT_ENVIRONMENT = {
-    "endpoint": "TGSPARQL_ENDPOINT",
-    "update_endpoint": "TGSPARQL_UPDATE_ENDPOINT",
-    "graph_store": "TGSPARQL_GRAPH_STORE",
-    "dialect": "TGSPARQL_DIALECT",
-    "kg_graph": "TGSPARQL_KG_GRAPH",
-    "user": "TGSPARQL_USER",
-    "password": "TGSPARQL_PASSWORD",
-    "token": "TGSPARQL_TOKEN",
-}
-"""The environment variable of each endpoint setting, read by `RemoteStore.from_environment` and
-by the command's endpoint flags; kept here so the flags need not import the remote store's HTTP
-stack."""
-
 BULK_BATCH = 50_000
 """Quads per write of a bulk load. pyoxigraph's own bulk loader keeps up to a million quads per
 thread in memory (a 200 MB N-Triples file took 1.3 GB); batches of this size keep a load of any

@@ -167,10 +167,11 @@ def _load(store: Store, paths: Iterable[str | os.PathLike[str]]) -> None:
 
 def _remote(endpoint: str, update_endpoint: str | None) -> Store:
     try:
+        from tgsparql.stores.endpoint import Endpoint
         from tgsparql.stores.remote import RemoteStore
     except ImportError as error:
         pytest.skip(f"--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used: {error}")
 
-    store = RemoteStore(endpoint, update_endpoint=update_endpoint)
+    store = RemoteStore(Endpoint(endpoint, update_url=update_endpoint))
     store.run("testing_clear")
     return store

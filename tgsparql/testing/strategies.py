@@ -460,7 +460,7 @@ class SessionRecord:
     usage: Usage | None = None
     error: str = field(default="the test made this stage fail")
 
-    def record(self, store: Store, collection: str = vocab.DEFAULT_COLLECTION) -> None:
+    def record(self, store: Store, collection: vocab.Collection = vocab.DEFAULT_COLLECTION) -> None:
         recorder = Recorder(store, collection)
         ids = self.ids
         recorder.write(recorder.session(ids, self.question, self.started))

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.llama
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TG = vocab.TG
-GRAPH = vocab.explainability_graph()
+GRAPH = vocab.DEFAULT_COLLECTION.graph
 
 
 def smollm2_gguf() -> Path:

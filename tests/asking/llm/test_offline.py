@@ -22,7 +22,7 @@ from tgsparql.rdf.text import words
 ENT = "https://example.org/demo/entity/"
 REL = "https://example.org/demo/rel/"
 TG = vocab.TG
-GRAPH = vocab.explainability_graph()
+GRAPH = vocab.DEFAULT_COLLECTION.graph
 
 POLONIUM = "Where was the scientist who discovered polonium born?"
 PRIZE = "Which prize did the daughter of Pierre Curie win?"

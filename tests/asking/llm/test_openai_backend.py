@@ -27,7 +27,7 @@ from .fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
 EX = "https://example.org/t/"
 TG = vocab.TG
-GRAPH = vocab.explainability_graph()
+GRAPH = vocab.DEFAULT_COLLECTION.graph
 
 
 def node(name: str) -> ox.NamedNode:
@@ -501,7 +501,7 @@ def test_citations_are_recorded_with_their_sentences_and_stray_markers_counted(
     sources = {s.edge_selection: s.citations for s in messages[-1].sources}
     assert sources[born.value] == (cited[born],) and sources[found.value] == (cited[found],)
     assert_conforms(tgsparql_demo_store, session=ids.session.value)
-    explained = explain_session(tgsparql_demo_store, "explainability", ids.uuid)
+    explained = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids.uuid)
     assert explained.invalid_citations == 2
     assert {edge.iri: edge.cited_sentences for edge in explained.selected} == {
         born.value: [cited[born]], found.value: [cited[found]]}
