@@ -22,11 +22,17 @@ from tgsparql.asking.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.asking.retrieval import RANKING_RULE
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
-from tgsparql.rdf.templates import Sparql, TemplateError, Templates, _environment
+from tgsparql.rdf.templates import (
+    Sparql,
+    TemplateError,
+    Templates,
+    _environment,
+    header,
+)
 from tgsparql.rdf.terms import DIALECTS, Dialect
 from tgsparql.serve.saved import saved_queries
 from tgsparql.stores.store import (
-    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form, template_form,
+    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form,
 )
 
 XSD = vocab.XSD
@@ -358,7 +364,8 @@ def test_an_undefined_variable_is_an_error_at_render_time() -> None:
 
 
 def test_a_real_query_missing_a_value_parameter_names_it() -> None:
-    with pytest.raises(TemplateError, match=re.escape("record_session: 'question' is undefined")):
+    with pytest.raises(TemplateError,
+                       match=re.escape("record_session: missing parameter 'question' (text)")):
         Templates().render(
             "record_session",
             graph=ox.NamedNode("urn:graph:explainability"),
@@ -370,7 +377,8 @@ def test_a_real_query_missing_a_value_parameter_names_it() -> None:
 def test_a_real_query_missing_a_loop_parameter_names_it() -> None:
     params = retrieval_params([IRI_TRIPLE])
     del params["concepts"]
-    with pytest.raises(TemplateError, match=re.escape("record_retrieval: 'concepts' is undefined")):
+    with pytest.raises(TemplateError, match=re.escape(
+            "record_retrieval: missing parameter 'concepts' (list of texts)")):
         Templates().render("record_retrieval", **params)
 
 
@@ -559,6 +567,11 @@ def test_rdfstar_record_uses_quoted_triples_only() -> None:
 
 EVERY_PARAM: dict[str, Any] = {
     "graph": GRAPH,
+    "collection": "explainability",
+    "prologue": Sparql("PREFIX tg: <https://trustgraph.ai/ns/>"),
+    "quads": Sparql("<urn:s> tg:p <urn:o> ."),
+    "before": Sparql(""),
+    "lexical": False,
     "session": IDS.session,
     "edge_selection": IDS.edge_selection(0),
     "fact": LIT_TRIPLE,
@@ -655,16 +668,21 @@ EVERY_PARAM: dict[str, Any] = {
                             "documents": [DOCUMENT]}],
 }
 
-def is_query(name: str, text: str) -> bool:
-    return template_form(name, text) != "update"
+def every_param(name: str, **changed: Any) -> dict[str, Any]:
+    """The parameters template `name` declares, from EVERY_PARAM, some `changed`."""
+    return {key: {**EVERY_PARAM, **changed}[key] for key in header(name).parameters}
+
+
+def is_query(name: str) -> bool:
+    return header(name).form != "update"
 
 
 @pytest.mark.parametrize("dialect", ["rdf12", "reification"])
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialect: str) -> None:
-    text = Templates(dialect).render(name, **EVERY_PARAM)
+    text = Templates(dialect).render(name, **every_param(name))
     store = ox.Store()
-    if is_query(name, text):
+    if is_query(name):
         result = store.query(text)
         assert isinstance(result, (ox.QuerySolutions, ox.QueryBoolean, ox.QueryTriples))
     else:
@@ -673,14 +691,14 @@ def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialec
 
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
-    text = Templates("rdfstar").render(name, **EVERY_PARAM)
+    text = Templates("rdfstar").render(name, **every_param(name))
     assert "<<(" not in text
     if "<<" in text:  # a quoted triple given (an edge, a model's usage), or a pattern of variables
         assert ("<< <http://example.org/s> <http://example.org/p>" in text or "<< ?" in text
                 or "<< <urn:trustgraph:llm:test-model> " in text)
     else:
         store = ox.Store()
-        if is_query(name, text):
+        if is_query(name):
             store.query(text)
         else:
             store.update(text)
@@ -688,7 +706,7 @@ def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
 
 @pytest.mark.parametrize("template", ["record_selection", "record_answer"])
 def test_usage_is_optional_in_records(template: str) -> None:
-    params = {**EVERY_PARAM, "model": None, "in_tokens": None, "out_tokens": None, "call": None}
+    params = every_param(template, model=None, in_tokens=None, out_tokens=None, call=None)
     text = Templates().render(template, **params)
     assert "tg:llmModel" not in text and "tg:inToken" not in text and "tg:modelName" not in text
     ox.Store().update(text)
@@ -699,11 +717,11 @@ def test_rendered_updates_store_exactly_the_quads_of_their_block(
 ) -> None:
     templates = Templates()
     for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
-        tgsparql_store.update(templates.render(name, **EVERY_PARAM))
+        tgsparql_store.update(templates.render(name, **every_param(name)))
     expected = set()
     for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
-        prologue = templates.render_block(name, "prologue", **EVERY_PARAM)
-        quads = templates.render_block(name, "quads", **EVERY_PARAM)
+        prologue = templates.render_block(name, "prologue", **every_param(name))
+        quads = templates.render_block(name, "quads", **every_param(name))
         expected |= set(ox.parse(prologue + quads, ox.RdfFormat.TRIG))
     assert set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, None)) == expected
     edge = ox.NamedNode(vocab.TG + "retrievedEdge")
@@ -877,8 +895,8 @@ def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
 QUERIES = Path(str(files("tgsparql.queries")))
 FOLDERS = {p.name for p in QUERIES.iterdir() if p.is_dir() and p.name != "__pycache__"}
 RENDERING = {"render", "render_block", "insert_data", "_render"}
-"""Calls whose first argument, given as a string, names a template; and `run`'s, given as a
-string alone."""
+"""Calls whose first argument, given as a string, names a template; and `run`'s and `stream`'s,
+given as a string alone."""
 
 
 def template_files() -> set[str]:
@@ -901,7 +919,7 @@ def names_in_code(source: str) -> set[str]:
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
             node.func, "id", "")
         named = node.args[:1] if callee in RENDERING else []
-        if _named(node, {"run"}) is not None:  # store.run("name"), not pool.run(job)
+        if _named(node, {"run", "stream"}) is not None:  # store.run("name"), not pool.run(job)
             named = node.args[:1]
         named += [k.value for k in node.keywords if callee == "insert_update" and k.arg == "before"]
         found |= {c.value for value in named if not isinstance(value, ast.JoinedStr)
@@ -941,30 +959,20 @@ def test_every_template_the_code_names_exists_and_every_template_is_named() -> N
     shipped = template_files()
     assert sorted(named - shipped) == []
     used = named | names_in_templates()
-    # bi/: each saved query is named by the JSON beside it; trace/: the saved form of the
-    # _trace/ template of the same name (trace.saved_form), served as a folder.
+    # bi/: each saved query is served by its name (tgsparql.serve.saved); trace/: the saved
+    # form of the _trace/ template of the same name (trace.saved_form), served as a folder.
     used |= {f"bi/{name}" for name in saved_queries()}
     used |= {f"trace/{name.removeprefix('_trace/')}" for name in used if name.startswith("_trace/")}
     assert sorted(shipped - used) == []
 
 
 # ---------------------------------------------------------------------------------------------
-# every template's form is known, and is the form its callers take its answer as
+# every template is taken as the form its header declares
 
 
-def learnt_form(name: str) -> str:
-    """The form `run` learns of a template, from a rendering with every parameter; an update
-    only where the text is one (pyoxigraph runs it), not where it is merely no query."""
-    text = Templates().render(name, **EVERY_PARAM)
-    form = template_form(name, text)
-    if form == "update":
-        ox.Store().update(text)
-    return form
-
-
-ANSWERS = {"rows": "select", "boolean": "ask", "triples": "graph"}
+ANSWERS = {"rows": "select", "boolean": "ask", "triples": "construct"}
 """What a caller reads of `run`'s answer, and the form that answers it."""
-VERBS = {"select": "select", "ask": "ask", "construct": "graph", "update": "update"}
+VERBS = {"select": "select", "ask": "ask", "construct": "construct", "update": "update"}
 """A store's verbs, and the form each runs."""
 
 
@@ -1007,22 +1015,17 @@ store.select(query)
 '''
     assert forms_in_code(source) == {
         ("fetch_labels", "select"), ("ingest_document_exists", "ask"),
-        ("explain_session", "graph"), ("testing_clear", "update"),
+        ("explain_session", "construct"), ("testing_clear", "update"),
         ("validation/any_lexical", "ask")}
 
 
-@pytest.mark.parametrize("name", TEMPLATES)
-def test_every_template_has_a_known_form(name: str) -> None:
-    assert learnt_form(name) in {"select", "ask", "graph", "update"}
-
-
-def test_every_template_is_taken_as_the_form_its_text_has() -> None:
+def test_every_template_is_taken_as_the_form_its_header_declares() -> None:
     roots = [Path(str(files("tgsparql"))), Path(__file__).parents[2] / "benchmarks"]
     used = set().union(*(forms_in_code(path.read_text())
                          for root in roots for path in root.rglob("*.py")))
     assert len(used) > 30  # the scanner sees the callers
-    assert sorted((name, form, learnt_form(name)) for name, form in used
-                  if learnt_form(name) != form) == []
+    assert sorted((name, form, header(name).form) for name, form in used
+                  if header(name).form != form) == []
 
 
 def test_an_answer_read_as_another_form_names_the_template_and_its_form(
@@ -1036,20 +1039,6 @@ def test_an_answer_read_as_another_form_names_the_template_and_its_form(
     with pytest.raises(TypeError, match="'serve/endpoint_reachable' is an ASK, which answers a "
                                         "boolean, not triples"):
         tgsparql_store.run("serve/endpoint_reachable").triples
-
-
-def test_a_query_rendered_broken_once_is_not_remembered_as_an_update() -> None:
-    """A rendering that parses as no query is run as an update (whose parser then names the
-    fault), but only a store's run of it as one makes the name an update for good."""
-    name = "a template rendered broken first"
-    assert template_form(name, "SELECT * WHERE {") == "update"
-    assert template_form(name, "SELECT * WHERE { ?s ?p ?o }") == "select"
-    assert template_form(name, "SELECT * WHERE {") == "select"
-
-
-def test_an_update_is_remembered_once_a_store_has_run_it(tgsparql_store: EmbeddedStore) -> None:
-    tgsparql_store.run("testing_clear")
-    assert template_form("testing_clear", "not parsed again") == "update"
 
 
 class _VerbLog(WithTemplates):
@@ -1068,8 +1057,8 @@ class _VerbLog(WithTemplates):
 
 
 def test_a_template_runs_as_its_form_in_a_dialect_pyoxigraph_cannot_parse() -> None:
-    """An RDF-star quoted triple in a pattern is no RDF 1.2: the form is learnt from the RDF 1.2
-    rendering, so the SELECT goes to the store's select, not to its update endpoint."""
+    """An RDF-star quoted triple in a pattern is no RDF 1.2, which pyoxigraph parses: the form
+    is the header's, so the SELECT goes to the store's select, not to its update endpoint."""
     fact = ox.Triple(ox.NamedNode("http://example.org/s"), ox.NamedNode("http://example.org/p"),
                      ox.Literal("o"))
     rendered = Templates("rdfstar").render("_trace/fact_sources", facts=[fact])
@@ -1079,3 +1068,4 @@ def test_a_template_runs_as_its_form_in_a_dialect_pyoxigraph_cannot_parse() -> N
     assert store.run("_trace/fact_sources", facts=[fact]).rows == []
     assert store.run("_trace/fact_sources", facts=[fact]).rows == []
     assert store.verbs == ["select", "select"]
+

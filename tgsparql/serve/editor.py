@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlencode
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import SESSION_PREFIX, SessionIds
+from tgsparql.rdf.iris import SESSION_PREFIX
 from tgsparql.rdf.templates import templates_for
 from tgsparql.rdf.terms import DEFAULT_DIALECT
 from tgsparql.serve import pages
@@ -33,15 +33,6 @@ from tgsparql.stores.store import QueryForm
 
 HTML = "text/html; charset=utf-8"
 PAGE_ROWS = 1000
-_PLACEHOLDER_IDS = SessionIds("00000000-0000-4000-8000-000000000000")
-PLACEHOLDERS = {
-    "session": _PLACEHOLDER_IDS.session,
-    "edge_selection": _PLACEHOLDER_IDS.edge_selection(0),
-    "document": ox.NamedNode("urn:example:document"),
-    "facts": [ox.Triple(ox.NamedNode("urn:example:subject"), ox.NamedNode("urn:example:predicate"),
-                        ox.NamedNode("urn:example:object"))],
-}
-"""What the trace queries are shown with until the user puts in an IRI of theirs."""
 _PREFIX = re.compile(r"PREFIX\s+([A-Za-z][\w-]*):\s*<([^>]*)>")
 _LOCAL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 _SESSION = re.compile(re.escape(SESSION_PREFIX) + r"([0-9a-fA-F-]{36})")
@@ -113,8 +104,9 @@ def prefixes() -> str:
 
 @cache
 def examples(dialect: str, collection: str) -> tuple[Example, ...]:
-    """The saved BI queries with their default parameters (the collection's graph), then the
-    trace queries with placeholder IRIs, rendered for the served store's dialect."""
+    """The saved BI queries with their default parameters (the collection's graph), rendered for
+    the served store's dialect, then the saved trace queries, their VALUES lines holding
+    example IRIs (`queries/trace/`)."""
     templates = templates_for(dialect)  # type: ignore[arg-type]
     out = []
     for saved in saved_queries().values():
@@ -122,10 +114,9 @@ def examples(dialect: str, collection: str) -> tuple[Example, ...]:
             p.name == "collection" for p in saved.parameters) else {})
         out.append(Example("bi", saved.name, saved.title,
                            templates.render(saved.template, **params)))
-    graph = vocab.explainability_graph(collection)
     for name in templates.names():
         if name.startswith("trace/"):
-            text = templates.render(name, graph=graph, **PLACEHOLDERS)
+            text = templates.render(name)
             found = _TRACE_TITLE.match(text)
             out.append(Example("trace", name.split("/", 1)[1],
                                found.group(1) if found else name, text))
