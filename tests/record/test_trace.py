@@ -54,7 +54,7 @@ LOCATED = ox.Triple(ox.NamedNode(ENT + "Radium_Institute"), ox.NamedNode(REL + "
                     ox.NamedNode(ENT + "Paris"))
 TRACE_FILES = sorted((REPO / "queries" / "trace").glob("*.rq"))
 """The saved queries, as a person pastes them."""
-TEMPLATE_FILES = sorted((REPO / "queries" / "_trace").glob("*.rq"))
+TEMPLATE_FILES = sorted((REPO / "queries" / "_trace").glob("[!_]*.rq"))
 """The templates the code renders."""
 
 
@@ -191,7 +191,7 @@ def ox_store(tgsparql_demo_store: EmbeddedStore) -> ox.Store:
 DIALECT_TAG = re.compile(r'\{% (if dialect == "(rdf12|rdfstar|reification)"|endif) %\}')
 """A line that keeps what follows, up to its `endif`, for one dialect only."""
 PLACEHOLDERS = {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
-SHARED = re.compile(r'\{% include "(_[a-z_]+\.rq)" %\}')
+SHARED = re.compile(r'\{% include "((?:_trace/)?_[a-z_]+\.rq)" %\}')
 """A walk a trace template shares with another query: a fragment of queries/ included whole,
 whose lines hold placeholders alone, as the template's own do."""
 
