@@ -124,20 +124,10 @@ def examples(dialect: str, collection: str) -> tuple[Example, ...]:
 
 
 def starting_query(collection: str) -> str:
-    """What the box holds at first: the project's prefixes and the newest sessions."""
-    graph = vocab.explainability_graph(collection).value
-    return prefixes() + (
-        "\n\nSELECT ?session ?question ?started ?status WHERE {\n"
-        f"  GRAPH <{graph}> {{\n"
-        "    ?session a prov:Activity ;\n"
-        "        tg:query ?question ;\n"
-        "        prov:startedAtTime ?started .\n"
-        "    OPTIONAL { ?session tg:status ?status }\n"
-        "  }\n"
-        "}\n"
-        "ORDER BY DESC(?started)\n"
-        "LIMIT 20\n"
-    )
+    """What the box holds at first: the project's prefixes and the newest sessions
+    (`queries/serve/editor_start.rq`)."""
+    return templates_for(DEFAULT_DIALECT).render(
+        "serve/editor_start", graph=vocab.explainability_graph(collection))
 
 
 def page(query: str, dialect: str, collection: str, *, request: QueryRequest | None = None,
