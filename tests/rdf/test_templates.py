@@ -28,12 +28,16 @@ from tgsparql.rdf.templates import (
     Templates,
     _environment,
     header,
+    parse_type,
+    split_header,
 )
 from tgsparql.rdf.terms import DIALECTS, Dialect
 from tgsparql.serve.saved import saved_queries
 from tgsparql.stores.store import (
-    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form,
+    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form, result_form,
 )
+from tgsparql.validation.compiler import compile_shapes
+from tgsparql.validation.shapes import Shapes
 
 XSD = vocab.XSD
 S = ox.NamedNode("http://example.org/s")
@@ -1069,3 +1073,202 @@ def test_a_template_runs_as_its_form_in_a_dialect_pyoxigraph_cannot_parse() -> N
     assert store.run("_trace/fact_sources", facts=[fact]).rows == []
     assert store.verbs == ["select", "select"]
 
+
+# ---------------------------------------------------------------------------------------------
+# headers: each template declares its form and parameters, and they are what its text has
+
+
+GLOBALS = {"graphs", "dialect"} | set(_environment().globals)
+"""What every rendering is given besides a template's parameters."""
+
+
+def used_variables(name: str, seen: set[str] | None = None) -> set[str]:
+    """The variables template `name` reads from its caller: those its text and the templates it
+    includes or imports use without setting them (a name set anywhere, a loop's or a macro's,
+    is its own)."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return set()
+    seen.add(name)
+    tree = _environment().parse(split_header((QUERIES / name).read_text(encoding="utf-8"))[1])
+    own = {node.name for node in tree.find_all(jinja2.nodes.Name)
+           if node.ctx in ("store", "param")}
+    own |= {node.target for node in tree.find_all(jinja2.nodes.Import)}
+    own |= {alias if isinstance(alias, str) else alias[1]
+            for node in tree.find_all(jinja2.nodes.FromImport) for alias in node.names}
+    used = set(jinja2.meta.find_undeclared_variables(tree)) - own
+    for referenced in jinja2.meta.find_referenced_templates(tree):
+        assert referenced is not None, f"{name} includes a template it computes"
+        used |= used_variables(referenced, seen)
+    return used - GLOBALS
+
+
+ALL_TEMPLATES = sorted(template_files())
+"""Every `.rq` of queries/, partials and saved trace queries too."""
+
+
+def test_used_variables_follow_includes_and_leave_out_what_a_template_sets() -> None:
+    assert used_variables("_trace/session_sources.rq") == {"graph", "session"}
+    assert used_variables("retrieve_subgraph.rq") == {
+        "nodes", "hubs", "excluded", "stems", "predicates", "seeds", "neighbours",
+        "matches_up_to"}
+    assert used_variables("_union.rq") == set()
+
+
+@pytest.mark.parametrize("name", ALL_TEMPLATES)
+def test_each_header_declares_the_parameters_the_template_uses(name: str) -> None:
+    assert set(header(name).parameters) == used_variables(f"{name}.rq")
+
+
+def test_every_template_has_a_header_and_the_text_below_it_has_none() -> None:
+    for name in ALL_TEMPLATES:
+        lines, body = split_header((QUERIES / f"{name}.rq").read_text(encoding="utf-8"))
+        assert lines and lines[0].startswith("# form: "), name
+        assert not re.search(r"^# (form|param|title|description)\b", body, re.MULTILINE), name
+
+
+class _Recording(Templates):
+    """Templates that note each rendering's parameters, by template."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, dict[str, Any]] = {}
+
+    def render(self, name: str, /, **params: Any) -> str:
+        self.calls.setdefault(name, params)
+        return super().render(name, **params)
+
+
+ASK_VALIDATOR = """
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+@prefix ex: <http://example.org/> .
+ex:C a sh:ConstraintComponent ; sh:parameter [ sh:path ex:k ] ;
+    sh:validator [ sh:ask "ASK { FILTER($value != $k) }" ] .
+ex:S a sh:NodeShape ; sh:targetClass ex:A ; sh:property [ sh:path ex:p ; ex:k 1 ] .
+"""
+"""A SPARQL-based constraint component with an ASK validator, which no bundled shape has."""
+
+
+def compiler_params() -> dict[str, dict[str, Any]]:
+    """Parameters the validation compiler renders its templates with, from the bundled shapes
+    and an ASK validator, over every focus node and a few, with and without records of
+    literals."""
+    recording = _Recording()
+    for shapes in (Shapes.bundled("rdf12"), Shapes.from_text(ASK_VALIDATOR)):
+        for scoped in (False, True):
+            for lexical in (False, True):
+                list(compile_shapes(shapes, recording, scoped=scoped, lexical=lexical))
+    return recording.calls
+
+
+COMPILED = compiler_params()
+
+
+def sample_params(name: str) -> dict[str, Any]:
+    """Parameters to render template `name` with: EVERY_PARAM's, or the validation compiler's."""
+    declared = header(name).parameters
+    if set(declared) <= set(EVERY_PARAM):
+        return every_param(name)
+    assert name in COMPILED, f"no parameters to render {name} with: add them to EVERY_PARAM"
+    return COMPILED[name]
+
+
+def rendered_form(text: str) -> str:
+    """The form of a rendering, as pyoxigraph parses it on an empty store: a query's, or an
+    update's, which then runs (and so parses) there."""
+    try:
+        result = ox.Store().query(text)
+    except SyntaxError:
+        ox.Store().update(text)
+        return "update"
+    form = result_form(result)
+    return "construct" if form == "graph" else form
+
+
+@pytest.mark.parametrize("name", [name for name in ALL_TEMPLATES
+                                  if header(name).form != "partial"])
+def test_each_header_declares_the_form_of_its_rendering(name: str) -> None:
+    assert rendered_form(Templates().render(name, **sample_params(name))) == header(name).form
+
+
+def test_the_compiler_renders_its_templates_through_their_headers() -> None:
+    assert {"validation/_constraint", "validation/_focus_nodes", "validation/_sparql_ask",
+            "validation/_sparql_prefixes", "validation/_path"} <= set(COMPILED)
+
+
+NO_TYPE_TAKES = 1.5
+"""A value no parameter type accepts."""
+
+
+@pytest.mark.parametrize("name", [name for name in ALL_TEMPLATES if header(name).parameters])
+def test_a_call_missing_a_parameter_adding_one_or_of_another_type_fails_naming_it(
+    name: str
+) -> None:
+    params = sample_params(name)
+    templates = Templates()
+    for parameter in header(name).parameters.values():
+        missing = {k: v for k, v in params.items() if k != parameter.name}
+        with pytest.raises(TemplateError, match=re.escape(
+                f"{name}: missing parameter {parameter.name!r} ({parameter.type})")):
+            templates.render(name, **missing)
+        with pytest.raises(TemplateError, match=re.escape(
+                f"{name}: parameter {parameter.name!r} must be of type {parameter.type}, not")):
+            templates.render(name, **{**params, parameter.name: NO_TYPE_TAKES})
+    with pytest.raises(TemplateError, match=re.escape(f"{name}: unknown parameter 'colour'")):
+        templates.render(name, **params, colour="red")
+
+
+def test_a_template_without_parameters_refuses_any() -> None:
+    with pytest.raises(TemplateError, match="testing_clear: unknown parameter 'graph'; it takes "
+                                            "no parameters"):
+        Templates().render("testing_clear", graph=GRAPH)
+
+
+@pytest.mark.parametrize(("spelling", "good", "bad"), [
+    ("iri", [S, "urn:x"], [None, 1, ox.Literal("x")]),
+    ("text", ["", "x"], [None, 1, S]),
+    ("integer", [0, -3], [True, 1.0, "1", None]),
+    ("boolean", [True, False], [0, None]),
+    ("datetime", [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)],
+     [dt.datetime(2024, 1, 1), dt.date(2024, 1, 1)]),
+    ("date", [ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)], ["2024-01-01", ox.Literal("x")]),
+    ("triple", [IRI_TRIPLE], [S]),
+    ("term", [S, ox.Literal("x"), IRI_TRIPLE], ["urn:x", ox.BlankNode()]),
+    ("collection", ["explainability", "a.b-c"], ["source", "a b", 1]),
+    ("fragment", [Sparql("?x")], ["?x"]),
+    ("record", [{"iri": S}, (1, 2), IDS], ["x", 1, None]),
+    ("list of iris", [[], [S, "urn:x"], (S,)], ["urn:x", [1], None, iter([S])]),
+    ("list of iris or none", [None, [S]], [[None]]),
+    ("map of iris to lists of texts", [{}, {P: ["birth"]}], [{P: "birth"}, {1: []}, [P]]),
+    ("integer or none", [None, 1], ["1"]),
+])
+def test_a_parameter_type_accepts_its_values_alone(spelling: str, good: list[Any],
+                                                    bad: list[Any]) -> None:
+    kind = parse_type(spelling)
+    assert str(kind) == spelling
+    assert all(kind.accepts(value) for value in good)
+    assert not any(kind.accepts(value) for value in bad)
+
+
+@pytest.mark.parametrize("spelling", ["iris", "list of iri", "uri", "map of iris", "list of",
+                                      "integer or none or none"])
+def test_an_unknown_parameter_type_is_refused(spelling: str) -> None:
+    with pytest.raises(TemplateError, match="unknown parameter type"):
+        parse_type(spelling)
+
+
+def test_a_store_runs_a_template_by_the_verb_its_header_declares_checking_the_call_first(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    log = _VerbLog("rdf12")
+    with pytest.raises(TemplateError, match="fetch_labels: missing parameter 'terms'"):
+        log.run("fetch_labels")
+    with pytest.raises(TemplateError, match="_prefixes is a partial"):
+        log.run("_prefixes")
+    with pytest.raises(TemplateError, match="testing_clear is an update: it takes no data graph"):
+        log.run("testing_clear", default_graph="union")
+    assert log.verbs == []
+    assert tgsparql_store.run("validation/any_triple", default_graph="union").boolean is False
+    with pytest.raises(TemplateError, match="testing_clear is no SELECT"):
+        tgsparql_store.stream("testing_clear")
+    assert list(tgsparql_store.stream("label_index_pending")) == []
