@@ -44,6 +44,7 @@ from urllib.parse import quote, urlencode
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
+from tgsparql.rdf import vocab
 from tgsparql.rdf.templates import Templates
 from tgsparql.serve.saved import saved_queries
 
@@ -193,8 +194,10 @@ def baseline_text(name: str, params: dict[str, str]) -> str:
     source = subprocess.run(
         ["git", "show", f"{BASELINE}:queries/bi/{name}.rq"], cwd=Path(__file__).parent,
         capture_output=True, text=True, check=True).stdout
-    return Templates().render_source(source, **saved_queries()[name].bind(
-        {key: [value] for key, value in params.items()}))
+    bound = saved_queries()[name].bind({key: [value] for key, value in params.items()})
+    # that version took the collection's graph, as `graph`
+    bound["graph"] = bound.pop("collection").graph
+    return Templates().render_source(source, **bound)
 
 
 def current_text(name: str, params: dict[str, str]) -> str:

@@ -17,7 +17,7 @@ from tgsparql.asking.llm.base import LLMError, SelectionOutput, SelectionRequest
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.messages import GraphRagResponse
 from tgsparql.asking.pipeline import GraphRag, OutputLimits
-from tgsparql.stores.store import EmbeddedStore, StoreError, WithTemplates
+from tgsparql.stores.store import DataGraph, EmbeddedStore, StoreError, WithTemplates
 from tgsparql.testing import assert_conforms
 
 QUESTION = "Where was the scientist who discovered polonium born?"
@@ -120,15 +120,15 @@ class FaultyStore(WithTemplates):
         self.reads: list[str] = []
         """The opening comment line of each query read, e.g. '# Grounding, in one request:'."""
 
-    def select(self, query: str):
+    def select(self, query: str, *, default_graph: DataGraph = None):
         self.reads.append(query.partition("\n")[0])
         if self.fail_retrieval and query.startswith("# Retrieval"):
             raise StoreError("injected read failure")
-        return self.inner.select(query)
+        return self.inner.select(query, default_graph=default_graph)
 
-    def ask(self, query: str) -> bool:
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
         self.reads.append(query.partition("\n")[0])
-        return self.inner.ask(query)
+        return self.inner.ask(query, default_graph=default_graph)
 
     def construct(self, query: str):
         self.reads.append(query.partition("\n")[0])
@@ -493,10 +493,10 @@ def test_the_llm_and_the_reads_go_on_while_the_store_writes(tgsparql_demo_store)
             return super().answer(question, facts, stream=stream)
 
     class Waiting(FaultyStore):
-        def select(self, query: str):  # type: ignore[no-untyped-def]
+        def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
             if query.startswith("# Labels"):
                 started["labels"].set()
-            return super().select(query)
+            return super().select(query, **kwargs)
 
         def update(self, update: str) -> None:
             steps = {0: ("labels", "select"), 1: ("answer",)}.get(self.updates, ())
@@ -515,10 +515,10 @@ def test_a_label_fetch_failing_during_the_first_write_records_the_session_failed
     tgsparql_demo_store,
 ) -> None:
     class FailingLabels(FaultyStore):
-        def select(self, query: str):  # type: ignore[no-untyped-def]
+        def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
             if query.startswith("# Labels"):
                 raise StoreError("injected label failure")
-            return super().select(query)
+            return super().select(query, **kwargs)
 
     store = FailingLabels(tgsparql_demo_store)
     messages = list(GraphRag(store, OfflineBackend(), index_labels=False).query(QUESTION))

@@ -23,7 +23,7 @@ from tgsparql.asking.sources import facts_sources
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.rdf.vocab import CollectionError
-from tgsparql.stores.store import EmbeddedStore, WithTemplates
+from tgsparql.stores.store import DataGraph, EmbeddedStore, WithTemplates
 
 QUESTION = "Where was the scientist who discovered polonium born?"
 
@@ -87,11 +87,11 @@ class RecordingStore(WithTemplates):
         self.round_trips = inner.round_trips
         self.writes: list[set[ox.Quad]] = []
 
-    def select(self, query: str):
-        return self.inner.select(query)
+    def select(self, query: str, *, default_graph: DataGraph = None):
+        return self.inner.select(query, default_graph=default_graph)
 
-    def ask(self, query: str) -> bool:
-        return self.inner.ask(query)
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
+        return self.inner.ask(query, default_graph=default_graph)
 
     def construct(self, query: str):
         return self.inner.construct(query)

@@ -22,12 +22,22 @@ from tgsparql.asking.provenance import EdgeSelectionRecord, SeedCut, call_usage
 from tgsparql.asking.retrieval import RANKING_RULE
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
-from tgsparql.rdf.templates import Sparql, TemplateError, Templates, _environment
+from tgsparql.rdf.templates import (
+    Sparql,
+    TemplateError,
+    Templates,
+    _environment,
+    header,
+    parse_type,
+    split_header,
+)
 from tgsparql.rdf.terms import DIALECTS, Dialect
 from tgsparql.serve.saved import saved_queries
 from tgsparql.stores.store import (
-    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form, template_form,
+    Answer, EmbeddedStore, Solution, WithTemplates, open_store, query_form, result_form,
 )
+from tgsparql.validation.compiler import compile_shapes
+from tgsparql.validation.shapes import Shapes
 
 XSD = vocab.XSD
 S = ox.NamedNode("http://example.org/s")
@@ -358,7 +368,8 @@ def test_an_undefined_variable_is_an_error_at_render_time() -> None:
 
 
 def test_a_real_query_missing_a_value_parameter_names_it() -> None:
-    with pytest.raises(TemplateError, match=re.escape("record_session: 'question' is undefined")):
+    with pytest.raises(TemplateError,
+                       match=re.escape("record_session: missing parameter 'question' (text)")):
         Templates().render(
             "record_session",
             graph=ox.NamedNode("urn:graph:explainability"),
@@ -370,7 +381,8 @@ def test_a_real_query_missing_a_value_parameter_names_it() -> None:
 def test_a_real_query_missing_a_loop_parameter_names_it() -> None:
     params = retrieval_params([IRI_TRIPLE])
     del params["concepts"]
-    with pytest.raises(TemplateError, match=re.escape("record_retrieval: 'concepts' is undefined")):
+    with pytest.raises(TemplateError, match=re.escape(
+            "record_retrieval: missing parameter 'concepts' (list of texts)")):
         Templates().render("record_retrieval", **params)
 
 
@@ -559,6 +571,11 @@ def test_rdfstar_record_uses_quoted_triples_only() -> None:
 
 EVERY_PARAM: dict[str, Any] = {
     "graph": GRAPH,
+    "collection": "explainability",
+    "prologue": Sparql("PREFIX tg: <https://trustgraph.ai/ns/>"),
+    "quads": Sparql("<urn:s> tg:p <urn:o> ."),
+    "before": Sparql(""),
+    "lexical": False,
     "session": IDS.session,
     "edge_selection": IDS.edge_selection(0),
     "fact": LIT_TRIPLE,
@@ -655,16 +672,21 @@ EVERY_PARAM: dict[str, Any] = {
                             "documents": [DOCUMENT]}],
 }
 
-def is_query(name: str, text: str) -> bool:
-    return template_form(name, text) != "update"
+def every_param(name: str, **changed: Any) -> dict[str, Any]:
+    """The parameters template `name` declares, from EVERY_PARAM, some `changed`."""
+    return {key: {**EVERY_PARAM, **changed}[key] for key in header(name).parameters}
+
+
+def is_query(name: str) -> bool:
+    return header(name).form != "update"
 
 
 @pytest.mark.parametrize("dialect", ["rdf12", "reification"])
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialect: str) -> None:
-    text = Templates(dialect).render(name, **EVERY_PARAM)
+    text = Templates(dialect).render(name, **every_param(name))
     store = ox.Store()
-    if is_query(name, text):
+    if is_query(name):
         result = store.query(text)
         assert isinstance(result, (ox.QuerySolutions, ox.QueryBoolean, ox.QueryTriples))
     else:
@@ -673,14 +695,14 @@ def test_every_template_renders_to_sparql_that_pyoxigraph_runs(name: str, dialec
 
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
-    text = Templates("rdfstar").render(name, **EVERY_PARAM)
+    text = Templates("rdfstar").render(name, **every_param(name))
     assert "<<(" not in text
     if "<<" in text:  # a quoted triple given (an edge, a model's usage), or a pattern of variables
         assert ("<< <http://example.org/s> <http://example.org/p>" in text or "<< ?" in text
                 or "<< <urn:trustgraph:llm:test-model> " in text)
     else:
         store = ox.Store()
-        if is_query(name, text):
+        if is_query(name):
             store.query(text)
         else:
             store.update(text)
@@ -688,7 +710,7 @@ def test_every_template_renders_in_the_rdfstar_dialect(name: str) -> None:
 
 @pytest.mark.parametrize("template", ["record_selection", "record_answer"])
 def test_usage_is_optional_in_records(template: str) -> None:
-    params = {**EVERY_PARAM, "model": None, "in_tokens": None, "out_tokens": None, "call": None}
+    params = every_param(template, model=None, in_tokens=None, out_tokens=None, call=None)
     text = Templates().render(template, **params)
     assert "tg:llmModel" not in text and "tg:inToken" not in text and "tg:modelName" not in text
     ox.Store().update(text)
@@ -699,11 +721,11 @@ def test_rendered_updates_store_exactly_the_quads_of_their_block(
 ) -> None:
     templates = Templates()
     for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
-        tgsparql_store.update(templates.render(name, **EVERY_PARAM))
+        tgsparql_store.update(templates.render(name, **every_param(name)))
     expected = set()
     for name in ["record_session", "record_retrieval", "record_selection", "record_answer"]:
-        prologue = templates.render_block(name, "prologue", **EVERY_PARAM)
-        quads = templates.render_block(name, "quads", **EVERY_PARAM)
+        prologue = templates.render_block(name, "prologue", **every_param(name))
+        quads = templates.render_block(name, "quads", **every_param(name))
         expected |= set(ox.parse(prologue + quads, ox.RdfFormat.TRIG))
     assert set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, None)) == expected
     edge = ox.NamedNode(vocab.TG + "retrievedEdge")
@@ -877,8 +899,8 @@ def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
 QUERIES = Path(str(files("tgsparql.queries")))
 FOLDERS = {p.name for p in QUERIES.iterdir() if p.is_dir() and p.name != "__pycache__"}
 RENDERING = {"render", "render_block", "insert_data", "_render"}
-"""Calls whose first argument, given as a string, names a template; and `run`'s, given as a
-string alone."""
+"""Calls whose first argument, given as a string, names a template; and `run`'s and `stream`'s,
+given as a string alone."""
 
 
 def template_files() -> set[str]:
@@ -901,7 +923,7 @@ def names_in_code(source: str) -> set[str]:
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
             node.func, "id", "")
         named = node.args[:1] if callee in RENDERING else []
-        if _named(node, {"run"}) is not None:  # store.run("name"), not pool.run(job)
+        if _named(node, {"run", "stream"}) is not None:  # store.run("name"), not pool.run(job)
             named = node.args[:1]
         named += [k.value for k in node.keywords if callee == "insert_update" and k.arg == "before"]
         found |= {c.value for value in named if not isinstance(value, ast.JoinedStr)
@@ -941,30 +963,20 @@ def test_every_template_the_code_names_exists_and_every_template_is_named() -> N
     shipped = template_files()
     assert sorted(named - shipped) == []
     used = named | names_in_templates()
-    # bi/: each saved query is named by the JSON beside it; trace/: the saved form of the
-    # _trace/ template of the same name (trace.saved_form), served as a folder.
+    # bi/: each saved query is served by its name (tgsparql.serve.saved); trace/: the saved
+    # form of the _trace/ template of the same name (trace.saved_form), served as a folder.
     used |= {f"bi/{name}" for name in saved_queries()}
     used |= {f"trace/{name.removeprefix('_trace/')}" for name in used if name.startswith("_trace/")}
     assert sorted(shipped - used) == []
 
 
 # ---------------------------------------------------------------------------------------------
-# every template's form is known, and is the form its callers take its answer as
+# every template is taken as the form its header declares
 
 
-def learnt_form(name: str) -> str:
-    """The form `run` learns of a template, from a rendering with every parameter; an update
-    only where the text is one (pyoxigraph runs it), not where it is merely no query."""
-    text = Templates().render(name, **EVERY_PARAM)
-    form = template_form(name, text)
-    if form == "update":
-        ox.Store().update(text)
-    return form
-
-
-ANSWERS = {"rows": "select", "boolean": "ask", "triples": "graph"}
+ANSWERS = {"rows": "select", "boolean": "ask", "triples": "construct"}
 """What a caller reads of `run`'s answer, and the form that answers it."""
-VERBS = {"select": "select", "ask": "ask", "construct": "graph", "update": "update"}
+VERBS = {"select": "select", "ask": "ask", "construct": "construct", "update": "update"}
 """A store's verbs, and the form each runs."""
 
 
@@ -1007,22 +1019,17 @@ store.select(query)
 '''
     assert forms_in_code(source) == {
         ("fetch_labels", "select"), ("ingest_document_exists", "ask"),
-        ("explain_session", "graph"), ("testing_clear", "update"),
+        ("explain_session", "construct"), ("testing_clear", "update"),
         ("validation/any_lexical", "ask")}
 
 
-@pytest.mark.parametrize("name", TEMPLATES)
-def test_every_template_has_a_known_form(name: str) -> None:
-    assert learnt_form(name) in {"select", "ask", "graph", "update"}
-
-
-def test_every_template_is_taken_as_the_form_its_text_has() -> None:
+def test_every_template_is_taken_as_the_form_its_header_declares() -> None:
     roots = [Path(str(files("tgsparql"))), Path(__file__).parents[2] / "benchmarks"]
     used = set().union(*(forms_in_code(path.read_text())
                          for root in roots for path in root.rglob("*.py")))
     assert len(used) > 30  # the scanner sees the callers
-    assert sorted((name, form, learnt_form(name)) for name, form in used
-                  if learnt_form(name) != form) == []
+    assert sorted((name, form, header(name).form) for name, form in used
+                  if header(name).form != form) == []
 
 
 def test_an_answer_read_as_another_form_names_the_template_and_its_form(
@@ -1036,20 +1043,6 @@ def test_an_answer_read_as_another_form_names_the_template_and_its_form(
     with pytest.raises(TypeError, match="'serve/endpoint_reachable' is an ASK, which answers a "
                                         "boolean, not triples"):
         tgsparql_store.run("serve/endpoint_reachable").triples
-
-
-def test_a_query_rendered_broken_once_is_not_remembered_as_an_update() -> None:
-    """A rendering that parses as no query is run as an update (whose parser then names the
-    fault), but only a store's run of it as one makes the name an update for good."""
-    name = "a template rendered broken first"
-    assert template_form(name, "SELECT * WHERE {") == "update"
-    assert template_form(name, "SELECT * WHERE { ?s ?p ?o }") == "select"
-    assert template_form(name, "SELECT * WHERE {") == "select"
-
-
-def test_an_update_is_remembered_once_a_store_has_run_it(tgsparql_store: EmbeddedStore) -> None:
-    tgsparql_store.run("testing_clear")
-    assert template_form("testing_clear", "not parsed again") == "update"
 
 
 class _VerbLog(WithTemplates):
@@ -1068,8 +1061,8 @@ class _VerbLog(WithTemplates):
 
 
 def test_a_template_runs_as_its_form_in_a_dialect_pyoxigraph_cannot_parse() -> None:
-    """An RDF-star quoted triple in a pattern is no RDF 1.2: the form is learnt from the RDF 1.2
-    rendering, so the SELECT goes to the store's select, not to its update endpoint."""
+    """An RDF-star quoted triple in a pattern is no RDF 1.2, which pyoxigraph parses: the form
+    is the header's, so the SELECT goes to the store's select, not to its update endpoint."""
     fact = ox.Triple(ox.NamedNode("http://example.org/s"), ox.NamedNode("http://example.org/p"),
                      ox.Literal("o"))
     rendered = Templates("rdfstar").render("_trace/fact_sources", facts=[fact])
@@ -1079,3 +1072,203 @@ def test_a_template_runs_as_its_form_in_a_dialect_pyoxigraph_cannot_parse() -> N
     assert store.run("_trace/fact_sources", facts=[fact]).rows == []
     assert store.run("_trace/fact_sources", facts=[fact]).rows == []
     assert store.verbs == ["select", "select"]
+
+
+# ---------------------------------------------------------------------------------------------
+# headers: each template declares its form and parameters, and they are what its text has
+
+
+GLOBALS = {"graphs", "dialect"} | set(_environment().globals)
+"""What every rendering is given besides a template's parameters."""
+
+
+def used_variables(name: str, seen: set[str] | None = None) -> set[str]:
+    """The variables template `name` reads from its caller: those its text and the templates it
+    includes or imports use without setting them (a name set anywhere, a loop's or a macro's,
+    is its own)."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return set()
+    seen.add(name)
+    tree = _environment().parse(split_header((QUERIES / name).read_text(encoding="utf-8"))[1])
+    own = {node.name for node in tree.find_all(jinja2.nodes.Name)
+           if node.ctx in ("store", "param")}
+    own |= {node.target for node in tree.find_all(jinja2.nodes.Import)}
+    own |= {alias if isinstance(alias, str) else alias[1]
+            for node in tree.find_all(jinja2.nodes.FromImport) for alias in node.names}
+    used = set(jinja2.meta.find_undeclared_variables(tree)) - own
+    for referenced in jinja2.meta.find_referenced_templates(tree):
+        assert referenced is not None, f"{name} includes a template it computes"
+        used |= used_variables(referenced, seen)
+    return used - GLOBALS
+
+
+ALL_TEMPLATES = sorted(template_files())
+"""Every `.rq` of queries/, partials and saved trace queries too."""
+
+
+def test_used_variables_follow_includes_and_leave_out_what_a_template_sets() -> None:
+    assert used_variables("_trace/session_sources.rq") == {"graph", "session"}
+    assert used_variables("retrieve_subgraph.rq") == {
+        "nodes", "hubs", "excluded", "stems", "predicates", "seeds", "neighbours",
+        "matches_up_to"}
+    assert used_variables("_union.rq") == set()
+
+
+@pytest.mark.parametrize("name", ALL_TEMPLATES)
+def test_each_header_declares_the_parameters_the_template_uses(name: str) -> None:
+    assert set(header(name).parameters) == used_variables(f"{name}.rq")
+
+
+def test_every_template_has_a_header_and_the_text_below_it_has_none() -> None:
+    for name in ALL_TEMPLATES:
+        lines, body = split_header((QUERIES / f"{name}.rq").read_text(encoding="utf-8"))
+        assert lines and lines[0].startswith("# form: "), name
+        assert not re.search(r"^# (form|param|title|description)\b", body, re.MULTILINE), name
+
+
+class _Recording(Templates):
+    """Templates that note each rendering's parameters, by template."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, dict[str, Any]] = {}
+
+    def render(self, name: str, /, **params: Any) -> str:
+        self.calls.setdefault(name, params)
+        return super().render(name, **params)
+
+
+ASK_VALIDATOR = """
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+@prefix ex: <http://example.org/> .
+ex:C a sh:ConstraintComponent ; sh:parameter [ sh:path ex:k ] ;
+    sh:validator [ sh:ask "ASK { FILTER($value != $k) }" ] .
+ex:S a sh:NodeShape ; sh:targetClass ex:A ; sh:property [ sh:path ex:p ; ex:k 1 ] .
+"""
+"""A SPARQL-based constraint component with an ASK validator, which no bundled shape has."""
+
+
+def compiler_params() -> dict[str, dict[str, Any]]:
+    """Parameters the validation compiler renders its templates with, from the bundled shapes
+    and an ASK validator, over every focus node and a few, with and without records of
+    literals."""
+    recording = _Recording()
+    for shapes in (Shapes.bundled("rdf12"), Shapes.from_text(ASK_VALIDATOR)):
+        for scoped in (False, True):
+            for lexical in (False, True):
+                list(compile_shapes(shapes, recording, scoped=scoped, lexical=lexical))
+    return recording.calls
+
+
+COMPILED = compiler_params()
+
+
+def sample_params(name: str) -> dict[str, Any]:
+    """Parameters to render template `name` with: EVERY_PARAM's, or the validation compiler's."""
+    declared = header(name).parameters
+    if set(declared) <= set(EVERY_PARAM):
+        return every_param(name)
+    assert name in COMPILED, f"no parameters to render {name} with: add them to EVERY_PARAM"
+    return COMPILED[name]
+
+
+def rendered_form(text: str) -> str:
+    """The form of a rendering, as pyoxigraph parses it on an empty store: a query's, or an
+    update's, which then runs (and so parses) there."""
+    try:
+        result = ox.Store().query(text)
+    except SyntaxError:
+        ox.Store().update(text)
+        return "update"
+    form = result_form(result)
+    return "construct" if form == "graph" else form
+
+
+@pytest.mark.parametrize("name", [name for name in ALL_TEMPLATES
+                                  if header(name).form != "partial"])
+def test_each_header_declares_the_form_of_its_rendering(name: str) -> None:
+    assert rendered_form(Templates().render(name, **sample_params(name))) == header(name).form
+
+
+def test_the_compiler_renders_its_templates_through_their_headers() -> None:
+    assert {"validation/_constraint", "validation/_focus_nodes", "validation/_sparql_ask",
+            "validation/_sparql_prefixes", "validation/_path"} <= set(COMPILED)
+
+
+NO_TYPE_TAKES = 1.5
+"""A value no parameter type accepts."""
+
+
+@pytest.mark.parametrize("name", [name for name in ALL_TEMPLATES if header(name).parameters])
+def test_a_call_missing_a_parameter_adding_one_or_of_another_type_fails_naming_it(
+    name: str
+) -> None:
+    params = sample_params(name)
+    templates = Templates()
+    for parameter in header(name).parameters.values():
+        missing = {k: v for k, v in params.items() if k != parameter.name}
+        with pytest.raises(TemplateError, match=re.escape(
+                f"{name}: missing parameter {parameter.name!r} ({parameter.type})")):
+            templates.render(name, **missing)
+        with pytest.raises(TemplateError, match=re.escape(
+                f"{name}: parameter {parameter.name!r} must be of type {parameter.type}, not")):
+            templates.render(name, **{**params, parameter.name: NO_TYPE_TAKES})
+    with pytest.raises(TemplateError, match=re.escape(f"{name}: unknown parameter 'colour'")):
+        templates.render(name, **params, colour="red")
+
+
+def test_a_template_without_parameters_refuses_any() -> None:
+    with pytest.raises(TemplateError, match="testing_clear: unknown parameter 'graph'; it takes "
+                                            "no parameters"):
+        Templates().render("testing_clear", graph=GRAPH)
+
+
+@pytest.mark.parametrize(("spelling", "good", "bad"), [
+    ("iri", [S, "urn:x"], [None, 1, ox.Literal("x")]),
+    ("text", ["", "x"], [None, 1, S]),
+    ("integer", [0, -3], [True, 1.0, "1", None]),
+    ("boolean", [True, False], [0, None]),
+    ("datetime", [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)],
+     [dt.datetime(2024, 1, 1), dt.date(2024, 1, 1)]),
+    ("date", [ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)], ["2024-01-01", ox.Literal("x")]),
+    ("triple", [IRI_TRIPLE], [S]),
+    ("term", [S, ox.Literal("x"), IRI_TRIPLE], ["urn:x", ox.BlankNode()]),
+    ("collection", ["explainability", "a.b-c"], ["source", "a b", 1]),
+    ("fragment", [Sparql("?x")], ["?x"]),
+    ("record", [{"iri": S}, (1, 2), IDS], ["x", 1, None]),
+    ("list of iris", [[], [S, "urn:x"], (S,)], ["urn:x", [1], None, iter([S])]),
+    ("list of iris or none", [None, [S]], [[None]]),
+    ("map of iris to lists of texts", [{}, {P: ["birth"]}], [{P: "birth"}, {1: []}, [P]]),
+    ("integer or none", [None, 1], ["1"]),
+])
+def test_a_parameter_type_accepts_its_values_alone(spelling: str, good: list[Any],
+                                                    bad: list[Any]) -> None:
+    kind = parse_type(spelling)
+    assert str(kind) == spelling
+    assert all(kind.accepts(value) for value in good)
+    assert not any(kind.accepts(value) for value in bad)
+
+
+@pytest.mark.parametrize("spelling", ["iris", "list of iri", "uri", "map of iris", "list of",
+                                      "integer or none or none"])
+def test_an_unknown_parameter_type_is_refused(spelling: str) -> None:
+    with pytest.raises(TemplateError, match="unknown parameter type"):
+        parse_type(spelling)
+
+
+def test_a_store_runs_a_template_by_the_verb_its_header_declares_checking_the_call_first(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    log = _VerbLog("rdf12")
+    with pytest.raises(TemplateError, match="fetch_labels: missing parameter 'terms'"):
+        log.run("fetch_labels")
+    with pytest.raises(TemplateError, match="_prefixes is a partial"):
+        log.run("_prefixes")
+    with pytest.raises(TemplateError, match="testing_clear is an update: it takes no data graph"):
+        log.run("testing_clear", default_graph="union")
+    assert log.verbs == []
+    assert tgsparql_store.run("validation/any_triple", default_graph="union").boolean is False
+    with pytest.raises(TemplateError, match="testing_clear is no SELECT"):
+        tgsparql_store.stream("testing_clear")
+    assert list(tgsparql_store.stream("label_index_pending")) == []

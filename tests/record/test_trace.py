@@ -6,7 +6,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pyoxigraph as ox
 import pytest
@@ -21,7 +21,7 @@ from tgsparql.asking.sources import ChunkSource
 from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
-from tgsparql.rdf.templates import Templates
+from tgsparql.rdf.templates import Templates, header, split_header
 from tgsparql.record.explain import explain_session
 from tgsparql.record.readback import Explanation
 from tgsparql.record.trace import (
@@ -55,7 +55,7 @@ LOCATED = ox.Triple(ox.NamedNode(ENT + "Radium_Institute"), ox.NamedNode(REL + "
                     ox.NamedNode(ENT + "Paris"))
 TRACE_FILES = sorted((REPO / "queries" / "trace").glob("*.rq"))
 """The saved queries, as a person pastes them."""
-TEMPLATE_FILES = sorted((REPO / "queries" / "_trace").glob("*.rq"))
+TEMPLATE_FILES = sorted((REPO / "queries" / "_trace").glob("[!_]*.rq"))
 """The templates the code renders."""
 
 
@@ -192,9 +192,14 @@ def ox_store(tgsparql_demo_store: EmbeddedStore) -> ox.Store:
 DIALECT_TAG = re.compile(r'\{% (if dialect == "(rdf12|rdfstar|reification)"|endif) %\}')
 """A line that keeps what follows, up to its `endif`, for one dialect only."""
 PLACEHOLDERS = {"{{ graph|iri }}", "{{ graphs.source|iri }}", "{{ graphs.library|iri }}"}
-SHARED = re.compile(r'\{% include "(_[a-z_]+\.rq)" %\}')
+SHARED = re.compile(r'\{% include "((?:_trace/)?_[a-z_]+\.rq)" %\}')
 """A walk a trace template shares with another query: a fragment of queries/ included whole,
 whose lines hold placeholders alone, as the template's own do."""
+
+
+def declared(name: str, **params: Any) -> dict[str, Any]:
+    """Those of `params` template `name` takes."""
+    return {key: params[key] for key in header(name).parameters}
 
 
 def is_comment(line: str) -> bool:
@@ -202,15 +207,16 @@ def is_comment(line: str) -> bool:
 
 
 def template_lines(path: Path) -> list[str]:
-    """The template's lines, each shared fragment's in place of the line that includes it
-    (less the fragment's own opening comment)."""
+    """The template's lines below its header (tgsparql.rdf.templates.Header), each shared
+    fragment's in place of the line that includes it (less the fragment's own header and
+    opening comment)."""
     lines: list[str] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in split_header(path.read_text(encoding="utf-8"))[1].splitlines():
         shared = SHARED.fullmatch(line.strip())
         if shared is None:
             lines.append(line)
             continue
-        fragment = (REPO / "queries" / shared[1]).read_text(encoding="utf-8")
+        fragment = split_header((REPO / "queries" / shared[1]).read_text(encoding="utf-8"))[1]
         lines += fragment.split("#}\n", 1)[1].splitlines() if fragment.startswith("{#") \
             else fragment.splitlines()
     return lines
@@ -252,9 +258,10 @@ def test_each_trace_query_renders_the_edge_references_of_each_dialect(
     edge reference but statements for reification (docs/spec.md §3)."""
     ids = SessionIds("3f0e5c8a-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
     text = Templates(dialect).render(  # type: ignore[arg-type]
-        f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
-        edge_selection=ids.edge_selection(0), document=ox.NamedNode(DOC + "pierre-curie"),
-        facts=[MARRIED])
+        f"_trace/{path.stem}", **declared(
+            f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
+            edge_selection=ids.edge_selection(0), document=ox.NamedNode(DOC + "pierre-curie"),
+            facts=[MARRIED]))
     live = "\n".join(line for line in text.splitlines() if not is_comment(line))
     assert "<< " not in live if dialect == "rdf12" else "<<(" not in live
     if dialect == "reification":  # SPARQL 1.1 alone: what Virtuoso parses
@@ -328,9 +335,9 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
         "<https://example.org/predicate>": str(MARRIED.predicate),
         "<https://example.org/object>": str(MARRIED.object),
     })
-    rendered = tgsparql_demo_store.run(
+    rendered = tgsparql_demo_store.run(f"_trace/{path.stem}", **declared(
         f"_trace/{path.stem}", graph=EXPLAINABILITY, session=ids.session,
-        edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED]).rows
+        edge_selection=ids.edge_selection(0), document=document, facts=[MARRIED])).rows
     embedded = tgsparql_demo_store.select(text)
     oxigraph.clear()
     oxigraph.store().bulk_load(io.BytesIO(ox.serialize(

@@ -14,7 +14,6 @@ from conftest import REPO
 from tests.servers import oxigraph_server
 from tgsparql.asking.provenance import Recorder, now
 from tgsparql.rdf.iris import SessionIds
-from tgsparql.rdf.templates import Templates
 from tgsparql.stores.store import EmbeddedStore, Store
 from tgsparql.testing import NonConformance, assert_conforms
 from tgsparql.testing.fakes import Script
@@ -189,6 +188,6 @@ def test_the_marked_example_runs_against_a_real_endpoint(
     )
     result.assert_outcomes(passed=1, deselected=3)
     with RemoteStore(Endpoint(server + "/query", update_url=server + "/update")) as store:
-        sessions = store.select(Templates().render(
-            "list_sessions", graph="urn:graph:explainability", limit=5))
+        sessions = store.run("list_sessions", graph="urn:graph:explainability", limit=5,
+                             question="").rows
     assert [row["question"].value for row in sessions] == [QUESTION]

@@ -454,13 +454,11 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
     """
     if not store.run("label_index_version", version=INDEX_VERSION).boolean:
         store.run("label_index_clear", version=INDEX_VERSION)
-    pending = store.templates.render("label_index_pending")
-    # Rows one at a time where the store can stream them (the embedded store, whose query reads
-    # a snapshot, so writing meanwhile is safe): a load of a million labels must not hold them all.
-    stream: Callable[[str], Iterable[Solution]] = getattr(store, "select_iter", store.select)
     added = 0
     batch: list[IndexEntry] = []
-    for row in itertools.chain(stream(pending), [None]):
+    # Rows one at a time where the store can stream them: a load of a million labels must not
+    # hold them all.
+    for row in itertools.chain(store.stream("label_index_pending"), [None]):
         if row is not None:
             entity, label = row.get("entity"), row.get("label")
             if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):

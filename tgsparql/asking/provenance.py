@@ -24,7 +24,7 @@ from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, llm_iri
 from tgsparql.rdf.redact import redacted_text
-from tgsparql.rdf.templates import InsertData, to_literal
+from tgsparql.rdf.templates import InsertData, templates_for, to_literal
 from tgsparql.stores.store import Store
 
 
@@ -266,7 +266,7 @@ class Recorder:
         insert = self.templates.insert_data(template, **params)
         quads = insert.quads
         if self.templates.dialect != "rdf12":
-            quads = self.templates.render_block(template, "quads", **params, dialect="rdf12")
+            quads = templates_for("rdf12").render_block(template, "quads", **params)
         return Record(insert, RecordedTriples(insert.prologue + quads))
 
 

@@ -59,11 +59,10 @@ def empty_graphs(store: Store, graph: DataGraph) -> list[str]:
     """The graphs named on the command line that hold no triple: validating them proves nothing."""
     if graph == "union" or graph is None:
         return []
-    query = store.templates.render("validation/any_triple")
     return [
         DEFAULT_GRAPH_NAME if isinstance(name, ox.DefaultGraph) else f"<{name.value}>"
         for name in graph
-        if not store.ask(query, default_graph=[name])
+        if not store.run("validation/any_triple", default_graph=[name]).boolean
     ]
 
 
@@ -73,17 +72,15 @@ def session_nodes(store: Store, session: str, graph: DataGraph = "union") -> lis
     `session` is its IRI or bare UUID (ValueError for anything else).
     """
     ids = SessionIds.from_session_iri(session)
-    rows = store.select(
-        store.templates.render(
-            "session_nodes",
-            session=ids.session,
-            retrieval=ids.retrieval,
-            selection=ids.selection,
-            answer=ids.answer,
-            document=ids.answer_document,
-        ),
+    rows = store.run(
+        "session_nodes",
         default_graph=graph,
-    )
+        session=ids.session,
+        retrieval=ids.retrieval,
+        selection=ids.selection,
+        answer=ids.answer,
+        document=ids.answer_document,
+    ).rows
     nodes = [row["node"] for row in rows if isinstance(row.get("node"), ox.NamedNode)]
     if ids.session not in nodes:
         raise SessionNotFound(f"no session {ids.session.value} in the data graph")

@@ -19,7 +19,7 @@ from tgsparql.asking.messages import Source, rdf_text
 from tgsparql.asking.sources import ChunkSource, chunk_source, facts_sources, sorted_sources
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import EDGE_SELECTION_PREFIX, SESSION_PREFIX, UUID, ExtractionIds, SessionIds
-from tgsparql.rdf.templates import Templates
+from tgsparql.rdf.templates import Templates, header
 from tgsparql.rdf.terms import edge_of, term_text
 from tgsparql.record.readback import Explanation, RecordedEdge
 from tgsparql.record.terminal import one_line, visible
@@ -404,6 +404,10 @@ def _label_edges(rows: Sequence[Solution], edges: Iterable[RecordedEdge]) -> Non
 
 def saved_form(name: str) -> str:
     """`queries/trace/{name}.rq`: the template as the code renders it for an RDF 1.2 store with
-    the default collection, the VALUES line holding an example."""
-    return Templates("rdf12").render(f"_trace/{name}", graph=vocab.DEFAULT_COLLECTION.graph,
-                                     **_EXAMPLE)
+    the default collection, the VALUES line holding an example, under a header of its form alone
+    (it takes no parameter)."""
+    template = f"_trace/{name}"
+    example = {"graph": vocab.DEFAULT_COLLECTION.graph, **_EXAMPLE}
+    declared = header(template)
+    return f"# form: {declared.form}\n" + Templates("rdf12").render(
+        template, **{key: example[key] for key in declared.parameters})

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode
 
 import pyoxigraph as ox
 
-from tgsparql.rdf.iris import SESSION_PREFIX, SessionIds
+from tgsparql.rdf.iris import SESSION_PREFIX
 from tgsparql.rdf.templates import templates_for
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
 from tgsparql.rdf.vocab import Collection
@@ -33,15 +33,6 @@ from tgsparql.stores.store import QueryForm
 
 HTML = "text/html; charset=utf-8"
 PAGE_ROWS = 1000
-_PLACEHOLDER_IDS = SessionIds("00000000-0000-4000-8000-000000000000")
-PLACEHOLDERS = {
-    "session": _PLACEHOLDER_IDS.session,
-    "edge_selection": _PLACEHOLDER_IDS.edge_selection(0),
-    "document": ox.NamedNode("urn:example:document"),
-    "facts": [ox.Triple(ox.NamedNode("urn:example:subject"), ox.NamedNode("urn:example:predicate"),
-                        ox.NamedNode("urn:example:object"))],
-}
-"""What the trace queries are shown with until the user puts in an IRI of theirs."""
 _PREFIX = re.compile(r"PREFIX\s+([A-Za-z][\w-]*):\s*<([^>]*)>")
 _LOCAL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 _SESSION = re.compile(re.escape(SESSION_PREFIX) + r"([0-9a-fA-F-]{36})")
@@ -113,8 +104,9 @@ def prefixes() -> str:
 
 @cache
 def examples(dialect: Dialect, collection: Collection) -> tuple[Example, ...]:
-    """The saved BI queries with their default parameters (the collection's graph), then the
-    trace queries with placeholder IRIs, rendered for the served store's dialect."""
+    """The saved BI queries with their default parameters (the collection's graph), rendered for
+    the served store's dialect, then the saved trace queries, their VALUES lines holding
+    example IRIs (`queries/trace/`)."""
     templates = templates_for(dialect)
     out = []
     for saved in saved_queries().values():
@@ -122,10 +114,9 @@ def examples(dialect: Dialect, collection: Collection) -> tuple[Example, ...]:
             p.name == "collection" for p in saved.parameters) else {})
         out.append(Example("bi", saved.name, saved.title,
                            templates.render(saved.template, **params)))
-    graph = collection.graph
     for name in templates.names():
         if name.startswith("trace/"):
-            text = templates.render(name, graph=graph, **PLACEHOLDERS)
+            text = templates.render(name)
             found = _TRACE_TITLE.match(text)
             out.append(Example("trace", name.split("/", 1)[1],
                                found.group(1) if found else name, text))
@@ -133,20 +124,9 @@ def examples(dialect: Dialect, collection: Collection) -> tuple[Example, ...]:
 
 
 def starting_query(collection: Collection) -> str:
-    """What the box holds at first: the project's prefixes and the newest sessions."""
-    graph = collection.graph.value
-    return prefixes() + (
-        "\n\nSELECT ?session ?question ?started ?status WHERE {\n"
-        f"  GRAPH <{graph}> {{\n"
-        "    ?session a prov:Activity ;\n"
-        "        tg:query ?question ;\n"
-        "        prov:startedAtTime ?started .\n"
-        "    OPTIONAL { ?session tg:status ?status }\n"
-        "  }\n"
-        "}\n"
-        "ORDER BY DESC(?started)\n"
-        "LIMIT 20\n"
-    )
+    """What the box holds at first: the project's prefixes and the newest sessions
+    (`queries/serve/editor_start.rq`)."""
+    return templates_for(DEFAULT_DIALECT).render("serve/editor_start", graph=collection.graph)
 
 
 def page(query: str, dialect: Dialect, collection: Collection, *,

@@ -1,4 +1,5 @@
-"""Saved BI queries: `queries/bi/NAME.rq` with `NAME.json` (title, description, parameters).
+"""Saved BI queries: `queries/bi/NAME.rq`, whose header (tgsparql.rdf.templates.Header) gives
+its title, description and parameters.
 
 A URL's query string becomes template parameters only after each value is checked against its
 declared type; the template then renders it through the escaping filters. Unknown parameters
@@ -8,20 +9,21 @@ and values of the wrong type are refused, so no request can change a saved query
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
 from typing import Any
 from urllib.parse import urlencode
 
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
+from tgsparql.rdf.templates import Templates, header
 from tgsparql.serve.sparql import ProtocolError
 
-TYPES = ("integer", "string", "date", "collection")
+PUBLIC_TYPES = {"integer": "integer", "text": "string", "date": "date", "collection": "collection"}
+"""The types a URL can give, by their names in a header, and as the listing of saved queries
+names them."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class Parameter:
             return ox.Literal(day.isoformat(), datatype=vocab.XSD_DATE)
         if self.type == "collection":
             try:
-                return vocab.Collection(text).graph
+                return vocab.Collection(text)
             except vocab.CollectionError:
                 raise self._bad(text, "a collection name (letters, digits, _ . -)") from None
         if "\x00" in text or any(0xD800 <= ord(c) <= 0xDFFF for c in text):
@@ -90,7 +92,7 @@ class SavedQuery:
             if values is not None and len(values) != 1:
                 raise ProtocolError(400, f"parameter {parameter.name} given more than once")
             text = values[0] if values is not None else str(parameter.default)
-            bound[_template_name(parameter.name)] = parameter.parse(text)
+            bound[parameter.name] = parameter.parse(text)
         return bound
 
     def example_url(self, extension: str = "csv") -> str:
@@ -104,33 +106,29 @@ class SavedQuery:
             "title": self.title,
             "description": self.description,
             "parameters": [
-                {k: v for k, v in p.__dict__.items() if v is not None} for p in self.parameters
+                {k: PUBLIC_TYPES[v] if k == "type" else v for k, v in p.__dict__.items()
+                 if v is not None}
+                for p in self.parameters
             ],
             "example": self.example_url(),
         }
-
-
-def _template_name(parameter: str) -> str:
-    """`collection` is rendered as the explainability graph IRI the templates call `graph`."""
-    return "graph" if parameter == "collection" else parameter
 
 
 @cache
 def saved_queries() -> dict[str, SavedQuery]:
     """Every saved BI query, by name, from the package's `queries/bi/`."""
     out = {}
-    folder = files("tgsparql.queries").joinpath("bi")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".json"):
+    for template in Templates().names():
+        folder, _, name = template.partition("/")
+        if folder != "bi":
             continue
-        meta = json.loads(entry.read_text(encoding="utf-8"))
-        name = entry.name[: -len(".json")]
+        declared = header(template)
         parameters = []
-        for p in meta.get("parameters", []):
-            if p["type"] not in TYPES:
-                raise ValueError(f"{entry.name}: parameter {p['name']} has unknown type "
-                                 f"{p['type']!r}")
-            parameters.append(Parameter(p["name"], p["type"], p["default"], p["description"],
-                                        p.get("minimum"), p.get("maximum")))
-        out[name] = SavedQuery(name, meta["title"], meta["description"], tuple(parameters))
+        for p in declared.parameters.values():
+            if p.type.spelling not in PUBLIC_TYPES:
+                raise ValueError(f"{template}: parameter {p.name} has a type a URL cannot give, "
+                                 f"{p.type}")
+            parameters.append(Parameter(p.name, p.type.spelling, p.default, p.description,
+                                        p.minimum, p.maximum))
+        out[name] = SavedQuery(name, declared.title, declared.description, tuple(parameters))
     return out

@@ -13,10 +13,9 @@ from typing import Any, Literal
 
 import pyoxigraph as ox
 
-from tgsparql.rdf.templates import templates_for
 from tgsparql.rdf.terms import Dialect
 from tgsparql.stores.remote import EndpointUnreachable, RemoteStore, display_url
-from tgsparql.stores.store import StoreError
+from tgsparql.stores.store import InDialect, StoreError
 
 Result = Literal["ok", "no", "skipped"]
 PROBE_FACT = ox.Triple(
@@ -85,7 +84,6 @@ def diagnose(store: RemoteStore, *, dialect: Dialect | None = None) -> Diagnosis
 class _Probe:
     def __init__(self, store: RemoteStore) -> None:
         self.store = store
-        self.templates = templates_for("rdf12")
         self.graph = ox.NamedNode(f"urn:tgsparql:doctor:{uuid.uuid4()}")
         self.probe = ox.NamedNode(f"{self.graph.value}:probe")
         self.value = "tgsparql doctor probe"
@@ -124,7 +122,7 @@ class _Probe:
     def _reachable_and_readable(self) -> bool:
         d = self.diagnosis
         try:
-            rows = self.store.select(self.templates.render("doctor/read"))
+            rows = self.store.run("doctor/read").rows
         except EndpointUnreachable as error:
             d.checks.append(Check("reachable", "no", str(error)))
             d.checks.append(Check("read", "skipped"))
@@ -148,15 +146,16 @@ class _Probe:
         self.diagnosis.checks.append(Check(name, "ok", detail))
         return True
 
-    def _params(self) -> dict[str, Any]:
-        return {"graph": self.graph, "probe": self.probe, "value": self.value}
+    def _probe(self) -> dict[str, Any]:
+        """The probe triple's subject and value, as its templates take them."""
+        return {"probe": self.probe, "value": self.value}
 
     def _write(self) -> str:
-        self.store.update(self.templates.render("doctor/probe_write", **self._params()))
+        self.store.run("doctor/probe_write", graph=self.graph, **self._probe())
         return f"wrote a probe triple into the scratch graph {self.graph.value}"
 
     def _named_graphs(self) -> str:
-        rows = self.store.select(self.templates.render("doctor/probe_graphs", **self._params()))
+        rows = self.store.run("doctor/probe_graphs", **self._probe()).rows
         graphs = [row["g"] for row in rows if "g" in row]
         if self.graph not in graphs:
             raise _No(f"the probe written into {self.graph.value} was not found in it "
@@ -164,17 +163,16 @@ class _Probe:
         return "the probe reads back from its named graph"
 
     def _union(self) -> str:
-        query = self.templates.render("doctor/probe_union", **self._params())
-        if not self.store.ask(query, default_graph="union"):
+        if not self.store.run("doctor/probe_union", default_graph="union", **self._probe()).boolean:
             raise _No(f"{self.store.endpoint.union_parameter} did not merge the named graphs; "
                       "validation must then be given --graph")
         return f"{self.store.endpoint.union_parameter} merges every graph"
 
     def _edge(self, dialect: Dialect, form: str) -> str:
         probe = ox.NamedNode(f"{self.probe.value}:{dialect}")
-        params = {**self._params(), "probe": probe, "fact": PROBE_FACT}
-        self.store.update(templates_for(dialect).render("doctor/probe_edge_write", **params))
-        rows = self.store.select(self.templates.render("doctor/probe_edge_read", **params))
+        InDialect(self.store, dialect).run("doctor/probe_edge_write", graph=self.graph, probe=probe,
+                                           fact=PROBE_FACT)
+        rows = self.store.run("doctor/probe_edge_read", graph=self.graph, probe=probe).rows
         found = [row["edge"] for row in rows if "edge" in row]
         if found == [PROBE_FACT]:
             return f"{form} reads back as the same triple"
@@ -183,8 +181,8 @@ class _Probe:
         raise _No(f"{form} reads back as {', '.join(map(str, found)) or 'nothing'}")
 
     def _remove(self) -> str:
-        self.store.update(self.templates.render("doctor/probe_remove", graph=self.graph))
-        if self.store.select(self.templates.render("doctor/probe_graphs", **self._params())):
+        self.store.run("doctor/probe_remove", graph=self.graph)
+        if self.store.run("doctor/probe_graphs", **self._probe()).rows:
             raise _No(f"the scratch graph {self.graph.value} is still there")
         return "the scratch graph was dropped"
 

@@ -3,7 +3,7 @@
 The interface is four verbs over SPARQL text plus a bulk load, so a remote SPARQL 1.1 Protocol
 endpoint can implement it without the pipeline noticing. A store carries the query templates
 rendered for its dialect (`store.templates`), so whatever runs a step is given the store alone,
-and runs one by name (`store.run`) through those verbs, as the form of its text asks.
+and runs one by name (`store.run`) through those verbs, as the form its header declares asks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Literal, Protocol, cast, runtime_checkable
 import pyoxigraph as ox
 
 from tgsparql.rdf.lexical import with_records
-from tgsparql.rdf.templates import Templates, templates_for
+from tgsparql.rdf.templates import TemplateError, Templates, header, templates_for
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 
 Solution = dict[str, Term]
@@ -43,55 +43,26 @@ def result_form(result: object) -> QueryForm:
     return "graph"
 
 
-Form = QueryForm | Literal["update"]
-"""What running a template does: a query of one of the three forms, or an update."""
-
-_FORMS: dict[str, Form] = {}
-"""The form of each template run so far, by name: learnt from its first rendering, since the
-values a template is given never change its form."""
-
-
-def template_form(name: str, text: str) -> Form:
-    """The form of template `name`, learnt once from `text`, a rendering of it, by
-    `query_form`. A text that is no query is taken for an update: the store's update parser
-    judges it when it runs, so a broken one fails there with the parser's message; it is
-    remembered as an update only once a store has run it as one (`learnt_update`), so one
-    broken rendering never makes a query's later runs go to the update endpoint."""
-    form = known_form(name)
-    if form is None:
-        try:
-            form = _FORMS[name] = query_form(text)
-        except SyntaxError:
-            form = "update"
-    return form
-
-
-def known_form(name: str) -> Form | None:
-    """The form of template `name`, if a run has learnt it."""
-    return _FORMS.get(name)
-
-
-def learnt_update(name: str) -> None:
-    """Template `name` ran as an update: remember it, so its next runs skip the query parser."""
-    _FORMS.setdefault(name, "update")
-
+RunForm = Literal["select", "ask", "construct", "update"]
+"""What running a template does, as its header declares: a query of one of three forms, or an
+update."""
 
 _READS = {
     "select": "a SELECT, which answers rows",
     "ask": "an ASK, which answers a boolean",
-    "graph": "a CONSTRUCT, which answers triples",
+    "construct": "a CONSTRUCT, which answers triples",
     "update": "an update, which answers nothing",
 }
 
 
 @dataclass(frozen=True)
 class Answer:
-    """What running a template answered, by the form of its text: rows for a SELECT, a boolean
-    for an ASK, triples for a CONSTRUCT, nothing for an update. Reading it as another form is a
-    mistake in the caller, and fails naming the template and its form."""
+    """What running a template answered, by the form its header declares: rows for a SELECT, a
+    boolean for an ASK, triples for a CONSTRUCT, nothing for an update. Reading it as another
+    form is a mistake in the caller, and fails naming the template and its form."""
 
     template: str
-    form: Form
+    form: RunForm
     value: list[Solution] | bool | list[ox.Triple] | None
 
     @property
@@ -104,9 +75,9 @@ class Answer:
 
     @property
     def triples(self) -> list[ox.Triple]:
-        return cast(list[ox.Triple], self._as("graph", "triples"))
+        return cast(list[ox.Triple], self._as("construct", "triples"))
 
-    def _as(self, form: Form, wanted: str) -> object:
+    def _as(self, form: RunForm, wanted: str) -> object:
         if self.form != form:
             raise TypeError(f"the template {self.template!r} is {_READS[self.form]}, not {wanted}")
         return self.value
@@ -146,8 +117,14 @@ class Store(Protocol):
         """The query templates, rendered for this store's dialect."""
         ...
 
-    def run(self, name: str, /, **params: Any) -> Answer:
-        """Template `name` rendered with `params` and run as its form asks."""
+    def run(self, name: str, /, default_graph: DataGraph = None, **params: Any) -> Answer:
+        """Template `name` rendered with `params` and run as the form its header declares asks;
+        a query reads `default_graph` as its data graph."""
+        ...
+
+    def stream(self, name: str, /, default_graph: DataGraph = None,
+               **params: Any) -> Iterator[Solution]:
+        """The rows of SELECT template `name`, one at a time where the store can stream them."""
         ...
 
     def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
@@ -184,27 +161,65 @@ class WithTemplates:
     def templates(self) -> Templates:
         return templates_for(self.dialect)
 
-    def run(self, name: str, /, **params: Any) -> Answer:
-        """Template `name` rendered with `params` and run as its form (learnt by
-        `template_form`) asks: one call where a caller would render, then pick the verb.
-
-        A form is the same in every dialect, so it is learnt from the RDF 1.2 rendering, the one
-        pyoxigraph's parser reads in every template (an RDF-star quoted triple in a pattern it
-        does not); other dialects render a second time only until their form is known."""
+    def run(self, name: str, /, default_graph: DataGraph = None, **params: Any) -> Answer:
+        """Template `name` rendered with `params` (checked against its header) and run through
+        the verb of the form its header declares: one call where a caller would render, then
+        pick the verb. A SELECT or an ASK reads `default_graph` as its data graph."""
         store = cast(Store, self)
+        form = _runnable(name, default_graph)
         text = self.templates.render(name, **params)
-        form = known_form(name) or template_form(
-            name, text if self.dialect == DEFAULT_DIALECT
-            else templates_for(DEFAULT_DIALECT).render(name, **params))
         if form == "select":
-            return Answer(name, form, store.select(text))
+            return Answer(name, form, store.select(text, default_graph=default_graph))
         if form == "ask":
-            return Answer(name, form, store.ask(text))
-        if form == "graph":
+            return Answer(name, form, store.ask(text, default_graph=default_graph))
+        if form == "construct":
             return Answer(name, form, store.construct(text))
         store.update(text)
-        learnt_update(name)
         return Answer(name, form, None)
+
+    def stream(self, name: str, /, default_graph: DataGraph = None,
+               **params: Any) -> Iterator[Solution]:
+        """The rows of SELECT template `name` one at a time where the store can stream them (the
+        embedded store, from a snapshot, so writing meanwhile is safe), else all at once: for
+        results too big to hold."""
+        if _runnable(name, default_graph) != "select":
+            raise TemplateError(f"{name} is no SELECT: it answers no rows to stream")
+        text = self.templates.render(name, **params)
+        select = getattr(self, "select_iter", cast(Store, self).select)
+        return iter(select(text, default_graph=default_graph))
+
+
+class InDialect(WithTemplates):
+    """A store's verbs, its templates rendered for another dialect: how the doctor writes an
+    edge reference in each dialect, to learn which ones the endpoint reads back."""
+
+    def __init__(self, store: Store, dialect: Dialect) -> None:
+        self.store = store
+        self.dialect = dialect
+        self.round_trips = store.round_trips
+
+    def select(self, query: str, *, default_graph: DataGraph = None) -> list[Solution]:
+        return self.store.select(query, default_graph=default_graph)
+
+    def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
+        return self.store.ask(query, default_graph=default_graph)
+
+    def construct(self, query: str) -> list[ox.Triple]:
+        return self.store.construct(query)
+
+    def update(self, update: str) -> None:
+        self.store.update(update)
+
+
+def _runnable(name: str, default_graph: DataGraph) -> RunForm:
+    """The form template `name` runs as; TemplateError for a partial, or a data graph given to
+    what the store runs on its own (an update, a CONSTRUCT)."""
+    form = header(name).form
+    if form == "partial":
+        raise TemplateError(f"{name} is a partial, which other templates include: it is not run")
+    if default_graph is not None and form in ("update", "construct"):
+        raise TemplateError(f"{name} is {_READS[form].split(',')[0]}: it takes no data graph")
+    return form
 
 
 class EmbeddedStore(WithTemplates):

@@ -101,18 +101,22 @@ def _sparql(
     check: bool,
 ) -> CompiledQuery:
     query: SparqlConstraint = constraint.value  # type: ignore[assignment]
-    params = dict(shape=shape, constraint=query, focus_nodes=focus_nodes)
+    # A SHACL-SPARQL query compares the values the store keeps: it reads no records of
+    # tgsparql.rdf.lexical.
+    focus = dict(shape=shape, focus_nodes=focus_nodes, lexical=False)
     per_node = None
     if not query.ask:
-        prefixes = _render(templates, "validation/_sparql_prefixes", shape, **params)
-        per_node = prefixes + query.text(_render(templates, "validation/_path", shape, path=shape.path))
+        prefixes = _render(templates, "validation/_sparql_prefixes", shape, constraint=query)
+        per_node = prefixes + query.text(_render(templates, "validation/_path", shape,
+                                                 path=shape.path, lexical=False))
     run_per_node = not query.ask and not query.one_query
     if query.ask:
-        text = _render(templates, "validation/_sparql_ask", shape, **params)
+        text = _render(templates, "validation/_sparql_ask", shape, constraint=query, **focus)
     elif run_per_node:
-        text = _render(templates, "validation/_focus_nodes", shape, **params)
+        text = _render(templates, "validation/_focus_nodes", shape, **focus)
     else:
-        text = _render(templates, "validation/_sparql_constraint", shape, **params)
+        text = _render(templates, "validation/_sparql_constraint", shape, constraint=query,
+                       **focus)
     if check:
         _check(shape, query, None if run_per_node else text, per_node)
     return CompiledQuery(

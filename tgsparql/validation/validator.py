@@ -96,7 +96,7 @@ class Validator:
     ) -> ValidationReport:
         """Every result over the data graph; `focus` restricts the targeted focus nodes."""
         queries: Iterable[CompiledQuery]
-        lexical = store.ask(self.templates.render("validation/any_lexical"))
+        lexical = store.run("validation/any_lexical").boolean
         if focus is None:
             queries = self._compile(lexical)
         else:
@@ -145,13 +145,11 @@ class Validator:
         has an edge of their predicate). The other shapes have no result, so
         validating a few nodes runs only the queries of the reached shapes that are not idle."""
         ordered = self._wanted
-        rows = store.select(
-            self.templates.render(
-                "validation/_targeted", focus_nodes=nodes, classes=ordered.get("targetClass"),
-                subjects_of=ordered.get("targetSubjectsOf"), objects_of=ordered.get("targetObjectsOf"),
-            ),
-            default_graph=default_graph,
-        )
+        rows = store.run(
+            "validation/_targeted", default_graph=default_graph, focus_nodes=nodes,
+            classes=ordered.get("targetClass"), subjects_of=ordered.get("targetSubjectsOf"),
+            objects_of=ordered.get("targetObjectsOf"),
+        ).rows
         kinds = {"targetClass": "targetClass", "out": "targetSubjectsOf", "in": "targetObjectsOf"}
         found: dict[tuple[str, Term], set[Term]] = {}
         for row in rows:
@@ -296,7 +294,7 @@ class Validator:
             return results
         records: dict[Term, list[tuple[Term, Term, ox.Literal]]] = {}
         if lexical:
-            rows = store.select(self.templates.render("validation/written_literals", literals=stored))
+            rows = store.run("validation/written_literals", literals=stored).rows
             for row in rows:
                 written = ox.Literal(row["form"].value, datatype=row["datatype"])  # type: ignore[arg-type]
                 records.setdefault(row["stored"], []).append((row["subject"], row["predicate"], written))
