@@ -44,7 +44,6 @@ from urllib.parse import quote, urlencode
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
-from tgsparql.rdf import vocab
 from tgsparql.rdf.templates import Templates
 from tgsparql.serve.saved import saved_queries
 
