@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Final
 
 from pyoxigraph import NamedNode
@@ -154,3 +155,11 @@ def explainability_graph(collection: str = DEFAULT_COLLECTION) -> NamedNode:
             f"collection name {collection!r} is reserved: urn:graph:{collection} holds other data"
         )
     return NamedNode(f"urn:graph:{collection}")
+
+
+class TgTerms(Enum):
+    """An enumeration whose members stand for terms of the tg: namespace, named by their values."""
+
+    @property
+    def iri(self) -> NamedNode:
+        return NamedNode(TG + self.value)
