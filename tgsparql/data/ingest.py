@@ -196,8 +196,8 @@ class SubgraphRow:
     iri: ox.NamedNode
     chunk: ox.NamedNode
     span: EvidenceSpan | None
-    unsupported: ox.NamedNode | None = None
     triples: list[ox.Triple] = field(default_factory=list)
+    unsupported: ox.NamedNode | None = None
 
 
 @dataclass(frozen=True)
@@ -414,7 +414,8 @@ def _settle(ids: ExtractionIds, extraction: _Extraction, links: dict[str, Link],
             iri = ids.subgraph(chunk.start, chunk.end, span,
                                None if reason is None else reason.value)
             subgraph = extraction.subgraphs[key] = SubgraphRow(
-                iri, item.chunk_iri, item.span, None if reason is None else reason.iri)
+                iri, item.chunk_iri, item.span,
+                unsupported=None if reason is None else reason.iri)
         if triple not in subgraph.triples:
             subgraph.triples.append(triple)
         extraction.facts[triple] = None
