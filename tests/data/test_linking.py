@@ -171,8 +171,8 @@ def test_linked_entities_get_no_label_of_the_name_and_the_mention_records_the_de
                  for row in painters.select(MENTIONS)}
     assert ("Mr. Vermeer", ART + "Vermeer", LinkMethod.NAME.iri.value) in decisions
     assert ("The Hague", entity_iri("The Hague").value, LinkMethod.MINTED.iri.value) in decisions
-    assert painters.ask(
-        "ASK { GRAPH <urn:graph:source> { ?activity <https://trustgraph.ai/ns/linkMode> 'names' } }")
+    assert painters.ask("ASK { GRAPH <urn:graph:source> "
+                        "{ ?activity <https://trustgraph.ai/ns/linkMode> 'names' } }")
 
 
 # ---- loaded and ingested, asked and traced together
