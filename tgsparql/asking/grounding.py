@@ -12,9 +12,10 @@ Mott"), an ordinal belongs to the name ("Richard Beauchamp, 1st Earl of Worceste
 of three words or more may miss one of them when the label holds the rest and at most one word
 more, spelt alike at the start ("Joanna" for "Johanna"): see `name_fit`. A label's parenthetical
 aside is no part of its name ("Eustace III (died c. 1125), Count of Boulogne").
-Normalised label keys and their words live in the label index graph, written once per label by
-`update_label_index`, so grounding is indexed lookups instead of a scan over every label, all in
-one query.
+Ingest links the names it extracts the same way (`match_names`): each as one run, whatever its
+case. Normalised label keys and their words live in the label index graph, written once per
+label by `update_label_index`, so grounding is indexed lookups instead of a scan over every
+label, all in one query.
 """
 
 from __future__ import annotations
@@ -272,7 +273,9 @@ class NameMatch:
     """The name's key is a key of their labels, rather than the name fitting them (`name_fit`)."""
 
 
-def match_names(store: Store, names: Iterable[str], *, partial: bool = True) -> dict[str, NameMatch]:
+def match_names(
+    store: Store, names: Iterable[str], *, partial: bool = True
+) -> dict[str, NameMatch]:
     """Each name → the entities it names, from one query: those with a label whose key is the
     name's (as a phrase of a question is grounded), else, when `partial`, those whose label
     the name fits as a run of a question does (surname, shortened, reordered: `name_fit`).
@@ -300,8 +303,8 @@ def match_names(store: Store, names: Iterable[str], *, partial: bool = True) -> 
         if exact:
             found[name] = NameMatch(tuple(sorted(exact, key=lambda node: node.value)), True)
         elif i in fits:
-            best = [entity for fit, entity in fits[i] if fit == fits[i][0][0]]
-            found[name] = NameMatch(tuple(best[:NAME_MATCHES_PER_RUN]), by_label=False)
+            best = dict.fromkeys(entity for fit, entity in fits[i] if fit == fits[i][0][0])
+            found[name] = NameMatch(tuple(best)[:NAME_MATCHES_PER_RUN], by_label=False)
     return found
 
 
@@ -422,15 +425,14 @@ def _name_matches(
 def _name_fits(
     runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
 ) -> dict[int, list[tuple[tuple[int, int, bool, int], ox.NamedNode]]]:
-    """Per run that matched, each entity whose label fits it with its best fit, best first."""
-    candidates: dict[int, dict[ox.NamedNode, tuple[int, int, bool, int]]] = {}
+    """Per run that matched, how each label that fits it fits (an entity once per fit), best
+    fit first, then by IRI."""
+    candidates: dict[int, set[tuple[tuple[int, int, bool, int], ox.NamedNode]]] = {}
     for index, key, entity in rows:
         fit = name_fit(runs[index].names, key)
         if fit is not None:
-            known = candidates.setdefault(index, {})
-            known[entity] = min(fit, known.get(entity, fit))
-    return {i: sorted(((fit, entity) for entity, fit in fits.items()),
-                      key=lambda item: (item[0], item[1].value))
+            candidates.setdefault(index, set()).add((fit, entity))
+    return {i: sorted(fits, key=lambda item: (item[0], item[1].value))
             for i, fits in candidates.items()}
 
 
