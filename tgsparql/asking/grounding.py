@@ -46,6 +46,9 @@ MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
 MIN_NAMES_TO_MISS_ONE: Final = 3
 """A run of at least this many names may match a label that lacks one of them."""
+NAMES_PER_QUERY: Final = 10
+"""Names given whole looked up in one query: the store plans a union of probes in a time that
+grows faster than their number (200 names took 14 s as one query, under 1 s as twenty)."""
 SAME_START: Final = 2
 """Letters a missing name shares with the label's word in its place: a variant spelling."""
 MIN_SHORT_FORM: Final = 3
@@ -276,30 +279,29 @@ class NameMatch:
 def match_names(
     store: Store, names: Iterable[str], *, partial: bool = True
 ) -> dict[str, NameMatch]:
-    """Each name → the entities it names, from one query: those with a label whose key is the
-    name's (as a phrase of a question is grounded), else, when `partial`, those whose label
-    the name fits as a run of a question does (surname, shortened, reordered: `name_fit`).
-    Names that match nothing are absent."""
+    """Each name → the entities it names, NAMES_PER_QUERY names a query: those with a label
+    whose key is the name's (as a phrase of a question is grounded), else, when `partial`, those
+    whose label the name fits as a run of a question does (surname, shortened, reordered:
+    `name_fit`). Names that match nothing are absent."""
     runs = {name: given_name(name) for name in dict.fromkeys(names)}
-    runs = {name: run for name, run in runs.items() if run.words}
-    if not runs:
-        return {}
-    keys = {name: {match_key(name), " ".join(run.words)} for name, run in runs.items()}
-    ordered = list(runs.values())
-    rows = store.run(
-        "ground",
-        keys=sorted(set().union(*keys.values())),
-        probes=[(i, probe) for i, run in enumerate(ordered) for probe in run.probes]
-        if partial else [],
-        schema_candidates=(),
-        stems=[],
-        common_stem=COMMON_STEM,
-    ).rows
+    given = [(name, run) for name, run in runs.items() if run.words]
+    keys = [{match_key(name), " ".join(run.words)} for name, run in given]
+    rows: list[Solution] = []
+    for start in range(0, len(given), NAMES_PER_QUERY):
+        batch = range(start, min(start + NAMES_PER_QUERY, len(given)))
+        rows += store.run(
+            "ground",
+            keys=sorted({key for i in batch for key in keys[i]}),
+            probes=[(i, probe) for i in batch for probe in given[i][1].probes] if partial else [],
+            schema_candidates=(),
+            stems=[],
+            common_stem=COMMON_STEM,
+        ).rows
     read = _GroundRows.of(rows)
-    fits = _name_fits(ordered, read.name_rows)
+    fits = _name_fits([run for _, run in given], read.name_rows)
     found: dict[str, NameMatch] = {}
-    for i, name in enumerate(runs):
-        exact = {entity for key in keys[name] for entity in read.entities_by_key.get(key, [])}
+    for i, (name, _) in enumerate(given):
+        exact = {entity for key in keys[i] for entity in read.entities_by_key.get(key, [])}
         if exact:
             found[name] = NameMatch(tuple(sorted(exact, key=lambda node: node.value)), True)
         elif i in fits:
