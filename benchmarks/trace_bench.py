@@ -213,6 +213,8 @@ def write_provenance(
             subgraphs=subgraphs,
             facts=[],
             labels=[],
+            mentions=[],
+            link_mode="names",
         )
         trig.write(templates.render_block("ingest_document", "prologue", **params).encode())
         trig.write(templates.render_block("ingest_document", "quads", **params).encode())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,22 @@ from tgsparql.asking.llm.base import ExtractionUnsupported
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.llm.openai_backend import OpenAIBackend
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.asking.sources import facts_sources
 from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.data.extraction import MAX_FACTS, MAX_NAME_CHARS, parse_facts
-from tgsparql.data.ingest import IngestFailure, IngestReport, ingest_files, locate, title_of
+from tgsparql.data.ingest import (
+    IngestFailure,
+    IngestReport,
+    Unsupported,
+    ingest_files,
+    locate,
+    title_of,
+)
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import ExtractionIds, entity_iri, relation_iri
 from tgsparql.stores.store import EmbeddedStore
+from tgsparql.testing import assert_conforms
+from tgsparql.testing.fakes import ScriptedBackend
 
 TG = vocab.TG
 PROV = vocab.PROV
@@ -92,9 +103,10 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def ingest(store: EmbeddedStore, fake: FakeOpenAI, *paths: Path, replies: int = 1,
            script: Callable[[dict[str, Any]], Reply] | Reply | None = None,
-           size: int = 2000, overlap: int = 200) -> IngestReport:
+           size: int = 2000, overlap: int = 200, **options: Any) -> IngestReport:
     fake.script(*[script or reading(ADA_FACTS)] * replies)
-    return ingest_files(store, backend(fake), list(paths), chunk_size=size, chunk_overlap=overlap)
+    return ingest_files(store, backend(fake), list(paths), chunk_size=size, chunk_overlap=overlap,
+                        **options)
 
 
 def quads(
@@ -144,19 +156,19 @@ def test_facts_and_labels_go_to_the_default_graph_with_minted_iris(
         ox.Triple(ada, relation_iri("born in"), london),
         ox.Triple(ada, relation_iri("birth year"), ox.Literal("1815", datatype=vocab.XSD_INTEGER)),
         ox.Triple(ada, relation_iri("daughter of"), entity_iri("Lord Byron")),
-        ox.Triple(ada, relation_iri("wrote"), entity_iri("first published algorithm")),
         ox.Triple(ada, relation_iri("died on"),
                   ox.Literal("1852-11-27", datatype=ox.NamedNode(vocab.XSD + "date"))),
-    }
+    }, "the fact whose evidence is not in the text is not written"
     labels = {(q.subject, q.object) for q in quads(tgsparql_store, default) if q.predicate == LABEL}
     assert (ada, ox.Literal("Ada Lovelace")) in labels
     assert (relation_iri("born in"), ox.Literal("born in")) in labels
     assert (london, ox.Literal("London")) in labels
-    assert len(labels) == 9  # 4 entities, 5 predicates; literal objects get none
-    assert report.labels_indexed == 9
-    assert [(d.pages, d.chunks, d.facts, d.evidence_found) for d in report.documents] == [
-        (2, 2, 5, 4)
-    ]
+    assert len(labels) == 7  # 3 entities, 4 predicates; literal objects get none
+    assert report.labels_indexed == 7
+    assert [(d.pages, d.chunks, d.facts, d.evidence_found, d.linked, d.minted, d.dropped)
+            for d in report.documents] == [
+        (2, 2, 4, 4, 0, 4, Counter({Unsupported.EVIDENCE_NOT_FOUND: 1}))
+    ]  # minted: Ada Lovelace, London, Lord Byron in the first chunk, Ada Lovelace in the second
 
 
 def test_the_source_graph_holds_document_activity_agent_pages_and_chunks(
@@ -266,9 +278,7 @@ def test_facts_sharing_an_evidence_span_share_a_subgraph_and_the_span_is_recorde
     assert objects(tgsparql_store, subgraph, tg("sourceText")) == [
         ox.Literal("She was the daughter of Lord Byron.")
     ]
-    wrote = ox.Triple(ada, relation_iri("wrote"), entity_iri("first published algorithm"))
-    (subgraph,) = subjects(tgsparql_store, tg("contains"), wrote)
-    assert objects(tgsparql_store, subgraph, tg("sourceText")) == []
+    assert objects(tgsparql_store, subgraph, tg("unsupported")) == []
 
 
 # ---- pages
@@ -400,7 +410,7 @@ def test_hostile_output_is_stored_literally_or_skipped_never_executed(
     reply = Reply("\n".join(json.dumps(fact) for fact in HOSTILE) + "\n" + "x" * 200_000
                   + "\n" + flood)
     report = ingest(tgsparql_store, fake_openai, write(tmp_path, "ada.txt", ADA.split("\f")[0]),
-                    script=reply)
+                    script=reply, keep_unsupported=True)  # none gives evidence
     assert not report.failed
     default = ox.DefaultGraph()
     labels = {q.object.value for q in quads(tgsparql_store, default) if q.predicate == LABEL}
@@ -417,6 +427,102 @@ def test_hostile_output_is_stored_literally_or_skipped_never_executed(
     assert document.facts == MAX_FACTS
     assert document.rejected == 5 + 53  # five unusable objects; 3 + 550 facts over MAX_FACTS
     assert document.skipped_lines == 1
+
+
+# ---- unsupported facts
+
+NIGHT_WATCH = "Rembrandt van Rijn painted The Night Watch in 1642."
+UNSUPPORTED = [
+    {"s": "Rembrandt van Rijn", "p": "painted", "o": "The Night Watch",
+     "evidence": "Rembrandt van Rijn painted The Night Watch"},
+    {"s": "rembrandt van rijn", "p": "rembrandt van rijn", "o": "Rembrandt van Rijn",
+     "evidence": "Rembrandt van Rijn"},
+    {"s": "BEGIN PAGE", "p": "begin page", "o": "END PAGE", "evidence": "BEGIN PAGE"},
+    {"s": "Page 2", "p": "mentions", "o": "Rembrandt van Rijn", "evidence": "Rembrandt van Rijn"},
+    {"s": "The Night Watch", "p": "painted in", "o": "1642"},
+    {"s": "The Night Watch", "p": "hangs in", "o": "Rijksmuseum",
+     "evidence": "hangs in the Rijksmuseum"},
+]
+SUPPORTED = ox.Triple(entity_iri("Rembrandt van Rijn"), relation_iri("painted"),
+                      entity_iri("The Night Watch"))
+REASONS = Counter({Unsupported.MARKER: 2, Unsupported.SELF_LOOP: 1,
+                   Unsupported.EVIDENCE_NOT_FOUND: 2})
+
+
+def scripted(facts: list[dict[str, Any]]) -> ScriptedBackend:
+    return ScriptedBackend({}, extractions={NIGHT_WATCH: "\n".join(map(json.dumps, facts))})
+
+
+def test_unsupported_facts_are_not_written_and_are_counted_by_reason(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "night.txt", NIGHT_WATCH)
+    report = ingest_files(tgsparql_store, scripted(UNSUPPORTED), [path])
+    (document,) = report.documents
+    assert (document.facts, document.dropped, document.flagged) == (1, REASONS, Counter())
+    assert report.dropped == REASONS
+    kg = {q.triple for q in quads(tgsparql_store, ox.DefaultGraph()) if q.predicate != LABEL}
+    assert kg == {SUPPORTED}
+    labels = {q.object.value for q in quads(tgsparql_store, ox.DefaultGraph())
+              if q.predicate == LABEL}
+    assert labels == {"Rembrandt van Rijn", "painted", "The Night Watch"}
+    assert not tgsparql_store.ask(
+        "ASK { GRAPH ?g { ?s <https://trustgraph.ai/ns/unsupported> ?o } }")
+
+
+def test_unsupported_facts_kept_are_flagged_by_reason_for_the_shapes_and_the_trace(
+    tgsparql_store: EmbeddedStore, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "night.txt", NIGHT_WATCH)
+    report = ingest_files(tgsparql_store, scripted(UNSUPPORTED), [path], keep_unsupported=True)
+    (document,) = report.documents
+    assert (document.facts, document.dropped, document.flagged) == (6, Counter(), REASONS)
+    why = {fact: [source.unsupported for source in sources]
+           for fact, sources in facts_sources(tgsparql_store,
+                                              list(kg_facts(tgsparql_store))).items()}
+    assert why[SUPPORTED] == [None]
+    loop = ox.Triple(entity_iri("Rembrandt van Rijn"), relation_iri("Rembrandt van Rijn"),
+                     entity_iri("Rembrandt van Rijn"))
+    unfound = ox.Triple(entity_iri("The Night Watch"), relation_iri("hangs in"),
+                        entity_iri("Rijksmuseum"))
+    assert why[loop] == [Unsupported.SELF_LOOP.iri.value]
+    assert why[unfound] == [Unsupported.EVIDENCE_NOT_FOUND.iri.value]
+    assert sorted(reason for reasons in why.values() for reason in reasons if reason) == sorted(
+        reason.iri.value for reason in REASONS.elements())
+    assert_conforms(tgsparql_store)
+
+
+def kg_facts(store: EmbeddedStore) -> set[ox.Triple]:
+    return {q.triple for q in quads(store, ox.DefaultGraph()) if q.predicate != LABEL}
+
+
+def test_cli_ingest_reports_and_logs_unsupported_facts_by_reason(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "night.txt", NIGHT_WATCH)
+    log = tmp_path / "llm.jsonl"
+    fake_openai.script(*[Reply("\n".join(map(json.dumps, UNSUPPORTED)))] * 2)
+    result = cli("ingest", "--store", tmp_path / "kg", "--base-url", fake_openai.base_url,
+                 "--log-llm", log, path)
+    assert result.exit_code == 0, result.stderr
+    reasons = "2 prompt or page marker, 1 self-loop, 2 evidence not found"
+    assert f"names: 0 linked, 2 minted; not written: {reasons})" in result.stdout
+    assert result.stdout.splitlines()[-1].endswith(f"unsupported facts not written: {reasons}")
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [entry["call"] for entry in entries] == ["extract", "extract-checks"]
+    checks = entries[1]
+    assert (checks["page"], checks["chunk"], checks["kept"]) == (1, 0, False)
+    assert checks["unsupported"] == {"prompt or page marker": 2, "self-loop": 1,
+                                     "evidence not found": 2}
+    assert [fact["reason"] for fact in checks["facts"]] == [
+        "self-loop", "prompt or page marker", "prompt or page marker", "evidence not found",
+        "evidence not found"]
+
+    kept = cli("ingest", "--store", tmp_path / "kept", "--base-url", fake_openai.base_url,
+               "--keep-unsupported", path)
+    assert kept.exit_code == 0, kept.stderr
+    assert f"6 facts (3 with evidence located; names: 0 linked, 7 minted; kept flagged: " \
+        f"{reasons})" in kept.stdout
 
 
 # ---- failures
@@ -538,7 +644,7 @@ def test_force_extracts_a_document_that_gave_no_fact_again_in_place_of_the_first
     fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS))
     again = ingest_files(tgsparql_store, backend(fake_openai), [path], force=True)
     (document,) = again.documents
-    assert document.replaced and not document.already_present and document.facts == 5
+    assert document.replaced and not document.already_present and document.facts == 4
     born = ox.Triple(entity_iri("Ada Lovelace"), relation_iri("born in"), entity_iri("London"))
     assert born in {quad.triple for quad in tgsparql_store.oxigraph.quads_for_pattern(
         None, None, None, ox.DefaultGraph())}
@@ -548,7 +654,7 @@ def test_force_extracts_a_document_that_gave_no_fact_again_in_place_of_the_first
     assert len(chunks_of(tgsparql_store, document.document)) == 2
     assert len(objects(tgsparql_store, document.document, ox.NamedNode(vocab.DC + "title"),
                        LIBRARY)) == 1
-    assert ingest_files(tgsparql_store, backend(fake_openai), [path]).documents[0].facts == 5
+    assert ingest_files(tgsparql_store, backend(fake_openai), [path]).documents[0].facts == 4
     from tgsparql.testing import assert_conforms
 
     assert_conforms(tgsparql_store)
@@ -558,7 +664,7 @@ def test_force_keeps_other_documents_their_shared_facts_and_the_facts_sessions_s
     tgsparql_store: EmbeddedStore, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     ada = write(tmp_path, "ada.txt", ADA)
-    other = write(tmp_path, "byron.txt", "She was the daughter of Lord Byron, the poet.")
+    other = write(tmp_path, "byron.txt", "She was the daughter of Lord Byron. He was the poet.")
     shared = ADA_FACTS["daughter"]
     own = {"s": "Lord Byron", "p": "profession", "o": "poet", "evidence": "the poet"}
     fake_openai.script(reading(ADA_FACTS), reading(ADA_FACTS),
@@ -647,9 +753,11 @@ def test_cli_ingest_reports_per_file_and_skips_on_the_second_run(
     assert first.exit_code == 0, first.stderr
     doc = ExtractionIds(sha256_hex(ADA)).document.value
     assert first.stdout.splitlines() == [
-        f"ingested {path}: 2 pages, 2 chunks, 5 facts (4 with evidence located) as {doc}",
-        "indexed 9 labels for grounding",
-        "ingest: 1 file: 1 ingested (5 facts)",
+        f"ingested {path}: 2 pages, 2 chunks, 4 facts (4 with evidence located; names: 0 "
+        f"linked, 4 minted; not written: 1 evidence not found) as {doc}",
+        "indexed 7 labels for grounding",
+        "ingest: 1 file: 1 ingested (4 facts), names: 0 linked, 4 minted, "
+        "unsupported facts not written: 1 evidence not found",
     ]
     second = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, path)
     assert second.exit_code == 0, second.stderr
@@ -678,8 +786,10 @@ def test_cli_ingest_says_which_files_gave_no_fact_and_force_reads_them_again(
         f"ingested {empty}: 0 facts: the LLM stated none it could record (1 pages, 1 chunks, "
         f"1 unusable reply lines or objects dropped; --log-llm FILE shows its replies) as "
         f"{empty_doc}")
-    assert lines[1].startswith(f"ingested {ada}: 2 pages, 2 chunks, 5 facts")
-    assert lines[-1] == "ingest: 3 files: 2 ingested (5 facts), 1 with 0 facts, 1 failed"
+    assert lines[1].startswith(f"ingested {ada}: 2 pages, 2 chunks, 4 facts")
+    assert lines[-1] == ("ingest: 3 files: 2 ingested (4 facts), 1 with 0 facts, 1 failed, "
+                         "names: 0 linked, 4 minted, unsupported facts not written: 1 evidence "
+                         "not found")
     assert first.stderr.splitlines()[-1].startswith(f"error: {tmp_path / 'gone.txt'}: ")
 
     second = cli("ingest", "--store", store_dir, "--base-url", fake_openai.base_url, empty)
@@ -692,7 +802,8 @@ def test_cli_ingest_says_which_files_gave_no_fact_and_force_reads_them_again(
                 empty)
     assert third.exit_code == 0, third.stderr
     assert third.stdout.splitlines()[0].startswith(
-        f"re-extracted {empty}: 1 pages, 1 chunks, 1 facts (1 with evidence located)")
+        f"re-extracted {empty}: 1 pages, 1 chunks, 1 facts (1 with evidence located; names: 0 "
+        "linked, 2 minted)")
 
 
 def test_cli_ingest_constrains_and_caps_replies_and_logs_every_call(

@@ -551,6 +551,21 @@ def test_a_selected_edge_without_a_recorded_source_stays_in_the_tree(
                           "      no recorded source"]
 
 
+def test_a_source_kept_unsupported_says_so_in_the_tree_and_the_json(
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+) -> None:
+    unfound = tg("EvidenceNotFound")
+    for quad in list(ox_store.quads_for_pattern(None, tg("contains"), MARRIED, SOURCE)):
+        ox_store.add(ox.Quad(quad.subject, tg("unsupported"), unfound, SOURCE))
+    found = trace(tgsparql_demo_store, "explainability", sessions[1])
+    assert isinstance(found, Explanation)
+    assert {source.unsupported for source in found.selected[0].sources} == {unfound.value}
+    assert "          kept unsupported: EvidenceNotFound" in render_text(found).splitlines()
+    assert trace_json(found)["edges"][0]["sources"][0]["unsupported"] == unfound.value
+    assert all("unsupported" not in source for edge in trace_json(found)["edges"][1:]
+               for source in edge["sources"])
+
+
 # ---------------------------------------------------------------------------------------------
 # trace(): which tree for which IRI
 

@@ -8,6 +8,7 @@ value where rdf12 has the triple term."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Sequence
@@ -921,6 +922,64 @@ def test_corrupted_extraction_provenance_gives_exactly_its_results(
     expected = {Found(e.severity, e.focus, e.shape, e.what, value_in(e.value, dialect))
                 for e in case.expected}
     assert_results(validator.validate(extraction.store), expected, *case.mentions)
+
+
+LINKED = "Vermeer painted The Milkmaid in Delft, said the catalogue."
+LINKED_FACTS = [
+    {"s": "Vermeer", "p": "painted", "o": "The Milkmaid", "evidence": "Vermeer painted"},
+    {"s": "The Milkmaid", "p": "painted in", "o": "Delft", "evidence": "not in the text"},
+]
+TG = vocab.TG
+
+
+@pytest.fixture
+def linked(dialect: Dialect, tmp_path: Path) -> EmbeddedStore:
+    """A KG with a document ingested into it: names linked, an unsupported fact kept."""
+    from tgsparql.data.ingest import ingest_files
+    from tgsparql.testing.fakes import ScriptedBackend
+
+    store = open_store()
+    store.dialect = dialect  # type: ignore[misc]
+    load_files(store, [REPO / "tests" / "fixtures" / "linking" / "painters.ttl"])
+    path = tmp_path / "milkmaid.txt"
+    path.write_text(LINKED, encoding="utf-8")
+    backend = ScriptedBackend({}, extractions={
+        LINKED: "\n".join(json.dumps(fact) for fact in LINKED_FACTS)})
+    report = ingest_files(store, backend, [path], keep_unsupported=True)
+    assert (report.linked, report.minted) == (3, 0)
+    return store
+
+
+def violations(report: ValidationReport) -> set[Found]:
+    return {found(r) for r in report.results if r.severity.value == SH + "Violation"}
+
+
+def the(store: EmbeddedStore, pattern: str) -> str:
+    """The one IRI ?x names in `pattern`, a pattern of the source graph."""
+    (row,) = store.select(f"{PREFIXES} SELECT ?x WHERE {{ GRAPH <urn:graph:source> {{ {pattern} }} }}")
+    return row["x"].value
+
+
+def test_linked_mentions_and_kept_unsupported_facts_conform_and_corruptions_are_named(
+    linked: EmbeddedStore, validator: Validator
+) -> None:
+    assert violations(validator.validate(linked)) == set()
+    mention = the(linked, '?x tg:mentionText "Vermeer"')
+    milkmaid = the(linked, '?x tg:mentionText "The Milkmaid"')
+    unfound = the(linked, "?x tg:unsupported tg:EvidenceNotFound")
+    linked.update(f"""{PREFIXES}
+        DELETE {{ GRAPH <urn:graph:source> {{ <{mention}> tg:linkedBy ?how }} }}
+        INSERT {{ GRAPH <urn:graph:source> {{ <{mention}> tg:linkedBy tg:Guessed }} }}
+        WHERE {{ GRAPH <urn:graph:source> {{ <{mention}> tg:linkedBy ?how }} }} ;
+        DELETE {{ GRAPH <urn:graph:source> {{ <{milkmaid}> tg:linkedBy ?how }} }}
+        INSERT {{ GRAPH <urn:graph:source> {{ <{milkmaid}> tg:linkedBy tg:LinkedByContext }} }}
+        WHERE {{ GRAPH <urn:graph:source> {{ <{milkmaid}> tg:linkedBy ?how }} }} ;
+        INSERT DATA {{ GRAPH <urn:graph:source> {{ <{unfound}> tg:sourceText "Delft" }} }}""")
+    assert violations(validator.validate(linked)) == {
+        violation(mention, "Mention-linkedBy", "In", TG + "Guessed"),
+        violation(milkmaid, "Mention", "LinkedMentionFitsAnEntity", "1"),
+        violation(unfound, "Subgraph", "UnfoundEvidenceHasNoSpan", "Delft"),
+    }
 
 
 # --- the shapes are standard SHACL that other engines read ------------------------------------

@@ -31,6 +31,9 @@ class ChunkSource:
     evidence: str | None = None
     evidence_offset: int | None = None
     evidence_length: int | None = None
+    unsupported: str | None = None
+    """Why the facts of its subgraph are unsupported (a tg: reason's IRI), when ingest kept
+    them all the same; None for supported ones."""
 
     def as_source(self, edge_selection: str | None, edge: ox.Triple,
                   citations: tuple[str, ...] = ()) -> Source:
@@ -52,7 +55,9 @@ class ChunkSource:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """Its fields; `unsupported` only when it is."""
+        return {name: value for name, value in self.__dict__.items()
+                if name != "unsupported" or value is not None}
 
 
 def facts_sources(store: Store, facts: Sequence[ox.Triple]) -> dict[ox.Triple, list[ChunkSource]]:
@@ -92,6 +97,7 @@ def chunk_source(row: Solution) -> ChunkSource | None:
         evidence=term_text(row.get(text)),
         evidence_offset=term_integer(row.get(offset)),
         evidence_length=term_integer(row.get(length)),
+        unsupported=term_text(row.get("unsupported")),
     )
 
 

@@ -15,14 +15,17 @@ from tgsparql.cli.options import (
     Failure, StoreTarget, backend_from, constrain_option, llm_log, llm_options, opened,
     progress_bars, reply_options, store_option,
 )
+from tgsparql.data.linking import DEFAULT_LINK_MODE, LINK_MODES, LinkMode
 from tgsparql.data.loader import load_files
 from tgsparql.rdf.terms import Dialect
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import StoreError
 
 if TYPE_CHECKING:
+    from collections import Counter
+
     from tgsparql.data.export import ExportDialect, ExportFormat
-    from tgsparql.data.ingest import DocumentReport, IngestReport
+    from tgsparql.data.ingest import DocumentReport, IngestReport, Unsupported
 
 
 @click.command()
@@ -106,20 +109,32 @@ def export(target: StoreTarget, dialect: Dialect | None, graphs: tuple[str, ...]
 @click.option("--force", "--reextract", "force", is_flag=True,
               help="Extract files ingested before again, replacing the facts and provenance "
               "each gave (facts another document or a recorded session stands on stay).")
+@click.option("--link", type=click.Choice(LINK_MODES), default=DEFAULT_LINK_MODE,
+              show_default=True,
+              help="How extracted names are linked to the entities the store holds: names "
+              "matches them as grounding does (labels, surnames, shortened names, the "
+              "document's other names choosing among several), exact only equal labels, none "
+              "mints every name an IRI of its own.")
+@click.option("--keep-unsupported", is_flag=True,
+              help="Write facts whose evidence is not in the text, self-loops and facts naming "
+              "prompt or page markers too, flagged as such in their provenance (by default "
+              "they are counted and not written).")
 @llm_options
 @functools.partial(constrain_option, what="extraction")
 @reply_options
 def ingest(target: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
-           chunk_overlap: int, force: bool, llm: str | None, model: str | None,
+           chunk_overlap: int, force: bool, link: LinkMode, keep_unsupported: bool,
+           llm: str | None, model: str | None,
            base_url: str | None, api_key: str | None, constrain: str, max_tokens: int | None,
            log_llm: Path | None) -> None:
     """Extract facts from plain text and Markdown files, with where each came from.
 
     One document per file, titled by its first heading or line, pages split on form feeds,
-    chunks read by the LLM. Facts go to the KG, their provenance to urn:graph:source, the
-    texts to urn:graph:library. A file whose text was ingested before is skipped (--force reads
-    it again). One line per file as it finishes, then a summary. Needs an LLM: the offline
-    backend does not invent facts.
+    chunks read by the LLM. Facts go to the KG, their subjects and objects linked to the
+    entities it holds (--link), their provenance to urn:graph:source, the texts to
+    urn:graph:library. Unsupported facts are counted, not written (--keep-unsupported). A file
+    whose text was ingested before is skipped (--force reads it again). One line per file as it
+    finishes, then a summary. Needs an LLM: the offline backend does not invent facts.
     """
     from tgsparql.asking.llm.base import ExtractionUnsupported
     from tgsparql.asking.llm.offline import EXTRACTION_REFUSED, OfflineBackend
@@ -151,6 +166,8 @@ def ingest(target: StoreTarget, paths: tuple[Path, ...], chunk_size: int,
 
                     report = ingest_files(store, backend, list(paths), chunk_size=chunk_size,
                                           chunk_overlap=chunk_overlap, force=force,
+                                          link=link, keep_unsupported=keep_unsupported,
+                                          log=log,
                                           progress=lambda path, chunks: bars(str(path), chunks),
                                           finished=finished)
             except (ExtractionUnsupported, StoreError) as error:
@@ -172,13 +189,23 @@ def _ingested_line(doc: DocumentReport) -> str:
     verb = "re-extracted" if doc.replaced else "ingested"
     dropped = doc.skipped_lines + doc.rejected
     drops = f"{dropped} unusable reply lines or objects dropped" if dropped else ""
+    checks = "".join(f"; {part}" for part in _check_parts(doc.dropped, doc.flagged))
     if not doc.facts:
         return (f"{verb} {doc.path}: 0 facts: the LLM stated none it could record "
                 f"({doc.pages} pages, {doc.chunks} chunks" + (f", {drops}" if drops else "")
-                + f"; --log-llm FILE shows its replies) as {doc.document.value}")
+                + f"{checks}; --log-llm FILE shows its replies) as {doc.document.value}")
     return (f"{verb} {doc.path}: {doc.pages} pages, {doc.chunks} chunks, {doc.facts} facts "
             f"({doc.evidence_found} with evidence located" + (f", {drops}" if drops else "")
-            + f") as {doc.document.value}")
+            + f"; names: {doc.linked} linked, {doc.minted} minted{checks}) as "
+            f"{doc.document.value}")
+
+
+def _check_parts(dropped: Counter[Unsupported], flagged: Counter[Unsupported]) -> list[str]:
+    """The unsupported facts, by reason: those not written, those kept flagged."""
+    from tgsparql.data.ingest import reasons_text
+
+    return [f"{what}: {reasons_text(counts)}"
+            for what, counts in (("not written", dropped), ("kept flagged", flagged)) if counts]
 
 
 def _ingest_summary(report: IngestReport) -> str:
@@ -193,6 +220,9 @@ def _ingest_summary(report: IngestReport) -> str:
         parts.append(f"{skipped} skipped as ingested before")
     if report.failed:
         parts.append(f"{len(report.failed)} failed")
+    if report.linked or report.minted:
+        parts.append(f"names: {report.linked} linked, {report.minted} minted")
+    parts += [f"unsupported facts {part}" for part in _check_parts(report.dropped, report.flagged)]
     files_ = len(docs) + len(report.failed)
     return f"ingest: {files_} file{'s' if files_ != 1 else ''}: " + ", ".join(parts)
 

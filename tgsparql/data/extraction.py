@@ -22,6 +22,7 @@ import pyoxigraph as ox
 from tgsparql.asking.jsonl import object_lines
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import entity_iri, relation_iri
+from tgsparql.rdf.text import normalize_label
 
 MAX_NAME_CHARS: Final = 300
 MAX_EVIDENCE_CHARS: Final = 5000
@@ -30,6 +31,13 @@ MAX_FACTS: Final = 500
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?[0-9]*\.[0-9]+")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MARKER = re.compile(
+    r"(?:(?:begin|end|start|top|bottom)(?: of)?(?: the)? )?"
+    r"(?:page|passage|chunk|document|text|section)(?: [0-9]+)?(?: (?:begin|end|start))?"
+    r"|begin|end|start"
+)
+"""The words of the prompt's passage markers and of page markers ("BEGIN PASSAGE", "page 3"),
+which a small model takes for names."""
 # Names recur across the facts and chunks of a document, and minting normalises each one
 # (NFKC, case folding, a regex), so each distinct name is minted once.
 _entity_iri = lru_cache(maxsize=65_536)(entity_iri)
@@ -102,6 +110,11 @@ def to_fact(obj: dict[str, Any]) -> Fact | None:
     except ValueError:
         return None
     return Fact(triple, subject, predicate, object_name, evidence)
+
+
+def is_marker(name: str) -> bool:
+    """Whether a name is a prompt or page marker rather than anything the text speaks of."""
+    return _MARKER.fullmatch(normalize_label(name)) is not None
 
 
 def object_literal(value: Any) -> ox.Literal | None:

@@ -2,11 +2,14 @@
 
 Each file is one document, its form-feed-separated parts its pages, and each page is cut into
 chunks with exact offsets (`tgsparql.data.chunking`). Every chunk goes to the LLM, whose JSONL facts
-(`tgsparql.data.extraction`) go to the default graph with their labels. The source graph gets the
-document, pages, chunks, activity and agent, and per chunk one subgraph for each evidence span
-found in it (facts whose evidence is not found in the chunk share one subgraph without a span),
-so every recorded `tg:sourceText` belongs to exactly the facts it states. Texts go to the
-librarian. All IRIs derive from the text's SHA-256, so a document already ingested is
+(`tgsparql.data.extraction`) go to the default graph. Their subjects and objects are linked to
+the entities the store already holds (`tgsparql.data.linking`); only names that fit none get
+IRIs and labels of their own. A fact whose evidence is not found in its chunk, that links an
+entity to itself, or that names a prompt or page marker is not written, unless kept
+(`keep_unsupported`), flagged with why. The source graph gets the document, pages, chunks,
+activity and agent, each name's linking decision per chunk, and per chunk one subgraph for each
+evidence span found in it (and for each reason facts kept unsupported fail), so every recorded
+`tg:sourceText` belongs to exactly the facts it states. Texts go to the librarian. All IRIs derive from the text's SHA-256, so a document already ingested is
 recognised and skipped: ingesting twice adds nothing, and its activity keeps the first time.
 Re-extracting (`force`) replaces one document's facts and provenance in the update that writes
 its new ones, keeping the facts another document or a recorded session also stands on.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +31,16 @@ import pyoxigraph as ox
 from tgsparql.asking.grounding import update_label_index
 from tgsparql.asking.librarian import StoreLibrarian, sha256_hex
 from tgsparql.asking.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
+from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.usage import Usage
 from tgsparql.asking.provenance import now
 from tgsparql.data.chunking import (
     DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunk, check_settings, chunk_document,
 )
-from tgsparql.data.extraction import Fact, parse_facts
-from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds
+from tgsparql.data.extraction import Fact, is_marker, parse_facts
+from tgsparql.data.linking import DEFAULT_LINK_MODE, Link, LinkMethod, LinkMode, link_names
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds, entity_iri
 from tgsparql.rdf.templates import TemplateError
 from tgsparql.stores.locking import stepping_aside
 from tgsparql.stores.store import Store, StoreError
@@ -61,6 +68,34 @@ class IngestError(ValueError):
     """A file that could not be ingested; nothing of its provenance or facts was written."""
 
 
+class Unsupported(vocab.TgTerms):
+    """Why a fact the LLM stated is not written by default: the first that holds, in this order."""
+
+    MARKER = "MarkerTerm"
+    """One of its names is a prompt or page marker ("BEGIN PASSAGE", "page 3")."""
+    SELF_LOOP = "SelfLoop"
+    """Its subject and object are one entity once linked."""
+    EVIDENCE_NOT_FOUND = "EvidenceNotFound"
+    """It gave no evidence, or its evidence is not in the chunk."""
+
+    @property
+    def text(self) -> str:
+        return _REASON_TEXTS[self]
+
+
+_REASON_TEXTS: Final = {
+    Unsupported.MARKER: "prompt or page marker",
+    Unsupported.SELF_LOOP: "self-loop",
+    Unsupported.EVIDENCE_NOT_FOUND: "evidence not found",
+}
+
+
+def reasons_text(counts: Counter[Unsupported]) -> str:
+    """Counts by reason, as ingest reports them: "2 evidence not found, 1 self-loop"."""
+    return ", ".join(f"{counts[reason]} {reason.text}" for reason in Unsupported
+                     if counts[reason])
+
+
 @dataclass(frozen=True)
 class SourceText:
     text: str
@@ -86,6 +121,14 @@ class DocumentReport:
     """Lines of the LLM's replies that held no JSON object."""
     rejected: int = 0
     """Objects of the LLM's replies that were not usable facts, or beyond the per-reply cap."""
+    linked: int = 0
+    """Mentions (a name in a chunk) linked to an entity the store held."""
+    minted: int = 0
+    """Mentions that got an IRI of their own."""
+    dropped: Counter[Unsupported] = field(default_factory=Counter)
+    """Facts not written, by why they are unsupported."""
+    flagged: Counter[Unsupported] = field(default_factory=Counter)
+    """Unsupported facts written all the same (`keep_unsupported`), flagged, by why."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +142,22 @@ class IngestReport:
     documents: list[DocumentReport] = field(default_factory=list)
     failed: dict[Path, str] = field(default_factory=dict)
     labels_indexed: int = 0
+
+    @property
+    def linked(self) -> int:
+        return sum(document.linked for document in self.documents)
+
+    @property
+    def minted(self) -> int:
+        return sum(document.minted for document in self.documents)
+
+    @property
+    def dropped(self) -> Counter[Unsupported]:
+        return sum((document.dropped for document in self.documents), Counter())
+
+    @property
+    def flagged(self) -> Counter[Unsupported]:
+        return sum((document.flagged for document in self.documents), Counter())
 
 
 @dataclass(frozen=True)
@@ -131,12 +190,14 @@ class EvidenceSpan:
 @dataclass
 class SubgraphRow:
     """The facts of a chunk that share an evidence span, as the `ingest_document` template
-    takes them; facts whose evidence is not located share one without a span."""
+    takes them; facts whose evidence is not located share one without a span. Unsupported
+    facts kept share one per reason (`unsupported`, its IRI)."""
 
     iri: ox.NamedNode
     chunk: ox.NamedNode
     span: EvidenceSpan | None
     triples: list[ox.Triple] = field(default_factory=list)
+    unsupported: ox.NamedNode | None = None
 
 
 @dataclass(frozen=True)
@@ -145,15 +206,43 @@ class LabelRow:
     label: str
 
 
+@dataclass(frozen=True)
+class MentionRow:
+    """A name of a chunk's written facts and what it was linked to, as `ingest_document` takes
+    it: `method` a `LinkMethod` IRI, `candidates` the entities that fitted it best."""
+
+    iri: ox.NamedNode
+    chunk: ox.NamedNode
+    name: str
+    entity: ox.NamedNode
+    method: ox.NamedNode
+    candidates: int
+
+
+@dataclass(frozen=True)
+class _Stated:
+    """A fact as one chunk stated it, before its names are linked and it is checked."""
+
+    fact: Fact
+    chunk: Chunk
+    chunk_iri: ox.NamedNode
+    span: EvidenceSpan | None
+
+
+SubgraphKey = tuple[ox.NamedNode, tuple[int, int] | None, Unsupported | None]
+"""A subgraph's chunk, evidence span (offset, length) and, for facts kept unsupported, why."""
+
+
 @dataclass
 class _Extraction:
     """What the LLM made of a document's chunks, gathered before anything is written."""
 
     chunks: list[ChunkRow] = field(default_factory=list)
-    subgraphs: dict[tuple[ox.NamedNode, tuple[int, int] | None], SubgraphRow] = field(
-        default_factory=dict)
+    stated: list[_Stated] = field(default_factory=list)
+    subgraphs: dict[SubgraphKey, SubgraphRow] = field(default_factory=dict)
     facts: dict[ox.Triple, None] = field(default_factory=dict)
     labels: dict[LabelRow, None] = field(default_factory=dict)
+    mentions: dict[tuple[ox.NamedNode, str], MentionRow] = field(default_factory=dict)
     model: str | None = None
     in_tokens: int | None = None
     out_tokens: int | None = None
@@ -224,13 +313,18 @@ def ingest_document(
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     progress: Callable[[Path, int], Progress | None] | None = None,
     force: bool = False,
+    link: LinkMode = DEFAULT_LINK_MODE,
+    keep_unsupported: bool = False,
+    log: LLMLog | None = None,
 ) -> DocumentReport:
     """Ingest one file, or skip it when its text was ingested before (unless `force`: then
     extract it again and replace what it gave before); IngestError when it fails.
 
-    The LLM reads every chunk before anything is written, and the document's facts and
-    provenance go in one update, written last: a failure leaves no half-ingested document,
-    and a failed re-extraction leaves the old one as it was.
+    The LLM reads every chunk before anything is written; then the document's names are linked
+    (`link`, with the whole document as their context) and its facts checked, unsupported ones
+    dropped unless `keep_unsupported` (either way counted, and told to `log` per chunk). The
+    document's facts and provenance go in one update, written last: a failure leaves no
+    half-ingested document, and a failed re-extraction leaves the old one as it was.
     """
     source = read_source(path)
     ids = ExtractionIds(sha256_hex(source.text))
@@ -254,13 +348,15 @@ def ingest_document(
                        extraction, report)
         if tick is not None:
             tick(1)
-    report.facts = len(extraction.facts)
-    page_rows = [PageRow(iri, number) for number, iri in page_iris.items()]
-    texts = [(ids.document, source.text)]
-    texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, extraction.chunks)]
     try:
+        links = link_names(store, _entity_names(extraction.stated), link)
+        _settle(ids, extraction, links, report, keep_unsupported=keep_unsupported, log=log)
+        report.facts = len(extraction.facts)
+        page_rows = [PageRow(iri, number) for number, iri in page_iris.items()]
+        texts = [(ids.document, source.text)]
+        texts += [(row.iri, chunk.text) for chunk, row in zip(chunks, extraction.chunks)]
         _write_document(store, ids, source, started, page_rows, texts, extraction,
-                        replaced=report.replaced)
+                        replaced=report.replaced, link=link)
     except (StoreError, TemplateError) as error:
         raise IngestError(f"{path}: {error}") from None
     return report
@@ -269,7 +365,7 @@ def ingest_document(
 def _extract_chunk(store: Store, backend: Backend, path: Path, source: SourceText,
                    ids: ExtractionIds, chunk: Chunk, page: ox.NamedNode,
                    extraction: _Extraction, report: DocumentReport) -> None:
-    """One chunk read by the LLM, its facts grouped by evidence span into subgraphs."""
+    """One chunk read by the LLM, its facts kept with their evidence span for linking."""
     chunk_iri = ids.chunk(chunk.start, chunk.end)
     extraction.chunks.append(ChunkRow(chunk_iri, page, chunk.index, chunk.start, chunk.length))
     try:
@@ -283,24 +379,115 @@ def _extract_chunk(store: Store, backend: Backend, path: Path, source: SourceTex
     parsed = parse_facts(output.text)
     report.skipped_lines += parsed.skipped_lines
     report.rejected += parsed.rejected + parsed.truncated
-    for fact in parsed.facts:
-        span = _span(fact, chunk)
-        report.evidence_found += span is not None
-        key = None if span is None else (span.offset, span.length)
-        subgraph = extraction.subgraphs.get((chunk_iri, key))
+    extraction.stated += [_Stated(fact, chunk, chunk_iri, _span(fact, chunk))
+                          for fact in parsed.facts]
+
+
+def _entity_names(stated: list[_Stated]) -> list[str]:
+    """The names of the subjects and objects the document's facts state, markers left out."""
+    return [name for item in stated for name in _names(item.fact) if not is_marker(name)]
+
+
+def _names(fact: Fact) -> list[str]:
+    return [fact.subject_name] + ([fact.object_name] if fact.object_name is not None else [])
+
+
+def _settle(ids: ExtractionIds, extraction: _Extraction, links: dict[str, Link],
+            report: DocumentReport, *, keep_unsupported: bool, log: LLMLog | None) -> None:
+    """Each stated fact with its names linked, checked, and grouped by evidence span (and, when
+    kept unsupported, by why) into the subgraphs of its chunk, with its mentions and labels."""
+    checked: dict[ox.NamedNode, list[tuple[_Stated, Unsupported]]] = {}
+    for item in extraction.stated:
+        fact, chunk = item.fact, item.chunk
+        triple = _linked(fact, links)
+        reason = _unsupported(fact, triple, item.span)
+        if reason is not None:
+            checked.setdefault(item.chunk_iri, []).append((item, reason))
+            (report.flagged if keep_unsupported else report.dropped)[reason] += 1
+            if not keep_unsupported:
+                continue
+        report.evidence_found += item.span is not None
+        span = None if item.span is None else (item.span.offset, item.span.length)
+        key = (item.chunk_iri, span, reason)
+        subgraph = extraction.subgraphs.get(key)
         if subgraph is None:  # mint each subgraph's IRI once, not once per fact
-            iri = ids.subgraph(chunk.start, chunk.end, key)
-            subgraph = extraction.subgraphs[chunk_iri, key] = SubgraphRow(iri, chunk_iri, span)
-        subgraph.triples.append(fact.triple)
-        extraction.facts[fact.triple] = None
-        for label in _labels(fact):
-            extraction.labels[label] = None
+            iri = ids.subgraph(chunk.start, chunk.end, span,
+                               None if reason is None else reason.value)
+            subgraph = extraction.subgraphs[key] = SubgraphRow(
+                iri, item.chunk_iri, item.span,
+                unsupported=None if reason is None else reason.iri)
+        if triple not in subgraph.triples:
+            subgraph.triples.append(triple)
+        extraction.facts[triple] = None
+        extraction.labels[LabelRow(triple.predicate, fact.predicate_name)] = None
+        for name in _names(fact):
+            _mention(ids, extraction, item, name, links.get(name), report)
+    if log is not None:
+        for items in checked.values():
+            _log_checks(log, ids, items, kept=keep_unsupported)
+
+
+def _linked(fact: Fact, links: dict[str, Link]) -> ox.Triple:
+    """The fact with its subject and object the entities their names denote."""
+    triple = fact.triple
+    subject = links.get(fact.subject_name)
+    target = links.get(fact.object_name) if fact.object_name is not None else None
+    return ox.Triple(triple.subject if subject is None else subject.entity, triple.predicate,
+                     triple.object if target is None else target.entity)
+
+
+def _unsupported(fact: Fact, triple: ox.Triple, span: EvidenceSpan | None) -> Unsupported | None:
+    if any(is_marker(name) for name in [*_names(fact), fact.predicate_name]):
+        return Unsupported.MARKER
+    if triple.subject == triple.object:
+        return Unsupported.SELF_LOOP
+    if span is None:
+        return Unsupported.EVIDENCE_NOT_FOUND
+    return None
+
+
+def _mention(ids: ExtractionIds, extraction: _Extraction, item: _Stated, name: str,
+             link: Link | None, report: DocumentReport) -> None:
+    """The name's linking decision in the chunk, recorded once; a minted entity's label.
+
+    A marker kept unsupported was never looked up: it stands for the IRI minted for it."""
+    key = (item.chunk_iri, name)
+    if key in extraction.mentions:
+        return
+    link = link or Link(entity_iri(name), LinkMethod.MINTED, 0)
+    extraction.mentions[key] = MentionRow(
+        ids.mention(item.chunk.start, item.chunk.end, name), item.chunk_iri, name, link.entity,
+        link.method.iri, link.candidates)
+    if link.linked:
+        report.linked += 1
+    else:
+        report.minted += 1
+        extraction.labels[LabelRow(link.entity, name)] = None
+
+
+def _log_checks(log: LLMLog, ids: ExtractionIds, items: list[tuple[_Stated, Unsupported]], *,
+                kept: bool) -> None:
+    """One chunk's unsupported facts, by reason, after its reply in the LLM log."""
+    chunk = items[0][0].chunk
+    log.note(
+        "extract-checks",
+        document=ids.document.value,
+        page=chunk.page,
+        chunk=chunk.index,
+        kept=kept,
+        unsupported=dict(Counter(reason.text for _, reason in items)),
+        facts=[{"s": item.fact.subject_name, "p": item.fact.predicate_name,
+                "o": item.fact.object_name if item.fact.object_name is not None
+                else item.fact.triple.object.value,
+                "evidence": item.fact.evidence, "reason": reason.text}
+               for item, reason in items],
+    )
 
 
 def _write_document(store: Store, ids: ExtractionIds, source: SourceText,
                     started: dt.datetime, pages: list[PageRow],
                     texts: list[tuple[ox.NamedNode, str]], extraction: _Extraction, *,
-                    replaced: bool) -> None:
+                    replaced: bool, link: LinkMode) -> None:
     """The texts first and the document's record last, in one update, so a document is never
     recorded without its texts; the whole file lands in one transaction, with the removal of
     what it gave before when it is extracted again."""
@@ -320,6 +507,8 @@ def _write_document(store: Store, ids: ExtractionIds, source: SourceText,
         subgraphs=list(extraction.subgraphs.values()),
         facts=list(extraction.facts),
         labels=list(extraction.labels),
+        mentions=list(extraction.mentions.values()),
+        link_mode=link,
     )
     librarian = StoreLibrarian(store)
     store.update(store.templates.insert_update(
@@ -343,13 +532,17 @@ def ingest_files(
     progress: Callable[[Path, int], Progress | None] | None = None,
     finished: Finished | None = None,
     force: bool = False,
+    link: LinkMode = DEFAULT_LINK_MODE,
+    keep_unsupported: bool = False,
+    log: LLMLog | None = None,
 ) -> IngestReport:
     """Ingest each file whole or not at all; the others go on regardless. Then index labels.
 
     ChunkingError (bad settings) and ExtractionUnsupported (a backend that cannot read text)
     stop the run before any write. `progress(path, chunks)` may return a callback told of each
     chunk the LLM has read; `finished` is told of each file once it is done. `force` extracts
-    documents ingested before again, replacing what they gave.
+    documents ingested before again, replacing what they gave. `link`, `keep_unsupported` and
+    `log`: as `ingest_document` takes them.
     """
     check_settings(chunk_size, chunk_overlap)
     report = IngestReport()
@@ -359,7 +552,8 @@ def ingest_files(
         try:
             outcome = ingest_document(store, backend, path, chunk_size=chunk_size,
                                       chunk_overlap=chunk_overlap, progress=progress,
-                                      force=force)
+                                      force=force, link=link,
+                                      keep_unsupported=keep_unsupported, log=log)
             report.documents.append(outcome)
         except IngestError as error:
             outcome = IngestFailure(path, str(error))
@@ -385,17 +579,6 @@ def _span(fact: Fact, chunk: Chunk) -> EvidenceSpan | None:
         return None
     offset, length = found
     return EvidenceSpan(chunk.text[offset : offset + length], offset, length)
-
-
-def _labels(fact: Fact) -> list[LabelRow]:
-    triple = fact.triple
-    found = [
-        LabelRow(triple.subject, fact.subject_name),  # type: ignore[arg-type]
-        LabelRow(triple.predicate, fact.predicate_name),
-    ]
-    if fact.object_name is not None:
-        found.append(LabelRow(triple.object, fact.object_name))  # type: ignore[arg-type]
-    return found
 
 
 def _add(total: int | None, value: int | None) -> int | None:

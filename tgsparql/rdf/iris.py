@@ -6,7 +6,8 @@ UUID derived from the document's SHA-256 by `stable_uuid`):
 - KG terms: entity `https://trustgraph.ai/e/{slug}`, relation `https://trustgraph.ai/r/{slug}`,
   the slug being the name's normalised words joined by '-' (a hash for a name without words)
 - extraction: document `urn:trustgraph:doc:{h}`, activity `urn:activity:{u}`, page
-  `urn:page:{u}`, chunk `urn:chunk:{u}`, subgraph `https://trustgraph.ai/subgraph/{u}`
+  `urn:page:{u}`, chunk `urn:chunk:{u}`, subgraph `https://trustgraph.ai/subgraph/{u}`, mention
+  `urn:mention:{u}`
 - a session: `urn:trustgraph:session:{uuid}`, its stages
   `urn:trustgraph:prov:{retrieval|selection|answer}:{uuid}`, the answer's document
   `urn:trustgraph:answer:{uuid}`, edge selection `urn:trustgraph:prov:edge:{uuid}:{n}`, seed cut
@@ -110,12 +111,20 @@ class ExtractionIds:
         return ox.NamedNode(f"urn:chunk:{stable_uuid(self.sha256, 'chunk', str(start), str(end))}")
 
     def subgraph(
-        self, chunk_start: int, chunk_end: int, span: tuple[int, int] | None
+        self, chunk_start: int, chunk_end: int, span: tuple[int, int] | None,
+        unsupported: str | None = None,
     ) -> ox.NamedNode:
-        """The facts of a chunk that share an evidence span (`None`: facts without one)."""
+        """The facts of a chunk that share an evidence span (`None`: facts without one), and
+        for facts kept unsupported, the reason they share."""
         where = "none" if span is None else f"{span[0]}+{span[1]}"
-        key = stable_uuid(self.sha256, "subgraph", str(chunk_start), str(chunk_end), where)
+        why = () if unsupported is None else (unsupported,)
+        key = stable_uuid(self.sha256, "subgraph", str(chunk_start), str(chunk_end), where, *why)
         return ox.NamedNode(f"https://trustgraph.ai/subgraph/{key}")
+
+    def mention(self, chunk_start: int, chunk_end: int, name: str) -> ox.NamedNode:
+        """A name as a chunk's facts give it, with the entity it was linked to."""
+        key = stable_uuid(self.sha256, "mention", str(chunk_start), str(chunk_end), name)
+        return ox.NamedNode(f"urn:mention:{key}")
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from typing import Final
 
 from pyoxigraph import NamedNode
@@ -169,3 +170,11 @@ class Collection:
 
 
 DEFAULT_COLLECTION: Final = Collection("explainability")
+
+
+class TgTerms(Enum):
+    """An enumeration whose members stand for terms of the tg: namespace, named by their values."""
+
+    @property
+    def iri(self) -> NamedNode:
+        return NamedNode(TG + self.value)

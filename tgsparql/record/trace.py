@@ -82,8 +82,9 @@ class DocumentUse:
 
 def _chunk_json(source: ChunkSource) -> dict[str, Any]:
     """A chunk of a traced document as `trace --format json` lists it under a session's edge."""
-    return {name: getattr(source, name)
-            for name in ("chunk", "subgraph", "chunk_index", "page", "page_number", "evidence")}
+    found = {name: getattr(source, name)
+             for name in ("chunk", "subgraph", "chunk_index", "page", "page_number", "evidence")}
+    return found | ({"unsupported": source.unsupported} if source.unsupported else {})
 
 
 @dataclass
@@ -301,6 +302,7 @@ def render_text(found: Trace) -> str:
                                f"  {chunk.chunk}")
                     if chunk.evidence is not None:
                         out.append(f"          “{one_line(chunk.evidence)}”")
+                    out += _unsupported_line(chunk, 10)
     return "\n".join(out)
 
 
@@ -323,6 +325,14 @@ def _edge_lines(out: list[str], edge: RecordedEdge, indent: int) -> None:
                        + f": “{one_line(source.evidence)}”")
         elif source.chunk_text is not None:
             out.append(f"{pad}        chunk text: “{one_line(source.chunk_text)}”")
+        out += _unsupported_line(source, indent + 8)
+
+
+def _unsupported_line(source: ChunkSource, indent: int) -> list[str]:
+    """What a source kept unsupported says of itself: why it does not back the fact."""
+    if source.unsupported is None:
+        return []
+    return [f"{' ' * indent}kept unsupported: {source.unsupported.rsplit('/', 1)[-1]}"]
 
 
 def _edge_text(edge: RecordedEdge) -> str:

@@ -46,12 +46,7 @@ class LLMLog:
     ) -> None:
         """One call: `call` says what for (select, answer, extract); `request` is what was
         sent (model, messages, constraint, limits); `reply` the raw text, None if none came."""
-        entry: dict[str, Any] = {
-            "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-            "call": call,
-            **request,
-            "reply": reply,
-        }
+        entry: dict[str, Any] = {**request, "reply": reply}
         if usage is not None:
             entry["usage"] = {"model": usage.model, "in_tokens": usage.in_tokens,
                               "out_tokens": usage.out_tokens}
@@ -59,6 +54,16 @@ class LLMLog:
             entry["error"] = redacted_text(error)
         if seconds is not None:
             entry["seconds"] = round(seconds, 3)
+        self.note(call, **entry)
+
+    def note(self, call: str, **details: Any) -> None:
+        """One line: a call, or what was made of replies after they came (extract-checks: the
+        facts ingest did not write, or kept flagged, and why)."""
+        entry = {
+            "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "call": call,
+            **details,
+        }
         line = json.dumps(entry, ensure_ascii=False) + "\n"
         with self._lock:
             try:
