@@ -571,7 +571,7 @@ def test_rdfstar_record_uses_quoted_triples_only() -> None:
 
 EVERY_PARAM: dict[str, Any] = {
     "graph": GRAPH,
-    "collection": "explainability",
+    "collection": vocab.DEFAULT_COLLECTION,
     "prologue": Sparql("PREFIX tg: <https://trustgraph.ai/ns/>"),
     "quads": Sparql("<urn:s> tg:p <urn:o> ."),
     "before": Sparql(""),
@@ -1243,7 +1243,8 @@ def test_a_template_without_parameters_refuses_any() -> None:
     ("date", [ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)], ["2024-01-01", ox.Literal("x")]),
     ("triple", [IRI_TRIPLE], [S]),
     ("term", [S, ox.Literal("x"), IRI_TRIPLE], ["urn:x", ox.BlankNode()]),
-    ("collection", ["explainability", "a.b-c"], ["source", "a b", 1]),
+    ("collection", [vocab.DEFAULT_COLLECTION, vocab.Collection("a.b-c")],
+     ["explainability", "a.b-c", 1]),
     ("fragment", [Sparql("?x")], ["?x"]),
     ("record", [{"iri": S}, (1, 2), IDS], ["x", 1, None]),
     ("list of iris", [[], [S, "urn:x"], (S,)], ["urn:x", [1], None, iter([S])]),
