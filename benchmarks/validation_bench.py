@@ -37,6 +37,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Load, Size, head, load_average, load_line, write
+from tgsparql.rdf.vocab import DC, PROV, RDF, RDFS, SH, TG, XSD
 
 HERE = Path(__file__).resolve().parent
 SHAPES = HERE / "validation_shapes.ttl"
@@ -55,13 +56,6 @@ ENGINES_BY_DIALECT = {
     "rdf12": ("tgsparql", "shacl", "pyrudof"),
     "reification": ("tgsparql", "pyshacl", "shacl", "pyrudof"),
 }
-TG = "https://trustgraph.ai/ns/"
-PROV = "http://www.w3.org/ns/prov#"
-RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-RDFS = "http://www.w3.org/2000/01/rdf-schema#"
-XSD = "http://www.w3.org/2001/XMLSchema#"
-DC = "http://purl.org/dc/elements/1.1/"
-SH = "http://www.w3.org/ns/shacl#"
 EXPLAINABILITY = "urn:graph:explainability"
 LIBRARY = "urn:graph:library"
 ENTITY = "https://trustgraph.ai/e/"
