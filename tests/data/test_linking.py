@@ -18,6 +18,7 @@ from tgsparql.data.ingest import IngestReport, ingest_files
 from tgsparql.data.linking import Link, LinkMethod, LinkMode, link_names
 from tgsparql.data.loader import load_files
 from tgsparql.rdf.iris import entity_iri, relation_iri
+from tgsparql.rdf.vocab import DEFAULT_COLLECTION
 from tgsparql.record.trace import EdgeTrace, render_text, trace
 from tgsparql.stores.store import EmbeddedStore
 from tgsparql.testing import assert_conforms
@@ -197,14 +198,14 @@ def test_a_question_needing_a_loaded_and_an_ingested_fact_is_answered_and_both_a
     answer = "".join(m.response for m in messages if m.message_type == "chunk")
     assert answer.startswith("Leiden.")
     session = next(m.explain_id for m in messages if m.explain_id and "session" in m.explain_id)
-    traced = trace(painters, "explainability", session)
+    traced = trace(painters, DEFAULT_COLLECTION, session)
     assert [edge.edge for edge in traced.selected] == [ingested, loaded]
-    edge_trace = trace(painters, "explainability", traced.selected[0].edge_selection)
+    edge_trace = trace(painters, DEFAULT_COLLECTION, traced.selected[0].edge_selection)
     assert isinstance(edge_trace, EdgeTrace)
     (source,) = edge_trace.edge.sources
     assert (source.document, source.page_number, source.chunk_index, source.evidence) == (
         document.value, 1, 0, evidence)
-    assert trace(painters, "explainability", traced.selected[1].edge_selection
+    assert trace(painters, DEFAULT_COLLECTION, traced.selected[1].edge_selection
                  ).edge.sources == []  # type: ignore[union-attr]
     text_trace = render_text(traced)
     assert f"document “{text}”  {document.value}" in text_trace

@@ -557,7 +557,7 @@ def test_a_source_kept_unsupported_says_so_in_the_tree_and_the_json(
     unfound = tg("EvidenceNotFound")
     for quad in list(ox_store.quads_for_pattern(None, tg("contains"), MARRIED, SOURCE)):
         ox_store.add(ox.Quad(quad.subject, tg("unsupported"), unfound, SOURCE))
-    found = trace(tgsparql_demo_store, "explainability", sessions[1])
+    found = trace(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions[1])
     assert isinstance(found, Explanation)
     assert {source.unsupported for source in found.selected[0].sources} == {unfound.value}
     assert "          kept unsupported: EvidenceNotFound" in render_text(found).splitlines()
