@@ -1,5 +1,5 @@
-"""Writes within `all_or_nothing` are kept whole or undone: on disk from a checkpoint, in memory
-by removing the quads they added."""
+"""A load is all of a file or none of it, its labels indexed and its literals' records written
+with it: on a disk too small for the file, the store ends as it began."""
 
 from __future__ import annotations
 
@@ -8,12 +8,69 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
+from tests.conftest import cli
+from tgsparql.data.loader import load_files
+from tgsparql.rdf.lexical import GRAPH_LEXICAL
 from tgsparql.stores import checkpoint
 from tgsparql.stores.store import EmbeddedStore, StoreError, open_store
+
+LABEL = "<http://www.w3.org/2000/01/rdf-schema#label>"
+INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
+SHARED = f'<urn:ex:e0> {LABEL} "entity 0, a label long enough to take some room" .\n'
+"""In the store before the big file, and in it: undoing the file must keep it."""
+BIG_ENTITIES = 40_000
+"""Enough for the big file's quads, records and index not to fit in 8 MiB."""
+
+
+def entities(path: Path, count: int, prefix: str = "e") -> Path:
+    """An N-Triples file of `count` labelled entities, each with a number the store rewrites
+    (so each has a lexical record), SHARED among them."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write(SHARED)
+        for i in range(1, count):
+            out.write(f'<urn:ex:{prefix}{i}> {LABEL} "entity {prefix}{i}, a label long enough '
+                      f'to take some room" .\n<urn:ex:{prefix}{i}> <urn:ex:n> "0{i}"^^{INTEGER} .\n')
+    return path
 
 
 def everything(store: EmbeddedStore) -> set[ox.Quad]:
     return set(store.oxigraph)
+
+
+def test_a_file_bigger_than_the_disk_loads_nothing_and_one_that_fits_loads(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    store = EmbeddedStore(small_disk / "kg")
+    before = load_files(store, [entities(tmp_path / "small.nt", 50, prefix="s")])
+    assert not before.failed and before.labels_indexed == 50
+    held = everything(store)
+    assert any(quad.graph_name == GRAPH_LEXICAL for quad in held)
+
+    big = entities(tmp_path / "big.nt", BIG_ENTITIES)
+    report = load_files(store, [big])
+    assert list(report.failed) == [big] and not report.loaded and report.labels_indexed == 0
+    assert "No space left on device" in report.failed[big]
+    assert report.failed[big].endswith("nothing of it was kept: the store is as it was before")
+    assert everything(store) == held  # the shared quad, the label index, the records
+    assert not (small_disk / "kg" / checkpoint.CHECKPOINT).exists()
+
+    fits = load_files(store, [entities(tmp_path / "fits.nt", 50, prefix="f")])
+    assert not fits.failed and fits.labels_indexed == 49  # e0 was indexed before
+    store.close()
+
+
+def test_the_command_says_in_one_line_that_nothing_was_kept(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    big = entities(tmp_path / "big.nt", BIG_ENTITIES)
+    run = cli("load", "--store", small_disk / "kg", big)
+    assert run.exit_code == 1
+    assert run.stdout == ""
+    [error] = run.error_lines
+    assert error.startswith(f"error: {big}: ") and "No space left on device" in error
+    assert error.endswith("nothing of it was kept: the store is as it was before")
+    with EmbeddedStore(small_disk / "kg") as store:
+        assert everything(store) == set()
 
 
 def test_writes_that_fail_are_undone_updates_included(tmp_path: Path) -> None:
