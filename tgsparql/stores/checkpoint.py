@@ -8,8 +8,8 @@ must grow), and telling what was written from what was there before costs some 1
 
 The checkpoint's presence is the record that writes are under way: `recover`, run before every
 writer opens the store, puts back one that a crash (or an undo that could not finish) left.
-While it lives it keeps the table files compaction replaces, so the store may take up to their
-size again on disk until the writes end.
+While it lives it keeps the table files compaction replaces, so the store takes more room until
+the writes end: 202 MB beside 511 MB, for 600,000 triples loaded into a store of 960,000 quads.
 """
 
 from __future__ import annotations
