@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import re
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pyoxigraph as ox
@@ -14,9 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.remote.conftest import Server
-from tests.remote.faulty_proxy import FaultyProxy
+from tests.remote.faulty_proxy import Fault, FaultyProxy
 from tgsparql.cli import main
 from tgsparql.cli.ask import DEMO_QUESTION
+from tgsparql.data.loader import load_files
 from tgsparql.rdf.iris import statement_iri
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.remote import RemoteStore, display_url, is_insert_data
@@ -127,6 +129,23 @@ def test_bulk_load_posts_n_quads_batches_to_the_graph_store(
     assert [(s.path, s.headers["Content-Type"]) for s in proxy.seen] == [
         ("/store", "application/n-quads")] * 2
     assert stored(store) == set(QUADS)
+
+
+def test_a_load_that_fails_midway_says_how_much_stays_and_that_loading_again_completes_it(
+        oxigraph: Server, proxy: FaultyProxy, tmp_path: Path) -> None:
+    store = oxigraph.store(proxy.url, batch_size=4)
+    path = tmp_path / "data.nq"
+    path.write_bytes(nquads(*QUADS).getvalue())
+    proxy.inject(Fault("status", status=400, body=b"full", paths=("/store",), after=1))
+    report = load_files(store, [path])
+    assert report.failed[path].startswith(f"{path}: ")
+    assert report.failed[path].endswith(
+        "(after 4 quads were written); what was written before the failure stays: once its "
+        "cause is put right, loading the file again completes it")
+    assert stored(store) == set(QUADS[:4])
+    proxy.inject(None)
+    assert not load_files(store, [path]).failed
+    assert set(QUADS) <= stored(store)  # with the label index's version
 
 
 def test_bulk_load_without_a_graph_store_sends_insert_data(

@@ -12,11 +12,13 @@ FULL_DISK_FILL = 64 * 1024
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """An empty 8 MiB filesystem, skipped where this process may not mount one (not root)."""
+def small_disk(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An empty filesystem of 8 MiB, or of the size the test gives it (`indirect`
+    parametrization, e.g. "16m"); skipped where this process may not mount one (not root)."""
+    size = getattr(request, "param", "8m")
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")

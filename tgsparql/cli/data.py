@@ -36,7 +36,8 @@ def load(target: StoreTarget, files_: tuple[Path, ...]) -> None:
     """Load RDF files: Turtle, TriG, N-Triples, N-Quads (RDF 1.2 included).
 
     Each file is checked in full first: a file with a syntax error loads nothing and the error
-    names its line. Labels loaded are added to the grounding index.
+    names its line. Labels loaded are added to the grounding index. A file that fails while it
+    is written (a full disk) is undone: all of a file is kept, or none of it.
     """
     with opened(target) as store, progress_bars() as bar:
         report = load_files(

@@ -1,10 +1,11 @@
-"""Loading RDF files: all of a file or none of it, then the label index brought up to date."""
+"""Loading RDF files: all of a file, its labels indexed, or none of it."""
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -29,7 +30,8 @@ Progress = Callable[[int], None]
 
 
 class LoadError(ValueError):
-    """A file that could not be loaded; nothing of it was."""
+    """A file that could not be loaded; the message says that nothing of it was kept, or, where
+    that could not be made so, what was and what puts it right."""
 
 
 @dataclass
@@ -81,14 +83,19 @@ def check_file(path: Path, progress: Progress | None = None) -> int:
 
 
 def load_file(store: Store, path: Path, progress: Progress | None = None) -> int:
-    """Check, then bulk-load one file; a parse error leaves the store untouched."""
+    """Check, then bulk-load one file; a parse error leaves the store untouched, a failure
+    while writing may not (`load_files` undoes it)."""
     count = check_file(path, progress)
     try:
-        with path.open("rb") as raw:
-            store.bulk_load(_Counting(raw, progress), format_of(path))  # type: ignore[arg-type]
+        _stream(store, path, progress)
     except (StoreError, OSError) as error:
         raise LoadError(f"{path}: {error}") from None
     return count
+
+
+def _stream(store: Store, path: Path, progress: Progress | None) -> None:
+    with path.open("rb") as raw:
+        store.bulk_load(_Counting(raw, progress), format_of(path))  # type: ignore[arg-type]
 
 
 def load_files(
@@ -97,18 +104,49 @@ def load_files(
     *,
     progress: Callable[[Path], Progress | None] | None = None,
 ) -> LoadReport:
-    """Load each file whole or not at all; the others load regardless. Then index new labels.
+    """Load each file whole, its new labels indexed, or not at all; the others load regardless.
 
+    A file that fails while it is written (a full disk, in the store or in its label index) is
+    undone where the store can (`all_or_nothing`); its error says what stays.
     `progress(path)` may return a callback told of bytes read (twice the file size in all: one
     pass checks the file, one loads it).
     """
     report = LoadReport()
     for name in paths:
         path = Path(name)
+        told = progress(path) if progress else None
         try:
-            report.loaded[path] = load_file(store, path, progress(path) if progress else None)
+            quads = check_file(path, told)
+            with all_or_nothing(store):
+                _stream(store, path, told)
+                labels = update_label_index(store)
         except LoadError as error:
             report.failed[path] = str(error)
-    if report.loaded:
-        report.labels_indexed = update_label_index(store)
+            continue
+        except (StoreError, OSError) as error:
+            report.failed[path] = f"{path}: {error}"
+            continue
+        report.loaded[path] = quads
+        report.labels_indexed += labels
     return report
+
+
+def all_or_nothing(store: Store) -> AbstractContextManager[None]:
+    """The store's own undo of writes that fail (the embedded store's), or, for a store
+    without one (an endpoint), a failure that says what stays."""
+    undo: Callable[[], AbstractContextManager[None]] | None = getattr(
+        store, "all_or_nothing", None)
+    return undo() if undo is not None else _kept_in_part()
+
+
+@contextmanager
+def _kept_in_part() -> Iterator[None]:
+    """An endpoint takes a load a batch at a time, each whole or not at all, and cannot take
+    back the batches before a failure (a checkpoint of a server is not ours to take): loading the
+    file again completes it, since a quad already there is not added twice, nor a label indexed
+    twice."""
+    try:
+        yield
+    except (StoreError, OSError) as error:
+        raise StoreError(f"{error}; what was written before the failure stays: once its cause "
+                         "is put right, loading the file again completes it") from None

@@ -203,9 +203,12 @@ class RemoteStore(WithTemplates):
         """Send the stream in batches: N-Quads POSTed to the Graph Store Protocol endpoint when
         there is one and the store speaks RDF 1.2, else INSERT DATA rendered for the dialect.
 
-        Blank nodes are refused: each batch is its own request, and would split them apart."""
+        Blank nodes are refused: each batch is its own request, and would split them apart.
+        Each batch is written whole or not at all, but those before a failure stay: its error
+        says how many quads they held."""
         self._check_open()
         target = graph if graph is not None else self.kg_graph
+        sent = 0
         try:
             for batch in _batches(ox.parse(source, format), target, self.endpoint.batch_size):
                 _refuse_blank_nodes(batch)
@@ -214,8 +217,11 @@ class RemoteStore(WithTemplates):
                     self._post_quads(written)
                 else:
                     self.run("bulk_insert", groups=_groups(written))
+                sent += len(batch)
                 if progress is not None:
                     progress(len(batch))
+        except StoreError as error:
+            raise StoreError(f"{error} (after {sent:,} quads were written)") from None
         except SyntaxError as error:
             raise StoreError(f"bulk load failed: {_line(error)}") from None
         except TemplateError as error:
