@@ -251,6 +251,7 @@ class Handler(BaseHTTPRequestHandler):
                                  or "Transfer-Encoding" in self.headers):
             self.close_connection = True  # an unread body must not be read as the next request
         try:
+            self._check_headers()
             self._check_host()
             self._authorize(config)
             if len(url.query) > config.max_request:
@@ -271,6 +272,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         if answer is not None:
             self._send(answer)
+
+    def _check_headers(self) -> None:
+        """Refuse a header folded over lines (obs-fold, RFC 9112 §5.2): read as one value it
+        could smuggle a Transfer-Encoding past a proxy that reads it otherwise."""
+        if any("\r" in value or "\n" in value for value in self.headers.values()):
+            self.close_connection = True
+            raise ProtocolError(400, "a header is folded over several lines (obs-fold), which "
+                                     "HTTP/1.1 does not allow")
 
     def _check_host(self) -> None:
         """Refuse a Host this server was not started under: a page whose name was rebound to
@@ -332,10 +341,12 @@ class Handler(BaseHTTPRequestHandler):
         return body
 
     def _read_chunked(self, limit: int) -> bytes:
-        """A chunked body, refused (413) as soon as its chunks add up to more than `limit`."""
+        """A chunked body, refused (413) as soon as its chunks add up to more than `limit`.
+        Every line of it ends in CRLF (RFC 9112 §7.1): a bare LF, which another reader in front
+        of this server may count differently, is refused."""
         body = bytearray()
         while True:
-            size_line = self.rfile.readline(1024).split(b";", 1)[0].strip()
+            size_line = self._chunk_line(1024).split(b";", 1)[0].strip()
             if not _HEX.fullmatch(size_line):
                 raise ProtocolError(400, "a chunk size is not a hexadecimal number")
             size = int(size_line, 16)
@@ -344,13 +355,20 @@ class Handler(BaseHTTPRequestHandler):
             if len(body) + size > limit:
                 raise ProtocolError(413, f"the request body is larger than {limit} bytes")
             chunk = self.rfile.read(size)
-            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+            if len(chunk) != size or self._chunk_line(3) != b"":
                 raise ProtocolError(400, "a chunk is shorter than its size")
             body += chunk
         for _ in range(64):  # trailer fields, ignored, up to the empty line
-            if self.rfile.readline(8192) in (b"\r\n", b"\n", b""):
+            if self._chunk_line(8192) == b"":
                 return bytes(body)
         raise ProtocolError(400, "too many trailer fields after the chunked body")
+
+    def _chunk_line(self, limit: int) -> bytes:
+        """One line of a chunked body without its CRLF; refused if it ends otherwise."""
+        line = self.rfile.readline(limit)
+        if not line.endswith(b"\r\n") or b"\r" in line[:-2] or b"\n" in line[:-2]:
+            raise ProtocolError(400, "a line of the chunked body does not end in CRLF")
+        return line[:-2]
 
     def _route(self, method: str, path: str, query: str, body: bytes) -> Answer | None:
         """The answer of the route for this method and path, from ROUTES."""
