@@ -208,3 +208,17 @@ def test_csv_results_read_back_with_the_csv_module(served: Served) -> None:
     assert [row["s"].startswith("urn:trustgraph:session:") for row in rows] == [True] * 3
     assert json.loads(served.get("/sparql?" + urllib.parse.urlencode(
         {"query": SESSIONS})).text)["head"]["vars"] == ["s", "q"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised(served: Served) -> None:
+    values = ['"=cmd|\' /C calc\'!A0"', '"+1+1"', '"-2+3+cmd"', '"@SUM(A1)"', '"\\tx"',
+              '"a=b"', "-3", '"-3"', '"+1.5e3"', "2"]
+    query = f"SELECT ?c WHERE {{ VALUES ?c {{ {' '.join(values)} }} }}"
+    reply = served.get("/sparql?" + urllib.parse.urlencode({"query": query}),
+                       {"Accept": "text/csv"})
+    cells = [row[0] for row in csv.reader(io.StringIO(reply.text))][1:]
+    assert cells == ["'=cmd|' /C calc'!A0", "'+1+1", "'-2+3+cmd", "'@SUM(A1)", "'\tx", "a=b",
+                     "-3", "-3", "+1.5e3", "2"]
+    tsv = served.get("/sparql?" + urllib.parse.urlencode({"query": query}),
+                     {"Accept": "text/tab-separated-values"})
+    assert tsv.text.splitlines()[1] == '"=cmd|\' /C calc\'!A0"'  # TSV is term syntax, as is

@@ -57,6 +57,9 @@ def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str
               help="Also accept requests whose Host is NAME (repeatable); by default only the "
               "loopback names and --host are, so no other site's page can reach the server "
               "through a browser (DNS rebinding).")
+@click.option("--csv-raw", is_flag=True,
+              help="Write CSV cells as they are. By default a cell a spreadsheet would run as a "
+              "formula (starting with = + - @, a tab or CR, and not a number) gets a leading '.")
 @click.option("--log", is_flag=True, help="Log every request (and how each ask ended) to "
               "stderr.")
 @click.option("--ask", is_flag=True,
@@ -76,7 +79,8 @@ def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 @constrain_option
 def serve(store_path: Path | None, remote: Endpoint | None, collection: Collection, host: str,
           port: int, serve_token: str | None, timeout: float, max_results: int, max_memory: str,
-          workers: int, allowed_hosts: tuple[str, ...], log: bool, ask: bool, ask_limit: int,
+          workers: int, allowed_hosts: tuple[str, ...], csv_raw: bool, log: bool, ask: bool,
+          ask_limit: int,
           ask_rate: int, lock_timeout: float, llm: str | None, model: str | None,
           base_url: str | None, api_key: str | None, constrain: str) -> None:
     """Serve the store (or the SPARQL endpoint) read-only: /sparql (SPARQL 1.1 Protocol),
@@ -104,7 +108,7 @@ def serve(store_path: Path | None, remote: Endpoint | None, collection: Collecti
             workers=workers, collection=collection, log=log,
             ask=AskLimits(in_flight=ask_limit, per_minute=ask_rate,
                           stop_wait=_llm_longest_wait()) if ask else None,
-            lock_timeout=lock_timeout,
+            lock_timeout=lock_timeout, csv_raw=csv_raw,
         ), backend)
     except (OSError, StoreError) as error:
         raise Failure(str(error)) from None

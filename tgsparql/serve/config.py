@@ -38,6 +38,8 @@ class ServerConfig:
     """With limits, POST /ask answers questions, the server holding the store as its writer."""
     lock_timeout: float = 30.0
     """Seconds `--ask` waits for another writer to release the store at startup."""
+    csv_raw: bool = False
+    """CSV cells as they are, without neutralising those a spreadsheet would run as formulas."""
 
     def __post_init__(self) -> None:
         if self.token is not None:

@@ -69,7 +69,7 @@ class SparqlJob(Job):
         if self.on_page:
             return editor.results_page(store, self.request, config.max_results,
                                        store.templates.dialect, config.collection)
-        return execute(store, self.request, config.max_results)
+        return execute(store, self.request, config.max_results, csv_raw=config.csv_raw)
 
     def failure(self, config: ServerConfig, status: int, message: str) -> Answer:
         """In place on the SPARQL page for a query from it."""
@@ -93,7 +93,8 @@ class SavedJob(Job):
         refuse_service(text)
         if self.format in SHAPES:
             return serialize_records(store.query(text), self.format, config.max_results)
-        return serialize(store.query(text), self.format, config.max_results)
+        return serialize(store.query(text), self.format, config.max_results,
+                         csv_raw=config.csv_raw)
 
 
 @dataclass(frozen=True)

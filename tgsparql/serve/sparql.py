@@ -13,6 +13,8 @@ what is the keyword: every `service` in the text (any case) is rewritten to `ser
 no keyword; a query whose rewrite still parses had the word only inside strings, IRIs, names or
 comments, and one whose rewrite does not parse used the keyword (or is not a query at all;
 it cannot be parsed as written to tell which, since an ASK is evaluated as it is parsed).
+
+CSV cells that a spreadsheet would run as a formula are neutralised (`formula_safe`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ GRAPH_FORMATS: dict[str, ox.RdfFormat] = {
     "trig": ox.RdfFormat.TRIG,
 }
 _ALIASES = {"ttl": "turtle", "nt": "ntriples", "nq": "nquads", "srj": "json", "srx": "xml"}
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _UPDATE_START = re.compile(
     r"(?:\s|#[^\n]*\n|(?:PREFIX\s+[^:\s]*:\s*<[^>]*>)|(?:BASE\s*<[^>]*>))*"
     r"(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)\b",
@@ -203,11 +207,12 @@ def media_type(form: QueryForm, key: str) -> str:
     return table[key].media_type
 
 
-def execute(store: Queryable, request: QueryRequest, max_results: int) -> Answer:
+def execute(store: Queryable, request: QueryRequest, max_results: int, *,
+            csv_raw: bool = False) -> Answer:
     """Check, run and serialize one query; at most `max_results` solutions or triples."""
     form = check_query(request.query)
     key = negotiate(form, request.accept, request.format)
-    return serialize(evaluate(store, request), key, max_results)
+    return serialize(evaluate(store, request), key, max_results, csv_raw=csv_raw)
 
 
 def evaluate(store: Queryable, request: QueryRequest) -> Result:
@@ -220,23 +225,37 @@ def evaluate(store: Queryable, request: QueryRequest) -> Result:
         raise ProtocolError(400, f"not a SPARQL query: {error}") from None
 
 
-def serialize(result: Result, key: str, max_results: int) -> Answer:
-    """A query result in the format `key`, refusing (503) one larger than `max_results`."""
+def serialize(result: Result, key: str, max_results: int, *, csv_raw: bool = False) -> Answer:
+    """A query result in the format `key`, refusing (503) one larger than `max_results`; CSV
+    cells are `formula_safe` unless `csv_raw`."""
     form = result_form(result)
     if isinstance(result, ox.QueryBoolean):
         body = result.serialize(format=RESULT_FORMATS[key])
     elif isinstance(result, ox.QuerySolutions):
         variables = [variable.value for variable in result.variables]
         rows = capped(result, max_results, "results")
-        body = _solutions(variables, rows).serialize(format=RESULT_FORMATS[key])
+        solutions = _solutions(variables, rows, spreadsheet=key == "csv" and not csv_raw)
+        body = solutions.serialize(format=RESULT_FORMATS[key])
     else:
         triples = capped(result, max_results, "triples")
         body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
     return Answer(200, media_type(form, key), body)
 
 
-def _solutions(variables: Sequence[str], rows: Sequence[ox.QuerySolution]) -> ox.QuerySolutions:
-    """Counted rows back into a QuerySolutions, so pyoxigraph's own writers serialize them.
+def formula_safe(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text instead of running it as a formula (OWASP, CSV
+    injection): one that starts with = + - @, a tab or a carriage return gets a leading '.
+    A cell that is wholly a number (-3, +1.5e3) is left as it is: a spreadsheet reads it as
+    that number, and there is no room in it for anything else."""
+    if cell.startswith(_FORMULA_START) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def _solutions(variables: Sequence[str], rows: Sequence[ox.QuerySolution], *,
+               spreadsheet: bool = False) -> ox.QuerySolutions:
+    """Counted rows back into a QuerySolutions, so pyoxigraph's own writers serialize them;
+    for a `spreadsheet`, each literal `formula_safe`.
 
     pyoxigraph can only serialize a QuerySolutions it has not iterated; the cap needs the rows
     counted first, so they go through the SPARQL JSON results format, which it reads exactly.
@@ -245,6 +264,11 @@ def _solutions(variables: Sequence[str], rows: Sequence[ox.QuerySolution]) -> ox
         {name: _json_term(term) for name in variables if (term := row[name]) is not None}
         for row in rows
     ]
+    if spreadsheet:
+        for binding in bindings:
+            for term in binding.values():
+                if term["type"] == "literal":
+                    term["value"] = formula_safe(term["value"])
     document = {"head": {"vars": list(variables)}, "results": {"bindings": bindings}}
     data = json.dumps(document, ensure_ascii=False).encode("utf-8")
     solutions = ox.parse_query_results(data, format=ox.QueryResultsFormat.JSON)
