@@ -18,7 +18,7 @@ from tgsparql.serve.readonly import Served
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import (
-    Answer, ProtocolError, QueryRequest, execute, refuse_service, serialize,
+    PAGE, Answer, ProtocolError, QueryRequest, execute, refuse_service, serialize,
 )
 from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import StoreError
@@ -63,7 +63,7 @@ class SparqlJob(Job):
 
     @property
     def on_page(self) -> bool:
-        return (self.request.format or "").lower() == "html"
+        return [value.lower() for value in self.request.formats[-1:]] == [PAGE]
 
     def answer(self, store: Served, config: ServerConfig) -> Answer:
         if self.on_page:

@@ -8,7 +8,7 @@ import ipaddress
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -27,7 +27,10 @@ from tgsparql.serve.jobs import (
     HTML, TEXT, EntityJob, SavedJob, SessionJob, SessionsJob, SparqlJob, ValidateJob, error_answer,
 )
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import Answer, ProtocolError, read_request
+from tgsparql.serve.sparql import (
+    PAGE, Answer, ProtocolError, description_format, endpoint_iri, read_request,
+    service_description,
+)
 from tgsparql.serve.workers import WorkerPool
 
 SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
@@ -130,6 +133,14 @@ class Server(Protocol):
     hosts: Hosts
 
 
+def _allowed(routes: Sequence[Route]) -> list[str]:
+    """The methods `routes` answer, with HEAD after GET, then OPTIONS."""
+    methods = []
+    for method in dict.fromkeys(route.method for route in routes):
+        methods += [method, "HEAD"] if method == "GET" else [method]
+    return methods + ["OPTIONS"]
+
+
 def _saved_job(file: str, query: str) -> SavedJob:
     """/queries/NAME.EXT: the saved query NAME in the format of EXT."""
     name, _, extension = file.rpartition(".")
@@ -195,15 +206,21 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle("POST")
 
+    def do_HEAD(self) -> None:
+        self._handle("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self._handle("OPTIONS")
+
     def do_PUT(self) -> None:
         self._refuse_method()
 
     do_DELETE = do_PATCH = do_PUT
 
     def _refuse_method(self) -> None:
-        methods = list(dict.fromkeys(route.method for route in ROUTES))
+        methods = _allowed(ROUTES)
         self._send(error_answer(405, f"{self.command} is not allowed: this endpoint is read-only "
-                                     f"and answers {' and '.join(methods)}"),
+                                     f"and answers {', '.join(methods)}"),
                    {"Allow": ", ".join(methods)})
 
     def handle_one_request(self) -> None:
@@ -261,7 +278,8 @@ class Handler(BaseHTTPRequestHandler):
             limit = min(config.max_request, config.ask.body) if asking and config.ask \
                 else config.max_request
             body = self._body(limit) if method == "POST" else b""
-            answer = self._route(method, url.path or "/", url.query, body)
+            answer = self._options(url.path or "/") if method == "OPTIONS" \
+                else self._route(method, url.path or "/", url.query, body)
         except ProtocolError as error:
             html = (url.path.startswith("/sessions") or url.path == "/ask" and self._wants_html()
                     ) and error.status != 401
@@ -371,19 +389,39 @@ class Handler(BaseHTTPRequestHandler):
         return line[:-2]
 
     def _route(self, method: str, path: str, query: str, body: bytes) -> Answer | None:
-        """The answer of the route for this method and path, from ROUTES."""
+        """The answer of the route for this method and path, from ROUTES; HEAD is answered
+        as GET, without the body."""
         methods = []
+        routed = "GET" if method == "HEAD" else method
         for route in ROUTES:
             rest = route.rest(path)
             if rest is None:
                 continue
-            if route.method == method:
-                return route.handler(self, Request(method, query, body, rest))
+            if route.method == routed:
+                return route.handler(self, Request(routed, query, body, rest))
             methods.append(route.method)
         if methods:
             raise ProtocolError(405, f"{path} answers {' and '.join(methods)} only")
         raise ProtocolError(404, f"nothing at {path}; there is "
                                  + ", ".join(dict.fromkeys(route.path for route in ROUTES)))
+
+    def _options(self, path: str) -> Answer:
+        """OPTIONS: the methods the path answers."""
+        methods = _allowed([route for route in ROUTES if route.rest(path) is not None])
+        if len(methods) == 1:
+            raise ProtocolError(404, f"nothing at {path}")
+        return Answer(204, TEXT, b"", {"Allow": ", ".join(methods)})
+
+    def _endpoint(self) -> str:
+        """The URL this request reached: its Host (checked already, else the address it came
+        in on) and its own path. The base of a query's relative IRIs, the endpoint a service
+        description names; nothing outside is asked."""
+        path = urlsplit(self.path).path
+        named = self.headers.get("Host", "").strip()
+        if named and (iri := endpoint_iri(named, path)) is not None:
+            return iri
+        host, port = self.connection.getsockname()[:2]
+        return f"http://[{host}]:{port}{path}" if ":" in host else f"http://{host}:{port}{path}"
 
     def _home(self, request: Request) -> Answer:
         return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
@@ -411,14 +449,17 @@ class Handler(BaseHTTPRequestHandler):
         """/sparql: the SPARQL page, or a query's results; a query from the page that is
         refused is shown on it again with the reason."""
         config = self.server.config
-        method, query = request.method, request.query
-        if method == "GET" and editor.wants_page(query, self.headers.get("Accept", "")):
+        method, query, accept = request.method, request.query, self.headers.get("Accept", "")
+        described = description_format(query, accept) if method == "GET" else None
+        if described == PAGE:
             return editor.page(editor.starting_query(config.collection), config.dialect,
                                config.collection)
+        if described is not None:
+            return service_description(self._endpoint(), described)
         job = None
         try:
             job = SparqlJob(read_request(method, query, self.headers.get("Content-Type", ""),
-                                         request.body, self.headers.get("Accept", "")))
+                                         request.body, accept, self._endpoint()))
             return self.server.pool.run(job)
         except ProtocolError as error:
             if job is not None:
@@ -522,9 +563,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, answer: Answer, extra: Mapping[str, str] | None = None) -> None:
         self.send_response(answer.status)
-        self.send_header("Content-Type", answer.content_type)
-        self.send_header("Content-Length", str(len(answer.body)))
-        headers = {**SECURITY_HEADERS, **answer.headers, **(extra or {})}
+        if answer.status != 204:  # No Content: no body, so nothing to type or count
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
+        headers = {**SECURITY_HEADERS, "Vary": "Accept", **answer.headers, **(extra or {})}
         if answer.status == 503:
             headers.setdefault("Retry-After", "1")  # a fresh worker is about to be ready
         for name, value in headers.items():
