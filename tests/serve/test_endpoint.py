@@ -13,22 +13,24 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
+from click.testing import CliRunner
 from rdflib import Graph
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
 from SPARQLWrapper import JSON, JSONLD, TSV, TURTLE, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
-from tgsparql.serve import routes
+from tgsparql.cli import main
+from tgsparql.serve import ServerConfig, routes
 from tgsparql.serve.routes import ROUTES
 from tgsparql.serve.sparql import FORMAT_IRIS, SD
 
-from .conftest import QUESTIONS, Response, Served, fetch
+from .conftest import QUESTIONS, Response, Served, fetch, running, serve_process
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"
 SESSIONS = ("PREFIX tg: <https://trustgraph.ai/ns/> SELECT ?s ?q WHERE { GRAPH "
@@ -424,6 +426,79 @@ def test_w3c_protocol_query_cases(served: Served, method: str, path: str, body: 
     assert reply.headers["Content-Type"].startswith(media)
     if status == 415 and "charset" in headers.get("Content-Type", ""):
         assert b"UTF-8" in reply.body
+
+
+# --- CORS ------------------------------------------------------------------------------------
+
+YASGUI = "https://yasgui.example"
+
+
+@pytest.fixture(scope="module")
+def cors(built: tuple[Path, list[str], str]) -> Iterator[Served]:
+    """The store behind a token, readable by pages from YASGUI's origin."""
+    path, sessions, failed = built
+    with running(ServerConfig(store=path, port=0, token="s3cret", cors=(YASGUI,),
+                              workers=1)) as server:
+        yield Served(server.url, path, sessions, failed)
+
+
+def preflight(served: Served, origin: str, host: str | None = None) -> Response:
+    headers = {"Origin": origin, "Access-Control-Request-Method": "POST",
+               "Access-Control-Request-Headers": "authorization, content-type"}
+    return send(served, "OPTIONS", "/sparql", headers={**headers, **({"Host": host} if host
+                                                                      else {})})
+
+
+def test_a_preflight_needs_no_token_and_allows_only_the_configured_origin(cors: Served) -> None:
+    allowed = preflight(cors, YASGUI)
+    assert allowed.status == 204 and allowed.headers["Access-Control-Allow-Origin"] == YASGUI
+    assert "POST" in allowed.headers["Access-Control-Allow-Methods"]
+    assert "Authorization" in allowed.headers["Access-Control-Allow-Headers"]
+    assert "Access-Control-Allow-Credentials" not in allowed.headers
+    other = preflight(cors, "https://attacker.example")
+    assert other.status == 204 and "Access-Control-Allow-Origin" not in other.headers
+    assert preflight(cors, YASGUI, host="attacker.example").status == 400  # DNS rebinding
+
+
+def test_answers_name_the_configured_origin_only(cors: Served) -> None:
+    auth = {"Authorization": "Bearer s3cret"}
+    reply = cors.get("/sparql?query=ASK%7B%7D", {**auth, "Origin": YASGUI})
+    assert reply.status == 200 and reply.headers["Access-Control-Allow-Origin"] == YASGUI
+    assert reply.headers["Vary"] == "Accept, Origin"
+    refused = cors.get("/sparql?query=ASK%7B%7D", {"Origin": YASGUI})
+    assert refused.status == 401 and refused.headers["Access-Control-Allow-Origin"] == YASGUI
+    other = cors.get("/sparql?query=ASK%7B%7D", {**auth, "Origin": "https://attacker.example"})
+    assert other.status == 200 and "Access-Control-Allow-Origin" not in other.headers
+
+
+def test_cors_for_any_origin_is_never_with_credentials(built: tuple[Path, list[str], str]
+                                                      ) -> None:
+    path, sessions, failed = built
+    with running(ServerConfig(store=path, port=0, cors=("*",), workers=1)) as server:
+        served = Served(server.url, path, sessions, failed)
+        reply = served.get("/sparql?query=ASK%7B%7D", {"Origin": "https://anywhere.example"})
+        assert reply.headers["Access-Control-Allow-Origin"] == "*"
+        assert "Access-Control-Allow-Credentials" not in reply.headers
+        assert preflight(served, "https://anywhere.example").headers[
+            "Access-Control-Allow-Origin"] == "*"
+
+
+def test_serve_takes_cors_origins_as_browsers_send_them(built: tuple[Path, list[str], str]
+                                                       ) -> None:
+    with serve_process(built, "--cors", "HTTPS://YASGUI.example/", "--cors",
+                       "http://localhost:3000", "--csv-raw") as served:
+        assert served.started["cors"] == [YASGUI, "http://localhost:3000"]
+        assert served.started["csv_raw"] is True
+    refused = CliRunner().invoke(main, ["serve", "--store", str(built[0]), "--cors", "yasgui"])
+    assert refused.exit_code == 2 and "is not an origin" in refused.output
+
+
+@pytest.mark.parametrize("origin", ["yasgui.example", "https://yasgui.example/path",
+                                    "ftp://yasgui.example", "https://user@yasgui.example"])
+def test_a_cors_value_that_is_no_origin_is_refused(built: tuple[Path, list[str], str],
+                                                   origin: str) -> None:
+    with pytest.raises(Exception, match="is not an origin"):
+        ServerConfig(store=built[0], cors=(origin,))
 
 
 # --- Comunica -------------------------------------------------------------------------------

@@ -270,7 +270,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._check_headers()
             self._check_host()
-            self._authorize(config)
+            if method != "OPTIONS":  # a CORS preflight never carries the token
+                self._authorize(config)
             if len(url.query) > config.max_request:
                 raise ProtocolError(413, f"the query string is larger than {config.max_request} "
                                          "bytes")
@@ -406,11 +407,26 @@ class Handler(BaseHTTPRequestHandler):
                                  + ", ".join(dict.fromkeys(route.path for route in ROUTES)))
 
     def _options(self, path: str) -> Answer:
-        """OPTIONS: the methods the path answers."""
+        """OPTIONS: the methods the path answers, and for a CORS preflight from an origin of
+        --cors, what it may send."""
         methods = _allowed([route for route in ROUTES if route.rest(path) is not None])
         if len(methods) == 1:
             raise ProtocolError(404, f"nothing at {path}")
-        return Answer(204, TEXT, b"", {"Allow": ", ".join(methods)})
+        headers = {"Allow": ", ".join(methods)}
+        if self._cors_origin() and "Access-Control-Request-Method" in self.headers:
+            headers |= {"Access-Control-Allow-Methods": ", ".join(methods),
+                        "Access-Control-Allow-Headers": "Accept, Authorization, Content-Type",
+                        "Access-Control-Max-Age": "600"}
+        return Answer(204, TEXT, b"", headers)
+
+    def _cors_origin(self) -> str | None:
+        """The Access-Control-Allow-Origin for this request: its Origin if --cors names it,
+        `*` if --cors is `*`; never with credentials (a token is a header the client sets)."""
+        allowed = self.server.config.cors
+        origin = (self.headers.get("Origin") or "").strip().lower().rstrip("/")
+        if not origin or not allowed:
+            return None
+        return "*" if "*" in allowed else origin if origin in allowed else None
 
     def _endpoint(self) -> str:
         """The URL this request reached: its Host (checked already, else the address it came
@@ -566,7 +582,7 @@ class Handler(BaseHTTPRequestHandler):
         if answer.status != 204:  # No Content: no body, so nothing to type or count
             self.send_header("Content-Type", answer.content_type)
             self.send_header("Content-Length", str(len(answer.body)))
-        headers = {**SECURITY_HEADERS, "Vary": "Accept", **answer.headers, **(extra or {})}
+        headers = {**SECURITY_HEADERS, **self._cors_headers(), **answer.headers, **(extra or {})}
         if answer.status == 503:
             headers.setdefault("Retry-After", "1")  # a fresh worker is about to be ready
         for name, value in headers.items():
@@ -576,6 +592,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(answer.body)
+
+    def _cors_headers(self) -> dict[str, str]:
+        """Vary on what an answer depends on, and with --cors, who may read it."""
+        if not self.server.config.cors:
+            return {"Vary": "Accept"}
+        origin = self._cors_origin() if hasattr(self, "headers") else None
+        return {"Vary": "Accept, Origin",
+                **({"Access-Control-Allow-Origin": origin} if origin else {})}
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.config.log:
