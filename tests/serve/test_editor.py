@@ -59,12 +59,19 @@ def test_a_browser_gets_the_page_with_the_prefixes_and_the_saved_queries(served:
         "default-src 'none'")
 
 
-@pytest.mark.parametrize("headers", [{}, {"Accept": "application/sparql-results+json"},
-                                     {"Accept": "*/*"}, {"Accept": "text/html;q=0"}])
-def test_protocol_clients_without_a_query_still_get_the_400(served: Served,
-                                                           headers: dict[str, str]) -> None:
+@pytest.mark.parametrize("headers", [{"Accept": "application/sparql-results+json"},
+                                     {"Accept": "text/html;q=0"}])
+def test_clients_that_accept_no_description_without_a_query_get_the_400(
+        served: Served, headers: dict[str, str]) -> None:
     reply = served.get("/sparql", headers)
     assert reply.status == 400 and reply.headers["Content-Type"].startswith("text/plain")
+
+
+@pytest.mark.parametrize("accept", ["", "*/*", "text/html;q=0.2, text/turtle;q=0.6"])
+def test_other_clients_without_a_query_get_the_service_description(served: Served,
+                                                                    accept: str) -> None:
+    reply = served.get("/sparql", {"Accept": accept})
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/turtle")
 
 
 def test_protocol_answers_are_unchanged_for_a_browser_accept(served: Served) -> None:

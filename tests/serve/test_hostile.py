@@ -186,8 +186,10 @@ def test_a_saved_query_parameter_cannot_add_service(server: ServeProcess,
     ("Content-Length: 6\r\nTransfer-Encoding: chunked\r\n", 400),
     ("Transfer-Encoding: gzip\r\n", 501),
     ("", 411),
+    ("Transfer-Encoding:\r\n chunked\r\n", 400),
+    ("Transfer-Encoding: chunked\r\n\t, identity\r\n", 400),
 ], ids=["minus-one", "negative", "letters", "plus-sign", "hex", "twice", "with-chunked",
-        "other-coding", "missing"])
+        "other-coding", "missing", "folded-chunked", "folded-onto-chunked"])
 def test_a_body_of_unknown_length_is_refused_unread(server: ServeProcess, headers: str,
                                                     status: int) -> None:
     megabyte = b"ASK {}" + b" " * (1 << 20)  # the attack: -1 used to read to the end
@@ -208,6 +210,20 @@ def test_a_chunked_query_within_the_cap_is_answered(server: ServeProcess) -> Non
     reply = raw(server, post_head(server, "Transfer-Encoding: chunked\r\n"
                                           "Accept: text/csv\r\n"), parts)
     assert reply.status == 200 and reply.body.strip() == b"true"
+
+
+@pytest.mark.parametrize("parts", [
+    (b"3\nASK\r\n", b"3\r\n {}\r\n", b"0\r\n\r\n"),
+    (b"3\r\nASK\n", b"3\r\n {}\r\n", b"0\r\n\r\n"),
+    (b"3\r\nASK\r\n", b"3\r\n {}\r\n", b"0\n\r\n"),
+    (b"3\r\nASK\r\n", b"3\r\n {}\r\n", b"0\r\n\n"),
+    (b"3\r\nASK\r\n", b"3\r\n {}\r\n", b"0\r\nX-Note: x\n\r\n"),
+    (b"3\r\nASK\r\n", b"3\r\n {}\r\r\n", b"0\r\n\r\n"),
+], ids=["size-line", "after-data", "last-chunk", "end", "trailer", "bare-cr"])
+def test_a_chunked_body_whose_lines_end_in_a_bare_lf_is_refused(
+        server: ServeProcess, parts: tuple[bytes, ...]) -> None:
+    reply = raw(server, post_head(server, "Transfer-Encoding: chunked\r\n"), parts)
+    assert reply.status == 400 and reply.headers["Connection"] == "close", reply.body
 
 
 def test_a_get_query_is_capped_at_256_kib_like_a_body(server: ServeProcess) -> None:

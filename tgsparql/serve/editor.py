@@ -8,7 +8,8 @@ that fails comes back as the page with the query still in the box and the reason
 result of any size is counted up to --max-results, but only its first PAGE_ROWS rows become
 table rows; the download links (CSV, JSON, or Turtle and N-Triples for a graph) carry it all.
 Protocol clients never see this page: it needs `format=html`, or a request with no query whose
-Accept names text/html, which the protocol would refuse anyway.
+Accept rates text/html above every RDF format (sparql.description_format); any other client
+gets the service description there.
 """
 
 from __future__ import annotations
@@ -73,20 +74,6 @@ class Results:
     boolean: bool | None = None
 
 
-def wants_page(url_query: str, accept: str) -> bool:
-    """A browser opening /sparql: no query, and `format=html` or an Accept naming text/html."""
-    params = parse_qs(url_query, keep_blank_values=True)
-    if "query" in params or "update" in params:
-        return False
-    if _from_page(params):
-        return True
-    for part in accept.split(","):
-        media, *options = (piece.strip() for piece in part.split(";"))
-        if media.lower() in ("text/html", "application/xhtml+xml"):
-            return not any(re.fullmatch(r"q\s*=\s*0(\.0*)?", option) for option in options)
-    return False
-
-
 def query_on_page(url_query: str) -> str | None:
     """The query text of a request from the page (`format=html`), refused before it ran."""
     params = parse_qs(url_query, keep_blank_values=True)
@@ -144,7 +131,7 @@ def page(query: str, dialect: Dialect, collection: Collection, *,
 def results_page(store: Queryable, request: QueryRequest, max_results: int, dialect: Dialect,
                  collection: Collection) -> Answer:
     """Run the query as the protocol would, and answer the page with its results."""
-    check_query(request.query)
+    check_query(request.query, request.base)
     results = tabulate(evaluate(store, request), max_results)
     return page(request.query, dialect, collection, request=request, results=results)
 

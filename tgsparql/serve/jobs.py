@@ -18,7 +18,7 @@ from tgsparql.serve.readonly import Served
 from tgsparql.serve.records import SHAPES, serialize_records
 from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import (
-    Answer, ProtocolError, QueryRequest, execute, refuse_service, serialize,
+    PAGE, Answer, ProtocolError, QueryRequest, execute, refuse_service, serialize,
 )
 from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import StoreError
@@ -63,13 +63,13 @@ class SparqlJob(Job):
 
     @property
     def on_page(self) -> bool:
-        return (self.request.format or "").lower() == "html"
+        return [value.lower() for value in self.request.formats[-1:]] == [PAGE]
 
     def answer(self, store: Served, config: ServerConfig) -> Answer:
         if self.on_page:
             return editor.results_page(store, self.request, config.max_results,
                                        store.templates.dialect, config.collection)
-        return execute(store, self.request, config.max_results)
+        return execute(store, self.request, config.max_results, csv_raw=config.csv_raw)
 
     def failure(self, config: ServerConfig, status: int, message: str) -> Answer:
         """In place on the SPARQL page for a query from it."""
@@ -93,7 +93,8 @@ class SavedJob(Job):
         refuse_service(text)
         if self.format in SHAPES:
             return serialize_records(store.query(text), self.format, config.max_results)
-        return serialize(store.query(text), self.format, config.max_results)
+        return serialize(store.query(text), self.format, config.max_results,
+                         csv_raw=config.csv_raw)
 
 
 @dataclass(frozen=True)

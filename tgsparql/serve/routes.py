@@ -8,7 +8,7 @@ import ipaddress
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -27,7 +27,10 @@ from tgsparql.serve.jobs import (
     HTML, TEXT, EntityJob, SavedJob, SessionJob, SessionsJob, SparqlJob, ValidateJob, error_answer,
 )
 from tgsparql.serve.saved import saved_queries
-from tgsparql.serve.sparql import Answer, ProtocolError, read_request
+from tgsparql.serve.sparql import (
+    PAGE, Answer, ProtocolError, description_format, endpoint_iri, read_request,
+    service_description,
+)
 from tgsparql.serve.workers import WorkerPool
 
 SAVED_FORMATS = ("csv", "tsv", "json", "ndjson")
@@ -130,6 +133,14 @@ class Server(Protocol):
     hosts: Hosts
 
 
+def _allowed(routes: Sequence[Route]) -> list[str]:
+    """The methods `routes` answer, with HEAD after GET, then OPTIONS."""
+    methods = []
+    for method in dict.fromkeys(route.method for route in routes):
+        methods += [method, "HEAD"] if method == "GET" else [method]
+    return methods + ["OPTIONS"]
+
+
 def _saved_job(file: str, query: str) -> SavedJob:
     """/queries/NAME.EXT: the saved query NAME in the format of EXT."""
     name, _, extension = file.rpartition(".")
@@ -195,15 +206,21 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle("POST")
 
+    def do_HEAD(self) -> None:
+        self._handle("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self._handle("OPTIONS")
+
     def do_PUT(self) -> None:
         self._refuse_method()
 
     do_DELETE = do_PATCH = do_PUT
 
     def _refuse_method(self) -> None:
-        methods = list(dict.fromkeys(route.method for route in ROUTES))
+        methods = _allowed(ROUTES)
         self._send(error_answer(405, f"{self.command} is not allowed: this endpoint is read-only "
-                                     f"and answers {' and '.join(methods)}"),
+                                     f"and answers {', '.join(methods)}"),
                    {"Allow": ", ".join(methods)})
 
     def handle_one_request(self) -> None:
@@ -251,8 +268,10 @@ class Handler(BaseHTTPRequestHandler):
                                  or "Transfer-Encoding" in self.headers):
             self.close_connection = True  # an unread body must not be read as the next request
         try:
+            self._check_headers()
             self._check_host()
-            self._authorize(config)
+            if method != "OPTIONS":  # a CORS preflight never carries the token
+                self._authorize(config)
             if len(url.query) > config.max_request:
                 raise ProtocolError(413, f"the query string is larger than {config.max_request} "
                                          "bytes")
@@ -260,7 +279,8 @@ class Handler(BaseHTTPRequestHandler):
             limit = min(config.max_request, config.ask.body) if asking and config.ask \
                 else config.max_request
             body = self._body(limit) if method == "POST" else b""
-            answer = self._route(method, url.path or "/", url.query, body)
+            answer = self._options(url.path or "/") if method == "OPTIONS" \
+                else self._route(method, url.path or "/", url.query, body)
         except ProtocolError as error:
             html = (url.path.startswith("/sessions") or url.path == "/ask" and self._wants_html()
                     ) and error.status != 401
@@ -271,6 +291,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         if answer is not None:
             self._send(answer)
+
+    def _check_headers(self) -> None:
+        """Refuse a header folded over lines (obs-fold, RFC 9112 §5.2): read as one value it
+        could smuggle a Transfer-Encoding past a proxy that reads it otherwise."""
+        if any("\r" in value or "\n" in value for value in self.headers.values()):
+            self.close_connection = True
+            raise ProtocolError(400, "a header is folded over several lines (obs-fold), which "
+                                     "HTTP/1.1 does not allow")
 
     def _check_host(self) -> None:
         """Refuse a Host this server was not started under: a page whose name was rebound to
@@ -332,10 +360,12 @@ class Handler(BaseHTTPRequestHandler):
         return body
 
     def _read_chunked(self, limit: int) -> bytes:
-        """A chunked body, refused (413) as soon as its chunks add up to more than `limit`."""
+        """A chunked body, refused (413) as soon as its chunks add up to more than `limit`.
+        Every line of it ends in CRLF (RFC 9112 §7.1): a bare LF, which another reader in front
+        of this server may count differently, is refused."""
         body = bytearray()
         while True:
-            size_line = self.rfile.readline(1024).split(b";", 1)[0].strip()
+            size_line = self._chunk_line(1024).split(b";", 1)[0].strip()
             if not _HEX.fullmatch(size_line):
                 raise ProtocolError(400, "a chunk size is not a hexadecimal number")
             size = int(size_line, 16)
@@ -344,28 +374,70 @@ class Handler(BaseHTTPRequestHandler):
             if len(body) + size > limit:
                 raise ProtocolError(413, f"the request body is larger than {limit} bytes")
             chunk = self.rfile.read(size)
-            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+            if len(chunk) != size or self._chunk_line(3) != b"":
                 raise ProtocolError(400, "a chunk is shorter than its size")
             body += chunk
         for _ in range(64):  # trailer fields, ignored, up to the empty line
-            if self.rfile.readline(8192) in (b"\r\n", b"\n", b""):
+            if self._chunk_line(8192) == b"":
                 return bytes(body)
         raise ProtocolError(400, "too many trailer fields after the chunked body")
 
+    def _chunk_line(self, limit: int) -> bytes:
+        """One line of a chunked body without its CRLF; refused if it ends otherwise."""
+        line = self.rfile.readline(limit)
+        if not line.endswith(b"\r\n") or b"\r" in line[:-2] or b"\n" in line[:-2]:
+            raise ProtocolError(400, "a line of the chunked body does not end in CRLF")
+        return line[:-2]
+
     def _route(self, method: str, path: str, query: str, body: bytes) -> Answer | None:
-        """The answer of the route for this method and path, from ROUTES."""
+        """The answer of the route for this method and path, from ROUTES; HEAD is answered
+        as GET, without the body."""
         methods = []
+        routed = "GET" if method == "HEAD" else method
         for route in ROUTES:
             rest = route.rest(path)
             if rest is None:
                 continue
-            if route.method == method:
-                return route.handler(self, Request(method, query, body, rest))
+            if route.method == routed:
+                return route.handler(self, Request(routed, query, body, rest))
             methods.append(route.method)
         if methods:
             raise ProtocolError(405, f"{path} answers {' and '.join(methods)} only")
         raise ProtocolError(404, f"nothing at {path}; there is "
                                  + ", ".join(dict.fromkeys(route.path for route in ROUTES)))
+
+    def _options(self, path: str) -> Answer:
+        """OPTIONS: the methods the path answers, and for a CORS preflight from an origin of
+        --cors, what it may send."""
+        methods = _allowed([route for route in ROUTES if route.rest(path) is not None])
+        if len(methods) == 1:
+            raise ProtocolError(404, f"nothing at {path}")
+        headers = {"Allow": ", ".join(methods)}
+        if self._cors_origin() and "Access-Control-Request-Method" in self.headers:
+            headers |= {"Access-Control-Allow-Methods": ", ".join(methods),
+                        "Access-Control-Allow-Headers": "Accept, Authorization, Content-Type",
+                        "Access-Control-Max-Age": "600"}
+        return Answer(204, TEXT, b"", headers)
+
+    def _cors_origin(self) -> str | None:
+        """The Access-Control-Allow-Origin for this request: its Origin if --cors names it,
+        `*` if --cors is `*`; never with credentials (a token is a header the client sets)."""
+        allowed = self.server.config.cors
+        origin = (self.headers.get("Origin") or "").strip().lower().rstrip("/")
+        if not origin or not allowed:
+            return None
+        return "*" if "*" in allowed else origin if origin in allowed else None
+
+    def _endpoint(self) -> str:
+        """The URL this request reached: its Host (checked already, else the address it came
+        in on) and its own path. The base of a query's relative IRIs, the endpoint a service
+        description names; nothing outside is asked."""
+        path = urlsplit(self.path).path
+        named = self.headers.get("Host", "").strip()
+        if named and (iri := endpoint_iri(named, path)) is not None:
+            return iri
+        host, port = self.connection.getsockname()[:2]
+        return f"http://[{host}]:{port}{path}" if ":" in host else f"http://{host}:{port}{path}"
 
     def _home(self, request: Request) -> Answer:
         return Answer(303, TEXT, b"see /sessions\n", {"Location": "/sessions"})
@@ -393,14 +465,17 @@ class Handler(BaseHTTPRequestHandler):
         """/sparql: the SPARQL page, or a query's results; a query from the page that is
         refused is shown on it again with the reason."""
         config = self.server.config
-        method, query = request.method, request.query
-        if method == "GET" and editor.wants_page(query, self.headers.get("Accept", "")):
+        method, query, accept = request.method, request.query, self.headers.get("Accept", "")
+        described = description_format(query, accept) if method == "GET" else None
+        if described == PAGE:
             return editor.page(editor.starting_query(config.collection), config.dialect,
                                config.collection)
+        if described is not None:
+            return service_description(self._endpoint(), described)
         job = None
         try:
             job = SparqlJob(read_request(method, query, self.headers.get("Content-Type", ""),
-                                         request.body, self.headers.get("Accept", "")))
+                                         request.body, accept, self._endpoint()))
             return self.server.pool.run(job)
         except ProtocolError as error:
             if job is not None:
@@ -504,9 +579,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, answer: Answer, extra: Mapping[str, str] | None = None) -> None:
         self.send_response(answer.status)
-        self.send_header("Content-Type", answer.content_type)
-        self.send_header("Content-Length", str(len(answer.body)))
-        headers = {**SECURITY_HEADERS, **answer.headers, **(extra or {})}
+        if answer.status != 204:  # No Content: no body, so nothing to type or count
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
+        headers = {**SECURITY_HEADERS, **self._cors_headers(), **answer.headers, **(extra or {})}
         if answer.status == 503:
             headers.setdefault("Retry-After", "1")  # a fresh worker is about to be ready
         for name, value in headers.items():
@@ -516,6 +592,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(answer.body)
+
+    def _cors_headers(self) -> dict[str, str]:
+        """Vary on what an answer depends on, and with --cors, who may read it."""
+        if not self.server.config.cors:
+            return {"Vary": "Accept"}
+        origin = self._cors_origin() if hasattr(self, "headers") else None
+        return {"Vary": "Accept, Origin",
+                **({"Access-Control-Allow-Origin": origin} if origin else {})}
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.config.log:

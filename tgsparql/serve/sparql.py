@@ -13,6 +13,13 @@ what is the keyword: every `service` in the text (any case) is rewritten to `ser
 no keyword; a query whose rewrite still parses had the word only inside strings, IRIs, names or
 comments, and one whose rewrite does not parse used the keyword (or is not a query at all;
 it cannot be parsed as written to tell which, since an ASK is evaluated as it is parsed).
+
+Formats. A query's answer is in the first `format=` value its form has (short names such as
+`tsv`, `rdf+xml` or `json-ld`, or media types, as SPARQLWrapper sends both), else in the best
+match of Accept by its q-values. A GET without a query answers the SPARQL page only when HTML
+is the client's best match; any other client gets the endpoint's SPARQL 1.1 Service
+Description. Relative IRIs in a query resolve against the endpoint's URL, as the protocol
+allows. CSV cells that a spreadsheet would run as a formula are neutralised (`formula_safe`).
 """
 
 from __future__ import annotations
@@ -54,8 +61,47 @@ GRAPH_FORMATS: dict[str, ox.RdfFormat] = {
     "ntriples": ox.RdfFormat.N_TRIPLES,
     "nquads": ox.RdfFormat.N_QUADS,
     "trig": ox.RdfFormat.TRIG,
+    "rdfxml": ox.RdfFormat.RDF_XML,
+    "jsonld": ox.RdfFormat.JSON_LD,
 }
-_ALIASES = {"ttl": "turtle", "nt": "ntriples", "nq": "nquads", "srj": "json", "srx": "xml"}
+"""In the order a wildcard of Accept picks them: `*/*` the first, `text/*` the first text/."""
+FORMAT_IRIS = {
+    "json": "SPARQL_Results_JSON", "xml": "SPARQL_Results_XML", "csv": "SPARQL_Results_CSV",
+    "tsv": "SPARQL_Results_TSV", "turtle": "Turtle", "ntriples": "N-Triples",
+    "nquads": "N-Quads", "trig": "TriG", "rdfxml": "RDF_XML", "jsonld": "JSON-LD",
+}
+"""Each format's name in http://www.w3.org/ns/formats/, for the service description."""
+PAGE = "html"
+"""The format key of the SPARQL page."""
+
+
+def _media(value: ox.QueryResultsFormat | ox.RdfFormat) -> str:
+    return value.media_type.split(";", 1)[0].strip()
+
+
+def _names(table: Mapping[str, ox.QueryResultsFormat | ox.RdfFormat],
+           aliases: Mapping[str, str]) -> dict[str, str]:
+    """Every name a client may give a format by (`format=` or Accept), to its key."""
+    return {**{key: key for key in table},
+            **{_media(value): key for key, value in table.items()}, **aliases}
+
+
+RESULT_NAMES = _names(RESULT_FORMATS, {
+    "srj": "json", "application/json": "json", "srx": "xml"})
+GRAPH_NAMES = _names(GRAPH_FORMATS, {
+    "ttl": "turtle", "application/turtle": "turtle", "n3": "turtle", "text/n3": "turtle",
+    "nt": "ntriples", "n-triples": "ntriples", "nq": "nquads", "n-quads": "nquads",
+    "xml": "rdfxml", "rdf": "rdfxml", "rdf+xml": "rdfxml", "json": "jsonld",
+    "json-ld": "jsonld", "application/json": "jsonld", "application/x-json+ld": "jsonld"})
+"""`xml` and `json` name the graph formats of those syntaxes: SPARQLWrapper sends `format=xml`
+for a CONSTRUCT by default."""
+DESCRIPTION_NAMES = {**GRAPH_NAMES, PAGE: PAGE, "text/html": PAGE, "application/xhtml+xml": PAGE}
+"""What a GET without a query may be answered in: a graph format, or the SPARQL page."""
+_UNICODE = ("utf-8", "utf8", "us-ascii")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_POSITION = re.compile(r"^error at ([0-9]+):")
+SD = "http://www.w3.org/ns/sparql-service-description#"
 _UPDATE_START = re.compile(
     r"(?:\s|#[^\n]*\n|(?:PREFIX\s+[^:\s]*:\s*<[^>]*>)|(?:BASE\s*<[^>]*>))*"
     r"(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)\b",
@@ -86,7 +132,11 @@ class QueryRequest:
     default_graphs: tuple[str, ...] = ()
     named_graphs: tuple[str, ...] = ()
     accept: str = ""
-    format: str | None = None
+    formats: tuple[str, ...] = ()
+    """Every `format=` value, in order: the first one the query's form has is its format."""
+    base: str | None = None
+    """The endpoint's URL, which the query's relative IRIs resolve against (after its own BASE,
+    if it has one)."""
 
 
 @dataclass(frozen=True)
@@ -98,14 +148,18 @@ class Answer:
 
 
 def read_request(
-    method: str, url_query: str, content_type: str, body: bytes, accept: str
+    method: str, url_query: str, content_type: str, body: bytes, accept: str,
+    base: str | None = None,
 ) -> QueryRequest:
     """The query of a GET or POST protocol request; updates in any form are refused (400)."""
     params = parse_qs(url_query, keep_blank_values=True)
-    media = content_type.split(";", 1)[0].strip().lower()
+    media, *options = (piece.strip() for piece in content_type.split(";"))
+    media = media.lower()
     if method == "POST":
         if media == "application/sparql-update":
             raise ProtocolError(400, READ_ONLY)
+        if media in ("application/x-www-form-urlencoded", "application/sparql-query"):
+            _check_charset(options)
         if media == "application/x-www-form-urlencoded":
             form = parse_qs(_text(body), keep_blank_values=True)
             params = {**params, **{k: params.get(k, []) + v for k, v in form.items()}}
@@ -126,25 +180,63 @@ def read_request(
     queries = params.get("query", [])
     if len(queries) != 1 or not queries[0].strip():
         raise ProtocolError(400, "give exactly one non-empty query (query=... or a direct POST)")
-    formats = params.get("format", [])
     return QueryRequest(
         query=queries[0],
         default_graphs=tuple(_iris(params.get("default-graph-uri", []))),
         named_graphs=tuple(_iris(params.get("named-graph-uri", []))),
         accept=accept,
-        format=formats[-1] if formats else None,
+        formats=tuple(params.get("format", [])),
+        base=base,
     )
 
 
-def check_query(text: str) -> QueryForm:
+def _check_charset(options: Sequence[str]) -> None:
+    """Refuse (415) a body declared in a charset other than UTF-8: it is read as UTF-8 only,
+    and a UTF-16 query that happens to decode would be a different query."""
+    for option in options:
+        name, _, value = option.partition("=")
+        charset = value.strip().strip('"')
+        if name.strip().lower() == "charset" and charset.lower() not in _UNICODE:
+            raise ProtocolError(415, f"the body is declared as charset={charset!r:.40}; send "
+                                     "the query as UTF-8 (charset=utf-8)")
+
+
+def endpoint_iri(authority: str, path: str) -> str | None:
+    """http://AUTHORITY/PATH, if that is an IRI: the base of a query's relative IRIs and the
+    endpoint a service description names."""
+    iri = f"http://{authority}{path}"
+    try:
+        ox.NamedNode(iri)
+    except ValueError:
+        return None
+    return iri
+
+
+def based(query: str, base: str | None) -> str:
+    """The query as it is parsed and run: after a BASE of the endpoint's URL, on a line of its
+    own (so an error's line number is one more than the client's; see `_not_a_query`)."""
+    return f"BASE <{base}>\n{query}" if base else query
+
+
+def check_query(query: str, base: str | None = None) -> QueryForm:
     """The query's form, from pyoxigraph's parser on an empty store; updates are refused."""
+    text = based(query, base)
     refuse_service(text)  # first: an ASK is evaluated as it is parsed, SERVICE and all
     try:
         return query_form(text)
     except SyntaxError as error:
         if _UPDATE_START.match(text):
             raise ProtocolError(400, READ_ONLY) from None
-        raise ProtocolError(400, f"not a SPARQL query: {error}") from None
+        raise _not_a_query(error, base) from None
+
+
+def _not_a_query(error: SyntaxError, base: str | None) -> ProtocolError:
+    """The parser's message, at the client's own line, in words: pyoxigraph names a malformed
+    IRI by its failure ("expected IRI parsing failed")."""
+    message = str(error).replace("IRI parsing failed", "a valid IRI")
+    if base:
+        message = _POSITION.sub(lambda found: f"error at {int(found[1]) - 1}:", message, 1)
+    return ProtocolError(400, f"not a SPARQL query: {message}")
 
 
 def refuse_service(text: str) -> None:
@@ -160,42 +252,62 @@ def refuse_service(text: str) -> None:
             from None
 
 
-def negotiate(form: QueryForm, accept: str, format: str | None) -> str:
-    """The format key for the answer: `format=` if given, else the best of Accept."""
-    table = GRAPH_FORMATS if form == "graph" else RESULT_FORMATS
-    if format is not None:
-        key = _ALIASES.get(format.lower(), format.lower())
-        if key not in table:
-            raise ProtocolError(
-                406, f"format {format!r} is not available for this query; choose one of "
-                     + ", ".join(table)
-            )
+def negotiate(form: QueryForm, accept: str, formats: Sequence[str] = ()) -> str:
+    """The format key for the answer: the first `format=` value this form has, else the best of
+    Accept."""
+    names = GRAPH_NAMES if form == "graph" else RESULT_NAMES
+    key = _choose(names, accept, formats)
+    if key is not None:
         return key
-    media_types = {_media(value): key for key, value in table.items()}
-    if form != "graph":
-        media_types["application/json"] = "json"
-    default = "turtle" if form == "graph" else "json"
-    ranges = _accept_ranges(accept)
-    if not ranges:
-        return default
-    best: tuple[float, int, str] | None = None
-    for order, (media, q) in enumerate(ranges):
-        if q <= 0:
-            continue
-        if media in media_types:
-            key = media_types[media]
-        elif media in ("*/*", "application/*", "text/*"):
-            key = default
-        else:
-            continue
-        if best is None or (q, -order) > (best[0], best[1]):
-            best = (q, -order, key)
-    if best is None:
+    if formats:
         raise ProtocolError(
-            406, "none of the accepted media types can carry this result; available: "
-                 + ", ".join(sorted(media_types))
-        )
-    return best[2]
+            406, f"format {', '.join(formats)!r:.200} is not available for this query; choose "
+                 "one of " + ", ".join(GRAPH_FORMATS if form == "graph" else RESULT_FORMATS))
+    raise ProtocolError(
+        406, "none of the accepted media types can carry this result; available: "
+             + ", ".join(sorted(name for name in names if "/" in name)))
+
+
+def description_format(url_query: str, accept: str) -> str | None:
+    """What a GET without a query is answered with: `PAGE` (the SPARQL page) when that is the
+    client's best match, else the graph format of the service description; None for a GET
+    that carries a query or an update, or that accepts neither, which the protocol answers."""
+    params = parse_qs(url_query, keep_blank_values=True)
+    if "query" in params or "update" in params:
+        return None
+    return _choose(DESCRIPTION_NAMES, accept, params.get("format", []))
+
+
+def _choose(names: Mapping[str, str], accept: str, formats: Sequence[str]) -> str | None:
+    """The key of the first of `formats` in `names` (each value may list several, comma
+    separated), else of the best media type of Accept; None if there is none."""
+    if formats:
+        for value in formats:
+            for name in value.split(","):
+                key = names.get(name.split(";", 1)[0].strip().lower())
+                if key is not None:
+                    return key
+        return None
+    best = best_media(accept, [name for name in names if "/" in name])
+    return None if best is None else names[best]
+
+
+def best_media(accept: str, offered: Sequence[str]) -> str | None:
+    """The one of `offered` (in order of preference) that Accept rates highest, by the q of the
+    most specific range that matches it (RFC 9110 §12.5.1); ties go to the range listed first,
+    then to the first offered. None if Accept rates them all 0; an empty Accept takes any."""
+    ranges = _accept_ranges(accept) or [("*/*", 1.0)]
+    best: tuple[tuple[float, int, int], str] | None = None
+    for rank, media in enumerate(offered):
+        wildcard = media.split("/", 1)[0] + "/*"
+        matches = [(specificity, q, position) for position, (pattern, q) in enumerate(ranges)
+                   if (specificity := {media: 2, wildcard: 1, "*/*": 0}.get(pattern)) is not None]
+        if not matches:
+            continue
+        _, q, position = max(matches, key=lambda match: match[0])
+        if q > 0 and (best is None or (q, -position, -rank) > best[0]):
+            best = ((q, -position, -rank), media)
+    return None if best is None else best[1]
 
 
 def media_type(form: QueryForm, key: str) -> str:
@@ -203,40 +315,85 @@ def media_type(form: QueryForm, key: str) -> str:
     return table[key].media_type
 
 
-def execute(store: Queryable, request: QueryRequest, max_results: int) -> Answer:
+def execute(store: Queryable, request: QueryRequest, max_results: int, *,
+            csv_raw: bool = False) -> Answer:
     """Check, run and serialize one query; at most `max_results` solutions or triples."""
-    form = check_query(request.query)
-    key = negotiate(form, request.accept, request.format)
-    return serialize(evaluate(store, request), key, max_results)
+    form = check_query(request.query, request.base)
+    key = negotiate(form, request.accept, request.formats)
+    return serialize(evaluate(store, request), key, max_results, csv_raw=csv_raw)
 
 
 def evaluate(store: Queryable, request: QueryRequest) -> Result:
     """The result of a query `check_query` has let through, on the request's dataset."""
     defaults = [ox.NamedNode(iri) for iri in request.default_graphs]
     try:
-        return store.query(request.query, default_graph=defaults or None,
+        return store.query(based(request.query, request.base), default_graph=defaults or None,
                            named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
     except SyntaxError as error:
-        raise ProtocolError(400, f"not a SPARQL query: {error}") from None
+        raise _not_a_query(error, request.base) from None
 
 
-def serialize(result: Result, key: str, max_results: int) -> Answer:
-    """A query result in the format `key`, refusing (503) one larger than `max_results`."""
+def serialize(result: Result, key: str, max_results: int, *, csv_raw: bool = False) -> Answer:
+    """A query result in the format `key`, refusing (503) one larger than `max_results`; CSV
+    cells are `formula_safe` unless `csv_raw`."""
     form = result_form(result)
     if isinstance(result, ox.QueryBoolean):
         body = result.serialize(format=RESULT_FORMATS[key])
     elif isinstance(result, ox.QuerySolutions):
         variables = [variable.value for variable in result.variables]
         rows = capped(result, max_results, "results")
-        body = _solutions(variables, rows).serialize(format=RESULT_FORMATS[key])
+        solutions = _solutions(variables, rows, spreadsheet=key == "csv" and not csv_raw)
+        body = solutions.serialize(format=RESULT_FORMATS[key])
     else:
         triples = capped(result, max_results, "triples")
-        body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
+        try:
+            body = ox.serialize(triples, format=GRAPH_FORMATS[key]) or b""
+        except (OSError, ValueError) as error:
+            raise ProtocolError(406, f"this graph cannot be written as {key} ({error}); ask "
+                                     "for turtle, ntriples, nquads or trig") from None
     return Answer(200, media_type(form, key), body)
 
 
-def _solutions(variables: Sequence[str], rows: Sequence[ox.QuerySolution]) -> ox.QuerySolutions:
-    """Counted rows back into a QuerySolutions, so pyoxigraph's own writers serialize them.
+def formula_safe(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text instead of running it as a formula (OWASP, CSV
+    injection): one that starts with = + - @, a tab or a carriage return gets a leading '.
+    A cell that is wholly a number (-3, +1.5e3) is left as it is: a spreadsheet reads it as
+    that number, and there is no room in it for anything else."""
+    if cell.startswith(_FORMULA_START) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def service_description(endpoint: str, key: str) -> Answer:
+    """The endpoint's SPARQL 1.1 Service Description, in the graph format `key`: where it is,
+    that it answers SPARQL 1.1 queries (not updates), in which formats, over which dataset.
+    It claims no feature: the default graph is the store's own, not the union of its graphs,
+    and SERVICE (federated query) is refused."""
+    service, dataset, graph = ox.BlankNode(), ox.BlankNode(), ox.BlankNode()
+    a = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+
+    def sd(name: str) -> ox.NamedNode:
+        return ox.NamedNode(SD + name)
+
+    triples = [
+        ox.Triple(service, a, sd("Service")),
+        ox.Triple(service, sd("endpoint"), ox.NamedNode(endpoint)),
+        ox.Triple(service, sd("supportedLanguage"), sd("SPARQL11Query")),
+        *(ox.Triple(service, sd("resultFormat"),
+                    ox.NamedNode("http://www.w3.org/ns/formats/" + name))
+          for name in FORMAT_IRIS.values()),
+        ox.Triple(service, sd("defaultDataset"), dataset),
+        ox.Triple(dataset, a, sd("Dataset")),
+        ox.Triple(dataset, sd("defaultGraph"), graph),
+        ox.Triple(graph, a, sd("Graph")),
+    ]
+    return serialize(triples, key, len(triples))
+
+
+def _solutions(variables: Sequence[str], rows: Sequence[ox.QuerySolution], *,
+               spreadsheet: bool = False) -> ox.QuerySolutions:
+    """Counted rows back into a QuerySolutions, so pyoxigraph's own writers serialize them;
+    for a `spreadsheet`, each literal `formula_safe`.
 
     pyoxigraph can only serialize a QuerySolutions it has not iterated; the cap needs the rows
     counted first, so they go through the SPARQL JSON results format, which it reads exactly.
@@ -245,6 +402,11 @@ def _solutions(variables: Sequence[str], rows: Sequence[ox.QuerySolution]) -> ox
         {name: _json_term(term) for name in variables if (term := row[name]) is not None}
         for row in rows
     ]
+    if spreadsheet:
+        for binding in bindings:
+            for term in binding.values():
+                if term["type"] == "literal":
+                    term["value"] = formula_safe(term["value"])
     document = {"head": {"vars": list(variables)}, "results": {"bindings": bindings}}
     data = json.dumps(document, ensure_ascii=False).encode("utf-8")
     solutions = ox.parse_query_results(data, format=ox.QueryResultsFormat.JSON)
@@ -282,10 +444,6 @@ def capped(items: Any, max_results: int, what: str) -> list[Any]:
             )
         kept.append(item)
     return kept
-
-
-def _media(value: ox.QueryResultsFormat | ox.RdfFormat) -> str:
-    return value.media_type.split(";", 1)[0].strip()
 
 
 def _accept_ranges(accept: str) -> list[tuple[str, float]]:
