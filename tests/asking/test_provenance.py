@@ -279,7 +279,7 @@ def test_the_selection_names_the_documents_that_state_each_selected_fact(
     recorded, tgsparql_demo_pipeline
 ) -> None:
     """Each edge selection names the documents found by walking its fact to its chunks
-    (tgsparql.record.trace.facts_sources), the Selection each of them once, with their number."""
+    (tgsparql.asking.sources.facts_sources), the Selection each of them once, with their number."""
     _, uuid, triples = recorded
     selection = f"urn:trustgraph:prov:selection:{uuid}"
     named: set[ox.Term] = set()
@@ -527,7 +527,8 @@ def test_without_recorded_retrieved_edges_the_edge_count_is_still_right(
 
 
 def test_another_collection_writes_only_to_its_own_graph(tgsparql_demo_pipeline: GraphRag) -> None:
-    other = GraphRag(tgsparql_demo_pipeline.store, OfflineBackend(), collection=vocab.Collection("other"))
+    other = GraphRag(tgsparql_demo_pipeline.store, OfflineBackend(),
+                     collection=vocab.Collection("other"))
     messages = run(other)
     uuid = session_uuid(messages)
     explains = [m for m in messages if m.message_type == "explain"]

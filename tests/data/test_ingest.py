@@ -677,7 +677,8 @@ def test_force_keeps_other_documents_their_shared_facts_and_the_facts_sessions_s
     rag = GraphRag(tgsparql_store, OfflineBackend(), limits=one_hop)
     messages = list(rag.query("Who was born in London?"))
     session_graph = vocab.DEFAULT_COLLECTION.graph
-    recorded = {str(q) for q in tgsparql_store.oxigraph.quads_for_pattern(None, None, None, session_graph)}
+    recorded = {str(q) for q in tgsparql_store.oxigraph.quads_for_pattern(
+        None, None, None, session_graph)}
     selected = [q.object for q in tgsparql_store.oxigraph.quads_for_pattern(
         None, tg("edge"), None, session_graph)]
     retrieved = {q.object for q in tgsparql_store.oxigraph.quads_for_pattern(

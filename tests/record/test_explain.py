@@ -188,7 +188,8 @@ def messages_text(messages: list[GraphRagResponse]) -> str:
 
 def test_an_unknown_session_raises_session_not_found(tgsparql_demo_store) -> None:
     with pytest.raises(SessionNotFound):
-        explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, f"urn:trustgraph:session:{uuidlib.uuid4()}")
+        explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
+                        f"urn:trustgraph:session:{uuidlib.uuid4()}")
 
 
 def test_a_session_of_another_collection_is_not_found(demo_session) -> None:
@@ -301,7 +302,8 @@ def test_a_failed_session_is_explained_with_its_error(tgsparql_demo_store) -> No
 
     rag = GraphRag(tgsparql_demo_store, Broken())
     messages = asked(rag)
-    explanation = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, messages[0].explain_id)
+    explanation = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
+                                  messages[0].explain_id)
     assert explanation.status == "failed"
     assert explanation.error == messages[-1].error.message
     assert explanation.error.startswith("selection failed: ")
@@ -347,12 +349,9 @@ def test_list_sessions_is_newest_first_by_real_time_not_text(tgsparql_demo_store
 
 def test_list_sessions_honours_the_limit(tgsparql_demo_store) -> None:
     tgsparql_demo_store.update(HAND_SESSIONS)
-    assert [s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 2)] == [
-        "question B", "question C"
-    ]
-    assert [s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 1)] == [
-        "question B"
-    ]
+    listed = [[s.question for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, n)]
+              for n in (2, 1)]
+    assert listed == [["question B", "question C"], ["question B"]]
 
 
 def test_list_sessions_with_a_question_keeps_those_that_contain_it_in_any_case(
@@ -370,7 +369,8 @@ def test_list_sessions_with_a_question_keeps_those_that_contain_it_in_any_case(
 
 def test_list_sessions_includes_failed_sessions_with_their_error(tgsparql_demo_store) -> None:
     tgsparql_demo_store.update(HAND_SESSIONS)
-    by_question = {s.question: s for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10)}
+    by_question = {s.question: s
+                   for s in list_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, 10)}
     failed = by_question["question C"]
     assert failed.session == "urn:trustgraph:session:00000000-0000-4000-8000-00000000000c"
     assert failed.status == "failed"

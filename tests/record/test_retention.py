@@ -115,7 +115,8 @@ def test_a_failed_session_goes_with_its_failure_fields(tgsparql_demo_store: Embe
     failed.record(tgsparql_demo_store)
     assert any(line.startswith(f"<{failed.ids.session.value}> <{vocab.TG}error> ")
                for line in dump(tgsparql_demo_store))
-    chosen = select_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, sessions=[failed.ids.uuid])
+    chosen = select_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
+                             sessions=[failed.ids.uuid])
     delete_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, chosen)
     assert dump(tgsparql_demo_store) == before
 

@@ -349,8 +349,8 @@ def test_each_saved_query_runs_as_is_once_its_values_line_is_filled(
     assert len(served) == len(embedded)
     if path.stem == "session_unselected":  # edges, not sources: those explain counts
         assert sorted(map(str, served)) == sorted(map(str, embedded))
-        unselected = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, ids.session.value,
-                                     unselected=10_000).unselected
+        unselected = explain_session(tgsparql_demo_store, vocab.DEFAULT_COLLECTION,
+                                     ids.session.value, unselected=10_000).unselected
         assert {ox.Triple(r["subject"], r["predicate"], r["object"])  # type: ignore[arg-type]
                 for r in embedded} == {u.edge for u in unselected}
         assert len(embedded) == len(unselected) > 0

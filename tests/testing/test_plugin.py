@@ -165,7 +165,8 @@ def test_without_remote_support_the_marked_tests_skip_saying_why(
         "-q", "-rs", "-p", "no:cacheprovider", "--tgsparql-endpoint", "http://127.0.0.1:9/query"
     )
     result.assert_outcomes(passed=3, skipped=1)
-    result.stdout.fnmatch_lines(["*--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used*"])
+    result.stdout.fnmatch_lines(
+        ["*--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used*"])
 
 
 @pytest.fixture

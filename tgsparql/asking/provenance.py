@@ -192,8 +192,8 @@ class Recorder:
         usage: Usage | None,
         sources: Mapping[ox.Triple, Sequence[ChunkSource]],
     ) -> Record:
-        """`sources`: the chunks that state each selected fact (`tgsparql.record.trace.facts_sources`),
-        whose documents the record names, so that BI counts documents without walking the
+        """`sources`: the chunks that state each selected fact
+        (`tgsparql.asking.sources.facts_sources`), whose documents the record names, so that BI counts documents without walking the
         extraction provenance of every edge selection."""
         items = [
             EdgeSelectionRecord(ids.edge_selection(i), edge.triple, edge.reasoning,

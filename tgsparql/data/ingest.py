@@ -9,8 +9,8 @@ entity to itself, or that names a prompt or page marker is not written, unless k
 (`keep_unsupported`), flagged with why. The source graph gets the document, pages, chunks,
 activity and agent, each name's linking decision per chunk, and per chunk one subgraph for each
 evidence span found in it (and for each reason facts kept unsupported fail), so every recorded
-`tg:sourceText` belongs to exactly the facts it states. Texts go to the librarian. All IRIs derive from the text's SHA-256, so a document already ingested is
-recognised and skipped: ingesting twice adds nothing, and its activity keeps the first time.
+`tg:sourceText` belongs to exactly the facts it states. Texts go to the librarian. All IRIs
+derive from the text's SHA-256, so a document already ingested is recognised and skipped: ingesting twice adds nothing, and its activity keeps the first time.
 Re-extracting (`force`) replaces one document's facts and provenance in the update that writes
 its new ones, keeping the facts another document or a recorded session also stands on.
 """

@@ -170,7 +170,8 @@ def _remote(endpoint: str, update_endpoint: str | None) -> Store:
         from tgsparql.stores.endpoint import Endpoint
         from tgsparql.stores.remote import RemoteStore
     except ImportError as error:
-        pytest.skip(f"--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used: {error}")
+        pytest.skip("--tgsparql-endpoint given, but tgsparql.stores.remote cannot be used: "
+                    f"{error}")
 
     store = RemoteStore(Endpoint(endpoint, update_url=update_endpoint))
     store.run("testing_clear")
