@@ -10,6 +10,7 @@ import tomllib
 from conftest import REPO
 
 SPEC = REPO / "docs" / "spec.md"
+LAYOUT = REPO / "docs" / "layout.md"
 OLD_REFERENCE = "SPEC" + " §"
 """How references read before the specification was in the repository (spelt apart here)."""
 
@@ -41,8 +42,8 @@ def test_the_licence_is_the_one_pyproject_declares() -> None:
     assert "END OF TERMS AND CONDITIONS" in licence
 
 
-def test_the_readme_layout_names_every_module_and_folder() -> None:
-    layout = readme_section("## Layout")
+def test_the_layout_page_names_every_module_and_folder() -> None:
+    layout = LAYOUT.read_text(encoding="utf-8")
     package = REPO / "tgsparql"
     folders = sorted(f"{p.parent.relative_to(REPO)}/" for p in package.rglob("__init__.py")
                      if p.parent != package)
@@ -59,21 +60,15 @@ def test_the_readme_layout_names_every_module_and_folder() -> None:
             assert module.name == "__init__.py" or f"`{module.stem}`" in row, folder + module.name
 
 
-def test_the_readme_names_the_layers_the_import_contract_keeps() -> None:
+def test_the_layout_page_names_the_layers_the_import_contract_keeps() -> None:
     contract = configparser.ConfigParser()
     contract.read(REPO / ".importlinter", encoding="utf-8")
     layers = [line.strip() for line in contract["importlinter:contract:wings"]["layers"].split("\n")
               if line.strip()]
-    said = re.search(r"From the bottom: (.*?)\.\n", readme_section("## Layout"), re.S)
+    said = re.search(r"From the bottom: (.*?)\.\n", LAYOUT.read_text(encoding="utf-8"), re.S)
     assert said is not None
     chain = [" | ".join(re.findall(r"`(\w+)`", step)) for step in said.group(1).split("←")]
     assert chain == layers[::-1]
     for wing in {name for layer in layers for name in layer.split(" | ")}:
         rule = (REPO / "tgsparql" / wing / "__init__.py").read_text(encoding="utf-8")
         assert "The rule of this" in rule, f"tgsparql/{wing}/__init__.py states no rule"
-
-
-def readme_section(heading: str) -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index(heading):]
-    return section[:section.index("\n## ", 1)]

@@ -217,7 +217,7 @@ VIRTUOSO_VALIDATION_LIMITS = {
     # SHA256() of text with characters beyond ASCII: Virtuoso 7 hashes other bytes than UTF-8
     "https://trustgraph.ai/shapes/ContentMatchesItsSha256",
 }
-"""What Virtuoso 7 still reports wrongly (README, "Remote SPARQL endpoints")."""
+"""What Virtuoso 7 still reports wrongly (docs/endpoints.md)."""
 
 
 def test_every_session_validates_alike(sides: dict[str, Side], request: pytest.FixtureRequest

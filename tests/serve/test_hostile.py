@@ -1,5 +1,5 @@
 """`tgsparql serve` under attack: each test runs the attack against a real `tgsparql serve`
-process and checks that it fails the way the server promises (README, "What serve promises")."""
+process and checks that it fails the way the server promises (docs/serving.md, "What serve promises")."""
 
 from __future__ import annotations
 
