@@ -7,7 +7,12 @@ import re
 import subprocess
 import tomllib
 
+import click
+import pyoxigraph as ox
 from conftest import REPO
+
+from tgsparql.cli import main
+from tgsparql.rdf.vocab import SH, TG
 
 SPEC = REPO / "docs" / "spec.md"
 LAYOUT = REPO / "docs" / "layout.md"
@@ -72,3 +77,87 @@ def test_the_layout_page_names_the_layers_the_import_contract_keeps() -> None:
     for wing in {name for layer in layers for name in layer.split(" | ")}:
         rule = (REPO / "tgsparql" / wing / "__init__.py").read_text(encoding="utf-8")
         assert "The rule of this" in rule, f"tgsparql/{wing}/__init__.py states no rule"
+
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
+OTHER_PROGRAMS = [REPO / "tgsparql" / "testing" / "plugin.py", REPO / "benchmarks" / "evaluate.py"]
+"""Programs besides `tgsparql` whose flags the docs name: the pytest plugin, the evaluation."""
+
+
+def cli_options() -> dict[str, list[click.Option]]:
+    """Every long flag of every `tgsparql` command, group and subcommand, with its options."""
+    found: dict[str, list[click.Option]] = {"--help": []}
+    commands: list[click.Command] = [main]
+    while commands:
+        command = commands.pop()
+        if isinstance(command, click.Group):
+            commands.extend(command.commands.values())
+        for option in command.params:
+            if isinstance(option, click.Option):
+                for flag in [*option.opts, *option.secondary_opts]:
+                    if flag.startswith("--"):
+                        found.setdefault(flag, []).append(option)
+    return found
+
+
+def docs_text() -> str:
+    return "\n".join(page.read_text(encoding="utf-8") for page in DOCS)
+
+
+def test_every_flag_the_docs_name_exists_and_every_option_is_named() -> None:
+    named = {flag for line in docs_text().splitlines() if not line.lstrip().startswith("curl ")
+             for flag in FLAG.findall(line)}
+    others = {flag for program in OTHER_PROGRAMS
+              for flag in re.findall(r"(?:addoption|add_argument)\(\s*\"(--[\w-]+)\"",
+                                     program.read_text(encoding="utf-8"))}
+    options = cli_options()
+    assert named - set(options) - others == set()
+    assert set(options) - named == set()
+
+
+def tg_terms(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w:])tg:([A-Za-z]\w*)", text))
+
+
+def test_every_tg_term_the_docs_name_is_the_codes_and_the_spec_names_every_shape_path() -> None:
+    code = "\n".join(path.read_text(encoding="utf-8") for folder in ("tgsparql", "shapes", "queries")
+                     for path in (REPO / folder).rglob("*") if path.suffix in {".py", ".rq", ".ttl"})
+    unknown = {name for name in tg_terms(docs_text())
+               if not re.search(rf"(?:tg:|/ns/){name}\b", code)}
+    assert unknown == set()
+    shapes = ox.Store()
+    for shapes_file in (REPO / "shapes").glob("*.ttl"):
+        shapes.load(path=shapes_file, format=ox.RdfFormat.TURTLE)
+    paths = {str(quad.object.value)[len(TG):] for quad in shapes.quads_for_pattern(
+        None, ox.NamedNode(SH + "path"), None) if isinstance(quad.object, ox.NamedNode)
+        and quad.object.value.startswith(TG)}
+    assert len(paths) > 20
+    assert paths - tg_terms(SPEC.read_text(encoding="utf-8")) == set()
+
+
+def spec_limits() -> list[tuple[str, int]]:
+    """(flag, number) for each number the limits table of docs/spec.md §10 gives a flag to, as
+    "30 s per query (`--timeout`)" or "2000 of one, 20 000 of the other (`--a`, `--b`)"."""
+    spec = SPEC.read_text(encoding="utf-8")
+    table = spec[spec.index("## 10. Limits"):]
+    pairs: list[tuple[str, int]] = []
+    for row in re.findall(r"^\| .*? \| (.*) \|$", table, re.M):
+        start = 0
+        for group in re.finditer(r"\((`--[\w-]+`(?:, `--[\w-]+`)*)[;)]", row):
+            flags = re.findall(r"--[\w-]+", group.group(1))
+            numbers = [int(re.sub(r"[ ,]", "", number)) for number in
+                       re.findall(r"\d+(?:[ ,]\d{3})*", row[start:group.start()])]
+            pairs.extend(zip(flags, numbers[-len(flags):], strict=True))
+            start = group.end()
+    return pairs
+
+
+def test_the_spec_limits_are_the_cli_defaults() -> None:
+    options = cli_options()
+    limits = spec_limits()
+    assert {"--ask-rate", "--max-results", "--timeout", "--triple-limit"} <= dict(limits).keys()
+    for flag, number in limits:
+        assert options[flag], flag
+        for option in options[flag]:
+            assert option.default == number, (flag, option.default, number)

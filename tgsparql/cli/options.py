@@ -14,7 +14,12 @@ import click
 from click.core import ParameterSource
 
 from tgsparql.asking.llm import LLMError, make_backend
-from tgsparql.asking.llm.base import DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend
+from tgsparql.asking.llm.base import (
+    DEFAULT_LLM_RETRIES,
+    DEFAULT_LLM_TIMEOUT,
+    DEFAULT_MAX_TOKENS,
+    Backend,
+)
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
@@ -356,7 +361,8 @@ def reply_options(function: F) -> F:
     """--max-tokens and --log-llm: how long a reply may be, and where every call is logged."""
     options = [
         click.option("--max-tokens", type=click.IntRange(1), metavar="N",
-                     help="Tokens an LLM reply may hold at most (default 1024)."),
+                     default=DEFAULT_MAX_TOKENS, show_default=True,
+                     help="Tokens an LLM reply may hold at most."),
         click.option("--log-llm", "log_llm", metavar="FILE",
                      type=click.Path(dir_okay=False, path_type=Path),
                      help="Append every prompt and raw LLM reply to FILE as JSON Lines (with "

@@ -19,6 +19,8 @@ DEFAULT_LLM_TIMEOUT = 25.0
 """Seconds to wait for the LLM to connect or send more of a reply. With DEFAULT_LLM_RETRIES, a
 server that accepts and never answers fails the call in under a minute (2 x 25 s + backoff)."""
 DEFAULT_LLM_RETRIES = 1
+DEFAULT_MAX_TOKENS = 1024
+"""Tokens an LLM reply may hold at most, unless told otherwise (`--max-tokens`)."""
 
 Constraint = Literal["none", "grammar"]
 """How a backend may constrain the selection output: not at all, or by a GBNF grammar."""

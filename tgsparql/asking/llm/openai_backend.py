@@ -12,7 +12,7 @@ import openai
 
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.base import (
-    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Constraint, ExtractionOutput, ExtractionRequest,
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, DEFAULT_MAX_TOKENS, Constraint, ExtractionOutput, ExtractionRequest,
     LLMError, SelectionOutput, SelectionRequest, render_prompt,
 )
 from tgsparql.asking.llm.log import LLMLog
@@ -36,7 +36,7 @@ class OpenAIBackend:
         api_key: str | None = None,
         timeout: float = DEFAULT_LLM_TIMEOUT,
         max_retries: int = DEFAULT_LLM_RETRIES,
-        max_tokens: int = 1024,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = 0.0,
         constraint: Constraint = "none",
         log: LLMLog | None = None,
