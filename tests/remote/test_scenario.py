@@ -24,7 +24,7 @@ from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
-from tgsparql.record.conformance import render, validate_session
+from tgsparql.record.conformance import validate_session
 from tgsparql.record.explain import explain_session, list_sessions
 from tgsparql.record.session_view import session_view
 from tgsparql.record.trace import trace, trace_json
@@ -228,7 +228,7 @@ def test_every_session_validates_alike(sides: dict[str, Side], request: pytest.F
     virtuoso = "virtuoso" in request.node.callspec.id
 
     def results(side: Side, session: str) -> list[dict[str, Any]]:
-        report = json.loads(render(validate_session(side.store, session), "json"))
+        report = validate_session(side.store, session).to_json()
         return [result for result in anonymous(report["results"])
                 if not virtuoso or not {(result.get(key) or {}).get("value")
                                         for key in ("sourceShape", "sourceConstraint")}

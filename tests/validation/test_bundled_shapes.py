@@ -33,7 +33,7 @@ from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, statement_iri
 from tgsparql.rdf.terms import Dialect
 from tgsparql.record import conformance as sessions
-from tgsparql.record.conformance import session_nodes
+from tgsparql.record.conformance import Judgement, session_nodes
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.store import EmbeddedStore, open_store
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, ValidationResult, Validator
@@ -1001,8 +1001,9 @@ def bundled_files(dialect: str) -> Iterator[str]:
     yield str(REPO / "shapes" / EDGE_FILES[dialect])
 
 
-def junit_cases(report: ValidationReport) -> set[str]:
-    return {case.get("name", "") for case in ET.fromstring(report.to_junit()).iter("testcase")}
+def junit_suites(report: ValidationReport) -> set[str]:
+    junit = Judgement(report).to_junit()
+    return {suite.get("name", "") for suite in ET.fromstring(junit).iter("testsuite")}
 
 
 def test_the_bundled_shapes_are_the_common_files_and_the_dialect_file(recorded, dialect) -> None:
@@ -1010,8 +1011,8 @@ def test_the_bundled_shapes_are_the_common_files_and_the_dialect_file(recorded, 
     bundled = Validator(Shapes.bundled(dialect), dialect).validate(recorded.store)
     files = Validator(Shapes.from_files(list(bundled_files(dialect))), dialect)
     assert bundled.results == files.validate(recorded.store).results
-    assert junit_cases(bundled) == junit_cases(files.validate(recorded.store))
-    assert {TGS + "Session", TGS + "Chunk", TGS + "FactProvenance"} <= junit_cases(bundled)
+    assert junit_suites(bundled) == junit_suites(files.validate(recorded.store))
+    assert {TGS + "Session", TGS + "Chunk", TGS + "FactProvenance"} <= junit_suites(bundled)
 
 
 def test_the_rdfstar_shapes_are_the_rdf12_shapes() -> None:

@@ -67,8 +67,14 @@ def session(store: Path) -> str:
 
 
 def junit(run: CliRun) -> dict[str, ET.Element]:
-    suite = ET.fromstring(run.stdout)
-    assert suite.tag == "testsuite"
+    """The test suites, one per shape, by the shape's IRI."""
+    root = ET.fromstring(run.stdout)
+    assert root.tag == "testsuites"
+    return {suite.get("name", ""): suite for suite in root.iter("testsuite")}
+
+
+def cases(suite: ET.Element) -> dict[str, ET.Element]:
+    """A suite's test cases, one per focus node, by the focus node."""
     return {case.get("name", ""): case for case in suite.iter("testcase")}
 
 
@@ -87,13 +93,20 @@ def test_violations_exit_1_and_each_is_listed(store, session) -> None:
     corrupt(store, TAMPERED_CHUNK)
     run = validate(store)
     assert run.exit_code == 1
-    lines = run.stdout.splitlines()
+    results, table = run.stdout.split("\n\n")
+    lines = results.splitlines()
     assert lines[0] == "Does not conform: 3 violations."
     assert len(lines) == 4
     assert any(session in line and "tg:status" in line for line in lines[1:])
     assert any(session in line and "tg:completeDay" in line for line in lines[1:])
     assert any("urn:chunk:6e9a0e2c" in line and "does not match its tg:contentSha256" in line
                for line in lines[1:])
+    assert [row.split()[:3] for row in table.splitlines()] == [
+        ["Shape", "Severity", "Count"],
+        [TGS + "LibraryDocument", "Violation", "1"],
+        [TGS + "Session", "Violation", "1"],
+        [TGS + "Session-status", "Violation", "1"],
+    ]
 
 
 def test_warnings_alone_exit_0(store, session) -> None:
@@ -253,26 +266,37 @@ def test_json_of_a_conforming_store(store, session) -> None:
     assert data["conforms"] is True and data["results"] == []
 
 
-def test_junit_has_one_test_case_per_shape_failing_only_where_violated(store, session) -> None:
+def test_junit_has_a_suite_per_shape_and_a_case_per_focus_node_failing_where_violated(
+    store, session
+) -> None:
     corrupt(store, TAMPERED_CHUNK)
     corrupt(store, UNSOURCED_FACT)
     run = validate(store, "--format", "junit")
     assert run.exit_code == 1
-    cases = junit(run)
+    suites = junit(run)
     assert {TGS + name for name in ("Session", "Retrieval", "Selection", "EdgeSelection", "Answer",
                                     "LibraryDocument", "Document", "Page", "Chunk", "Subgraph",
-                                    "ExtractionActivity", "Agent", "FactProvenance")} <= set(cases)
-    failing = {name for name, case in cases.items() if case.find("failure") is not None}
+                                    "ExtractionActivity", "Agent", "FactProvenance")} <= set(suites)
+    failing = {name for name, suite in suites.items() if suite.find("testcase/failure") is not None}
     assert failing == {TGS + "LibraryDocument"}
-    assert "has no extraction provenance" in (cases[TGS + "FactProvenance"].findtext("system-out") or "")
-    suite = ET.fromstring(run.stdout)
-    assert suite.get("tests") == str(len(cases)) and suite.get("failures") == "1"
+    [chunk] = cases(suites[TGS + "LibraryDocument"]).values()
+    assert chunk.get("name") == "<urn:chunk:6e9a0e2c-72cd-408b-b488-7bb5b5e81ee2>"
+    assert chunk.get("classname") == TGS + "LibraryDocument"
+    assert "does not match its tg:contentSha256" in (chunk.findtext("failure") or "")
+    [marie] = cases(suites[TGS + "FactProvenance"]).values()
+    assert marie.get("name") == "<https://example.org/demo/entity/Marie_Curie>"
+    assert marie.find("failure") is None
+    assert "has no extraction provenance" in (marie.findtext("system-out") or "")
+    root = ET.fromstring(run.stdout)
+    assert root.get("tests") == str(len(list(root.iter("testcase"))))
+    assert root.get("failures") == "1" and suites[TGS + "LibraryDocument"].get("failures") == "1"
 
 
 def test_junit_of_a_conforming_store_has_no_failure(store, session) -> None:
-    cases = junit(validate(store, "--format", "junit"))
-    assert len(cases) > 20
-    assert all(case.find("failure") is None for case in cases.values())
+    suites = junit(validate(store, "--format", "junit"))
+    assert len(suites) > 20
+    assert all(suite.find("testcase/failure") is None for suite in suites.values())
+    assert all(len(cases(suite)) == 1 for suite in suites.values())
 
 
 def test_output_writes_the_report_to_the_file_and_a_verdict_to_stderr(
@@ -293,6 +317,131 @@ def test_output_to_a_place_that_cannot_be_written_exits_2(store, tmp_path) -> No
     run = validate(store, "--output", tmp_path / "missing" / "report.txt")
     assert run.exit_code == 2
     assert "cannot write" in run.one_error_line
+
+
+# --- --fail-on, --ignore-shape, --all-results: a KG without extraction provenance -----------
+
+
+FACT_PROVENANCE = TGS + "FactProvenance"
+SUMMARISED = re.compile(
+    rf"^WARNING: (\d+) facts carry no extraction provenance \({FACT_PROVENANCE}, warning\); "
+    r"--all-results lists them$", re.M)
+
+
+@pytest.fixture
+def plain_kg(tmp_path: Path, tgsparql_demo_file: Path) -> Path:
+    """A store loaded from a Turtle file of facts alone: the demo's KG, without its sources."""
+    facts = [ox.Triple(q.subject, q.predicate, q.object)
+             for q in ox.parse(path=tgsparql_demo_file, format=ox.RdfFormat.TRIG)
+             if q.graph_name == ox.DefaultGraph()]
+    turtle = tmp_path / "kg.ttl"
+    turtle.write_bytes(ox.serialize(facts, format=ox.RdfFormat.TURTLE))
+    path = tmp_path / "plain"
+    assert cli("load", "--store", path, turtle).exit_code == 0
+    return path
+
+
+def unsourced(store: Path) -> list[dict[str, object]]:
+    """Every fact without extraction provenance, as JSON lists them."""
+    results = json.loads(validate(store, "--format", "json").stdout)["results"]
+    assert {result["sourceShape"]["value"] for result in results} == {FACT_PROVENANCE}
+    return results
+
+
+def test_a_plain_kg_is_one_summarised_warning_and_exits_0(plain_kg) -> None:
+    facts = len(unsourced(plain_kg))
+    run = validate(plain_kg)
+    assert run.exit_code == 0
+    results, table = run.stdout.split("\n\n")
+    assert results.splitlines()[0] == f"Conforms, with {facts} warnings."
+    [finding] = results.splitlines()[1:]
+    match = SUMMARISED.fullmatch(finding)
+    assert match is not None and int(match.group(1)) == facts
+    header, row = table.splitlines()
+    assert header.split() == ["Shape", "Severity", "Count", "First", "focus", "nodes"]
+    assert row.split(maxsplit=3)[:3] == [FACT_PROVENANCE, "Warning", str(facts)]
+    assert row.split(maxsplit=3)[3].count("<https://example.org/demo/entity/") == 3
+
+
+@pytest.mark.parametrize(("fail_on", "exit_code", "headline"), [
+    ("violation", 0, "Conforms, with"), ("warning", 1, "Does not conform:"),
+    ("info", 1, "Does not conform:"),
+])
+def test_fail_on_chooses_the_severity_that_fails_the_build(
+    plain_kg, fail_on, exit_code, headline
+) -> None:
+    run = validate(plain_kg, "--fail-on", fail_on)
+    assert run.exit_code == exit_code
+    assert run.stdout.startswith(headline)
+    assert len(SUMMARISED.findall(run.stdout)) == 1
+
+
+def test_ignore_shape_leaves_its_results_out_of_the_verdict_and_the_report(plain_kg) -> None:
+    run = validate(plain_kg, "--ignore-shape", FACT_PROVENANCE, "--fail-on", "warning")
+    assert run.exit_code == 0
+    assert re.fullmatch(r"Conforms: \d+ shapes checked, no results\.\n", run.stdout)
+    suites = junit(validate(plain_kg, "--ignore-shape", FACT_PROVENANCE, "--format", "junit"))
+    assert FACT_PROVENANCE not in suites and TGS + "Session" in suites
+
+
+def test_an_ignore_shape_that_is_not_an_iri_exits_2(plain_kg) -> None:
+    run = validate(plain_kg, "--ignore-shape", "no shape")
+    assert run.exit_code == 2
+    assert run.one_error_line == "error: --ignore-shape 'no shape' is not an IRI"
+
+
+def test_all_results_lists_each_fact_without_provenance(plain_kg) -> None:
+    facts = unsourced(plain_kg)
+    run = validate(plain_kg, "--all-results")
+    assert run.exit_code == 0
+    listed = [line for line in run.stdout.splitlines() if "has no extraction provenance" in line]
+    assert len(listed) == len(facts) and not SUMMARISED.search(run.stdout)
+
+
+def test_junit_of_a_plain_kg_summarises_the_facts_in_one_case(plain_kg) -> None:
+    run = validate(plain_kg, "--format", "junit")
+    assert run.exit_code == 0
+    suites = junit(run)
+    [summary] = cases(suites[FACT_PROVENANCE]).values()
+    assert summary.find("failure") is None
+    assert SUMMARISED.fullmatch(f"WARNING: {summary.findtext('system-out')}")
+    failing = validate(plain_kg, "--format", "junit", "--fail-on", "warning")
+    assert failing.exit_code == 1
+    [summary] = cases(junit(failing)[FACT_PROVENANCE]).values()
+    assert summary.find("failure") is not None
+
+
+def test_junit_with_all_results_has_a_case_per_focus_node(plain_kg) -> None:
+    subjects = {f"<{fact['focusNode']['value']}>" for fact in unsourced(plain_kg)}  # type: ignore
+    run = validate(plain_kg, "--format", "junit", "--all-results", "--fail-on", "warning")
+    assert run.exit_code == 1
+    suite = junit(run)[FACT_PROVENANCE]
+    assert set(cases(suite)) == subjects
+    assert suite.get("tests") == suite.get("failures") == str(len(subjects))
+
+
+def test_facts_without_provenance_beside_facts_with_it_are_listed_up_to_ten(store) -> None:
+    extra = " . ".join(f"ent:Marie_Curie <https://example.org/demo/rel/likes> ent:Place{n}"
+                       for n in range(12))
+    corrupt(store, f"INSERT DATA {{ {extra} }}")
+    run = validate(store)
+    assert run.exit_code == 0
+    results = run.stdout.split("\n\n")[0].splitlines()
+    assert results[0] == "Conforms, with 12 warnings."
+    assert len(results) == 12 and all("has no extraction provenance" in r for r in results[1:11])
+    assert results[11] == (
+        "WARNING: and 2 more facts without extraction provenance; --all-results lists them")
+    assert len(validate(store, "--all-results").stdout.split("\n\n")[0].splitlines()) == 13
+
+
+def test_json_has_the_summary_per_shape(plain_kg) -> None:
+    facts = unsourced(plain_kg)
+    data = json.loads(validate(plain_kg, "--format", "json", "--fail-on", "warning").stdout)
+    assert data["failOn"] == "warning" and data["failing"] == len(facts)
+    [row] = data["summary"]
+    assert row["shape"] == FACT_PROVENANCE and row["severity"] == "Warning"
+    assert row["count"] == len(facts) and len(row["focusNodes"]) == 3
+    assert SUMMARISED.fullmatch(f"WARNING: {row['note']}")
 
 
 # --- --session and --graph --------------------------------------------------------------------

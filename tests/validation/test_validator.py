@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tgsparql.record.conformance import Judgement
 from tgsparql.stores.store import EmbeddedStore
 from tgsparql.validation import Shapes, ShapesError, ValidationReport, Validator
 
@@ -437,11 +438,11 @@ def test_report_forms_turtle_json_text_junit() -> None:
     data = json.loads(json.dumps(report.to_json()))
     assert data["conforms"] is False and data["violations"] == 1 and len(data["results"]) == 2
     assert report.to_text().startswith("Does not conform: 1 violation, 1 warning.")
-    suite = ET.fromstring(report.to_junit())
-    cases = {c.get("name"): c for c in suite.iter("testcase")}
-    assert suite.get("failures") == "1"
-    assert cases["http://example.org/W"].find("failure") is None
-    assert len(cases) == 2
+    suites = ET.fromstring(Judgement(report).to_junit())
+    shapes = {s.get("name"): s for s in suites.iter("testsuite")}
+    assert suites.get("failures") == "1"
+    assert shapes["http://example.org/W"].find("testcase/failure") is None
+    assert len(shapes) == 2
 
 
 def test_conforming_data_gives_a_conforming_report() -> None:

@@ -16,6 +16,7 @@ from tgsparql.rdf.terms import Dialect
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import Store, StoreError
+from tgsparql.validation.report import SEVERITIES
 
 
 class CannotValidate(Failure):
@@ -37,18 +38,28 @@ class CannotValidate(Failure):
 @click.option("--session", help="Validate only this session's entities (its IRI or UUID).")
 @click.option("--format", "format_", type=click.Choice(["text", "turtle", "json", "junit"]),
               default="text", show_default=True,
-              help="turtle: a standard sh:ValidationReport; junit: one test case per shape.")
+              help="turtle: a standard sh:ValidationReport; junit: a test suite per shape, a "
+              "test case per focus node.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Write the report to FILE (a one-line verdict goes to stderr).")
+@click.option("--fail-on", type=click.Choice(list(SEVERITIES)), default="violation",
+              show_default=True, help="Exit 1 when a result this severe or more remains.")
+@click.option("--ignore-shape", "ignored_shapes", multiple=True, metavar="IRI",
+              help="Leave out this shape's results; repeatable.")
+@click.option("--all-results", is_flag=True,
+              help="List each fact without extraction provenance, also when no fact has any.")
 def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[str, ...],
-             session: str | None, format_: str, output: Path | None) -> None:
+             session: str | None, format_: str, output: Path | None, fail_on: str,
+             ignored_shapes: tuple[str, ...], all_results: bool) -> None:
     """Validate the provenance in a store against SHACL shapes, for CI.
 
-    Exit 0 when the data conforms (warnings allowed), 1 when it has violations, 2 when it
-    could not be validated (bad shapes, a store that cannot be opened, an unknown session).
+    Exit 0 when no result at or above --fail-on remains (by default: no violation), 1 when
+    one does, 2 when the data could not be validated (bad shapes, a store that cannot be
+    opened, an unknown session).
     """
     from tgsparql.record.conformance import (
-        GraphNameError, bundled_validator, data_graph, empty_graphs, render, session_nodes, verdict,
+        GraphNameError, ShapeNameError, bundled_validator, data_graph, empty_graphs, judge, render,
+        session_nodes, shape_iris, verdict,
     )
     from tgsparql.validation import Shapes, ShapesError, Validator
 
@@ -58,8 +69,9 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
         _refuse_non_store(target)
     try:
         graph = data_graph(graphs)
+        ignored = shape_iris(ignored_shapes)
         shapes = Shapes.from_files(shape_files) if shape_files else None
-    except (GraphNameError, ShapesError) as error:
+    except (GraphNameError, ShapeNameError, ShapesError) as error:
         raise CannotValidate(str(error)) from None
     if shapes is not None and not len(shapes):
         raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
@@ -76,9 +88,11 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
                 session_nodes(store, session, graph) if session else None
             )
             report = validator.validate(store, default_graph=graph, focus=focus)
+            judgement = judge(store, report, graph, fail_on=SEVERITIES[fail_on], ignored=ignored,
+                              all_results=all_results)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
         raise CannotValidate(str(error)) from None
-    text = render(report, format_)
+    text = render(judgement, format_)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -86,8 +100,9 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
             output.write_text(text, encoding="utf-8")
         except OSError as error:
             raise CannotValidate(f"cannot write {output}: {error.strerror or error}") from None
-        click.echo(f"{verdict(report)}; report written to {output}", err=True)
-    if report.violations:
+        click.echo(f"{verdict(judgement.report, judgement.fail_on)}; report written to {output}",
+                   err=True)
+    if judgement.failing:
         sys.exit(1)
 
 

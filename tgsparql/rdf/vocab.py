@@ -18,6 +18,8 @@ XSD: Final = "http://www.w3.org/2001/XMLSchema#"
 DC: Final = "http://purl.org/dc/elements/1.1/"
 DCTERMS: Final = "http://purl.org/dc/terms/"
 SH: Final = "http://www.w3.org/ns/shacl#"
+TGS: Final = "https://trustgraph.ai/shapes/"
+"""The bundled shapes (shapes/*.ttl); no prefix of reports, which name shapes by their IRIs."""
 
 PREFIXES: Final[dict[str, str]] = {
     "tg": TG,

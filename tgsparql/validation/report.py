@@ -1,10 +1,10 @@
-"""Validation results and the report forms people and machines read: Turtle, JSON, text, JUnit."""
+"""Validation results and the report forms people and machines read: Turtle, JSON, text; the
+severities a build can fail on."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape, quoteattr
 
 import pyoxigraph as ox
 
@@ -14,6 +14,11 @@ from tgsparql.validation.model import Path
 
 SH = vocab.SH
 VIOLATION = ox.NamedNode(SH + "Violation")
+WARNING = ox.NamedNode(SH + "Warning")
+INFO = ox.NamedNode(SH + "Info")
+SEVERITIES = {"violation": VIOLATION, "warning": WARNING, "info": INFO}
+"""The SHACL severities by their names, as `--fail-on` takes them."""
+_RANK = {INFO: 0, WARNING: 1, VIOLATION: 2}
 _SH = {name: ox.NamedNode(SH + name) for name in (
     "ValidationReport", "ValidationResult", "conforms", "result", "focusNode", "resultPath",
     "value", "resultSeverity", "sourceShape", "sourceConstraintComponent", "sourceConstraint",
@@ -45,12 +50,33 @@ class ValidationResult:
             _order(self.source_constraint), self.message,
         )
 
+    @property
+    def severity_name(self) -> str:
+        return _local(self.severity)
+
+    @property
+    def rank(self) -> int:
+        """How severe the result is: a severity of the shapes' own ranks as sh:Info."""
+        return _RANK.get(self.severity, 0)
+
+    def at_least(self, severity: ox.NamedNode) -> bool:
+        return self.rank >= _RANK[severity]
+
+    def text_line(self, shape_name: str) -> str:
+        """The result on one line, for people."""
+        where = f" {show_term(self.result_path)}" if self.result_path is not None else ""
+        value = f" = {show_term(self.value)}" if self.value is not None else ""
+        return (
+            f"{self.severity_name.upper()}: {show_term(self.focus_node)}{where}{value}: "
+            f"{self.message} [{_local(self.source_constraint_component)} of {shape_name}]"
+        )
+
     def to_json(self) -> dict[str, object]:
         return {
             "focusNode": _json_term(self.focus_node),
             "resultPath": _json_term(self.result_path),
             "value": _json_term(self.value),
-            "severity": _local(self.severity),
+            "severity": self.severity_name,
             "sourceShape": _json_term(self.source_shape),
             "sourceConstraintComponent": _local(self.source_constraint_component),
             "sourceConstraint": _json_term(self.source_constraint),
@@ -125,63 +151,31 @@ class ValidationReport:
             "queriesRun": self.queries_run,
         }
 
-    def to_text(self) -> str:
+    def failing(self, fail_on: ox.NamedNode = VIOLATION) -> list[ValidationResult]:
+        """The results that fail a build which fails on `fail_on` and anything more severe."""
+        return [r for r in self.results if r.at_least(fail_on)]
+
+    def shape_name(self, shape: Term) -> str:
+        """The name the report lists a shape by (its IRI), or the term for a shape it did not
+        name."""
+        return dict(self.shapes).get(shape) or show_term(shape)
+
+    def headline(self, fail_on: ox.NamedNode = VIOLATION) -> str:
+        """The verdict people and CI act on: results at or above `fail_on` fail (exit 1)."""
         if self.conforms:
-            return f"Conforms: {len(self.shapes)} shapes checked, no results.\n"
+            return f"Conforms: {len(self.shapes)} shapes checked, no results."
         counts: dict[str, int] = {}
         for result in self.results:
-            counts[_local(result.severity)] = counts.get(_local(result.severity), 0) + 1
+            counts[result.severity_name] = counts.get(result.severity_name, 0) + 1
         summary = ", ".join(f"{n} {k.lower()}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
-        # The verdict people and CI act on: only violations fail (exit 1); warnings do not.
-        lines = [f"Does not conform: {summary}." if self.violations else f"Conforms, with {summary}."]
-        names = dict(self.shapes)
-        for result in self.results:
-            where = f" {show_term(result.result_path)}" if result.result_path is not None else ""
-            value = f" = {show_term(result.value)}" if result.value is not None else ""
-            lines.append(
-                f"{_local(result.severity).upper()}: {show_term(result.focus_node)}{where}{value}: "
-                f"{result.message} [{_local(result.source_constraint_component)} of "
-                f"{names.get(result.source_shape) or show_term(result.source_shape)}]"
-            )
+        if self.failing(fail_on):
+            return f"Does not conform: {summary}."
+        return f"Conforms, with {summary}."
+
+    def to_text(self) -> str:
+        lines = [self.headline()]
+        lines += [r.text_line(self.shape_name(r.source_shape)) for r in self.results]
         return "\n".join(lines) + "\n"
-
-    def to_junit(self) -> str:
-        """One test case per shape: violations fail it; warnings and infos are only reported."""
-        by_shape: dict[Term, list[ValidationResult]] = {}
-        for result in self.results:
-            by_shape.setdefault(result.source_shape, []).append(result)
-        names = dict(self.shapes)
-        for node in by_shape:
-            names.setdefault(node, show_term(node))
-        cases = []
-        failures = 0
-        for node, name in sorted(names.items(), key=lambda item: item[1]):
-            found = by_shape.get(node, [])
-            failing = [r for r in found if r.severity == VIOLATION]
-            soft = [r for r in found if r.severity != VIOLATION]
-            body = ""
-            if failing:
-                failures += 1
-                detail = "\n".join(_line(r) for r in failing)
-                body += (
-                    f'<failure message={quoteattr(f"{len(failing)} violation(s)")} '
-                    f'type="sh:Violation">{escape(detail)}</failure>'
-                )
-            if soft:
-                body += f"<system-out>{escape(chr(10).join(_line(r) for r in soft))}</system-out>"
-            cases.append(f'  <testcase classname="shacl" name={quoteattr(name)}>{body}</testcase>')
-        return (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            f'<testsuite name="shacl" tests="{len(cases)}" failures="{failures}" errors="0">\n'
-            + "\n".join(cases)
-            + ("\n" if cases else "")
-            + "</testsuite>\n"
-        )
-
-
-def _line(result: ValidationResult) -> str:
-    value = f" = {show_term(result.value)}" if result.value is not None else ""
-    return f"{_local(result.severity)}: {show_term(result.focus_node)}{value}: {result.message}"
 
 
 def _local(iri: ox.NamedNode) -> str:
