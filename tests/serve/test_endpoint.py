@@ -145,6 +145,21 @@ def test_default_graph_uri_sets_the_dataset(served: Served) -> None:
     assert reply.text.split()[1] == "3"
 
 
+def test_union_default_graph_merges_every_graph(served: Served) -> None:
+    """The Oxigraph server's extension, which a remote store sends to validate the union."""
+    query = "SELECT (COUNT(*) AS ?n) WHERE { ?s a <http://www.w3.org/ns/prov#Activity> }"
+    counts = [served.get("/sparql?" + urllib.parse.urlencode({"query": query, **extra}),
+                         {"Accept": "text/csv"}).text.split()[1]
+              for extra in ({}, {"union-default-graph": "true"})]
+    assert counts == ["0", "7"]  # none in the KG alone
+
+
+def test_union_default_graph_beside_default_graph_uri_is_refused(served: Served) -> None:
+    reply = served.get("/sparql?" + urllib.parse.urlencode(
+        {"query": "ASK {}", "union-default-graph": "", "default-graph-uri": "urn:x:g"}))
+    assert reply.status == 400 and "not both" in reply.text
+
+
 @pytest.mark.parametrize("send", [
     lambda s: s.post("/sparql", urllib.parse.urlencode({"update": UPDATE}).encode(),
                      "application/x-www-form-urlencoded"),

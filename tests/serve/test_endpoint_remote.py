@@ -108,10 +108,11 @@ def strict_remote(proxy: FaultyProxy, built: tuple[Path, list[str], str]) -> Ite
     (PER_GRAPH, {}, "text/csv"),
     (COUNT, {"default-graph-uri": "urn:graph:explainability"}, "text/csv"),
     (PER_GRAPH, {"named-graph-uri": "urn:graph:library"}, "text/csv"),
+    (COUNT, {"union-default-graph": "true"}, "text/csv"),
     ("ASK { GRAPH <urn:graph:explainability> { ?s a ?o } }", {}, "application/sparql-results+xml"),
     ("ASK { <urn:x:nothing> ?p ?o }", {}, "application/sparql-results+json"),
 ], ids=["select-json", "select-xml", "select-csv", "select-tsv", "select-default", "per-graph",
-        "default-graph-uri", "named-graph-uri", "ask-true", "ask-false"])
+        "default-graph-uri", "named-graph-uri", "union-default-graph", "ask-true", "ask-false"])
 def test_results_are_those_of_the_store_itself(
     remote: Served, served: Served, query: str, params: dict[str, str], accept: str
 ) -> None:

@@ -30,6 +30,7 @@ from tgsparql.serve.saved import saved_queries
 from tgsparql.serve.sparql import (
     Answer, Queryable, QueryRequest, Result, capped, check_query, evaluate,
 )
+from tgsparql.stores.endpoint import UNION_PARAMETER
 from tgsparql.stores.store import QueryForm
 
 HTML = "text/html; charset=utf-8"
@@ -191,6 +192,7 @@ def downloads(request: QueryRequest, results: Results) -> list[tuple[str, str, s
     for label, key, extension in formats:
         params = [("query", request.query), ("format", key)]
         params += [("default-graph-uri", iri) for iri in request.default_graphs]
+        params += [(UNION_PARAMETER, "true")] if request.union_default_graph else []
         params += [("named-graph-uri", iri) for iri in request.named_graphs]
         out.append((label, "/sparql?" + urlencode(params), f"results.{extension}"))
     return out

@@ -20,7 +20,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from tgsparql.serve.config import ServerConfig
-from tgsparql.serve.sparql import READ_ONLY, Result
+from tgsparql.serve.sparql import READ_ONLY, DefaultGraph, Result
 from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import EmbeddedStore, StoreError
 
@@ -53,12 +53,14 @@ class ReadOnlyStore(EmbeddedStore):
         self,
         query: str,
         *,
-        default_graph: Sequence[ox.NamedNode] | None = None,
+        default_graph: DefaultGraph = None,
         named_graphs: Sequence[ox.NamedNode] = (),
     ) -> Result:
         """pyoxigraph's own result, for the protocol endpoint to serialize."""
         options: dict[str, Any] = {}
-        if default_graph:
+        if default_graph == "union":
+            options["use_default_graph_as_union"] = True
+        elif default_graph:
             options["default_graph"] = list(default_graph)
         if named_graphs:
             options["named_graphs"] = list(named_graphs)

@@ -28,15 +28,19 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs
 
 import pyoxigraph as ox
 
+from tgsparql.stores.endpoint import UNION_PARAMETER
 from tgsparql.stores.store import QueryForm, query_form, result_form
 
 Result = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples | list[ox.Triple]
 """A query's result as pyoxigraph gives it; a remote store's graph results are a list."""
+DefaultGraph = Sequence[ox.NamedNode] | Literal["union"] | None
+"""A request's default graph: the graphs it names, the union of every graph, or (None) the
+store's own default graph."""
 
 
 class Queryable(Protocol):
@@ -46,7 +50,7 @@ class Queryable(Protocol):
         self,
         query: str,
         *,
-        default_graph: Sequence[ox.NamedNode] | None = None,
+        default_graph: DefaultGraph = None,
         named_graphs: Sequence[ox.NamedNode] = (),
     ) -> Result: ...
 
@@ -130,6 +134,8 @@ class QueryRequest:
 
     query: str
     default_graphs: tuple[str, ...] = ()
+    union_default_graph: bool = False
+    """Whether the default graph is the union of every graph (`union-default-graph`)."""
     named_graphs: tuple[str, ...] = ()
     accept: str = ""
     formats: tuple[str, ...] = ()
@@ -180,9 +186,13 @@ def read_request(
     queries = params.get("query", [])
     if len(queries) != 1 or not queries[0].strip():
         raise ProtocolError(400, "give exactly one non-empty query (query=... or a direct POST)")
+    union = UNION_PARAMETER in params
+    if union and "default-graph-uri" in params:
+        raise ProtocolError(400, f"give {UNION_PARAMETER} or default-graph-uri, not both")
     return QueryRequest(
         query=queries[0],
         default_graphs=tuple(_iris(params.get("default-graph-uri", []))),
+        union_default_graph=union,
         named_graphs=tuple(_iris(params.get("named-graph-uri", []))),
         accept=accept,
         formats=tuple(params.get("format", [])),
@@ -326,8 +336,9 @@ def execute(store: Queryable, request: QueryRequest, max_results: int, *,
 def evaluate(store: Queryable, request: QueryRequest) -> Result:
     """The result of a query `check_query` has let through, on the request's dataset."""
     defaults = [ox.NamedNode(iri) for iri in request.default_graphs]
+    default_graph: DefaultGraph = "union" if request.union_default_graph else defaults or None
     try:
-        return store.query(based(request.query, request.base), default_graph=defaults or None,
+        return store.query(based(request.query, request.base), default_graph=default_graph,
                            named_graphs=[ox.NamedNode(iri) for iri in request.named_graphs])
     except SyntaxError as error:
         raise _not_a_query(error, request.base) from None

@@ -27,6 +27,9 @@ ENDPOINT_ENVIRONMENT = {
 }
 """The environment variable of each endpoint setting, read by `Endpoint.from_environment` and by
 the command's endpoint flags."""
+UNION_PARAMETER = "union-default-graph"
+"""The protocol extension of the Oxigraph server (and of `tgsparql serve`) that asks for the union
+of every graph as the default graph."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class Endpoint:
     retries: int = 3
     backoff: float = 0.5
     """Seconds of the first pause before a retry; each later pause doubles."""
-    union_parameter: str | None = "union-default-graph"
+    union_parameter: str | None = UNION_PARAMETER
     """The parameter that asks for the union of all graphs; None where the server has none."""
     batch_size: int = 2000
     """Quads per request of a bulk load."""
