@@ -1,5 +1,6 @@
-"""`tgsparql validate --endpoint` and `query --validate` over Oxigraph server 0.5 (`rdf12`): the
-same report, result for result, as validating the same data in an embedded store."""
+"""`tgsparql validate --endpoint` and `query --validate` over Oxigraph server 0.5 (`rdf12`) and
+over `tgsparql serve`: the same report, result for result, as validating the same data in an
+embedded store; an endpoint that does not show every graph is refused."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import pytest
 
 from tests.conftest import cli
 from tests.remote.conftest import Server
+from tests.serve.conftest import ServeProcess, running, serve_process
+from tgsparql.serve import ServerConfig
+from tgsparql.stores.locking import exclusive_store
 from tgsparql.stores.store import open_store
 
 QUESTION = "Who did Marie Curie marry?"
@@ -64,14 +68,24 @@ def both(oxigraph: Server, tmp_path_factory: pytest.TempPathFactory,
     return path, session.group(0)
 
 
+@pytest.fixture(scope="module")
+def serving(both: tuple[Path, str]) -> Iterator[ServeProcess]:
+    """`tgsparql serve --ask` on the corrupted store: it holds the store for writing."""
+    path, session = both
+    with serve_process((path, [session], ""), "--ask", "--max-results", "1000000") as served:
+        yield served
+
+
+@pytest.mark.parametrize("route", ["oxigraph", "serve"])
 @pytest.mark.parametrize("scope", ["store", "session"])
 def test_validation_over_the_endpoint_equals_the_embedded_report(
-    both: tuple[Path, str], oxigraph: Server, scope: str
+    both: tuple[Path, str], oxigraph: Server, serving: ServeProcess, scope: str, route: str
 ) -> None:
     path, session = both
     extra = ["--session", session] if scope == "session" else []
     embedded = cli("validate", "--store", path, "--format", "json", *extra)
-    remote = cli("validate", *endpoint(oxigraph), "--format", "json", *extra)
+    over = endpoint(oxigraph) if route == "oxigraph" else ["--endpoint", serving.url + "/sparql"]
+    remote = cli("validate", *over, "--format", "json", *extra)
     assert embedded.exit_code == remote.exit_code == 1, remote.stderr
     assert json.loads(remote.stdout) == json.loads(embedded.stdout)
     found = {(r["sourceConstraint"] or {}).get("value", "").rsplit("/", 1)[-1]
@@ -98,3 +112,37 @@ def test_query_validate_over_the_endpoint_checks_the_new_session(
     assert run.exit_code == 0, run.stderr
     assert re.search(r"^validate: conforms: \d+ shapes checked, 0 warnings$", run.stderr,
                      re.MULTILINE), run.stderr
+
+
+def test_validate_store_reads_a_store_another_process_writes(
+    both: tuple[Path, str], serving: ServeProcess
+) -> None:
+    """`serve --ask` holds the store; validation only reads it, so needs no writer's turn."""
+    path, _ = both
+    run = cli("validate", "--store", path, "--lock-timeout", "0")
+    assert run.exit_code == 1 and run.stdout.startswith("Does not conform"), run.stderr
+
+
+def test_validate_store_beside_a_writer_of_this_process(tmp_path: Path, demo: Path) -> None:
+    path = tmp_path / "store"
+    assert cli("load", "--store", path, demo).exit_code == 0
+    with exclusive_store(path, timeout=0):
+        run = cli("validate", "--store", path, "--lock-timeout", "0")
+    assert run.exit_code == 0, run.stderr
+
+
+def test_an_endpoint_that_ignores_the_union_is_refused(
+    both: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that answers a union read from its default graph alone: validating there would
+    pass what it never read, so validation stops (exit 2) and says why."""
+    path, session = both
+    monkeypatch.setattr("tgsparql.serve.sparql.UNION_PARAMETER", "not-this-one")
+    with running(ServerConfig(store=path, port=0)) as server:
+        url = server.url + "/sparql"
+        for extra in ([], ["--session", session]):
+            run = cli("validate", "--endpoint", url, *extra)
+            assert run.exit_code == 2 and run.stdout == "", run.stdout
+            assert f"error: {url} does not show the named graphs" in run.stderr, run.stderr
+        named = cli("validate", "--endpoint", url, "--graph", "urn:graph:explainability")
+    assert named.exit_code == 1, named.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
 
 import click
@@ -15,7 +16,7 @@ from tgsparql.cli.options import (
 from tgsparql.rdf.terms import Dialect
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.endpoint import Endpoint
-from tgsparql.stores.store import Store, StoreError
+from tgsparql.stores.store import EmbeddedStore, Store, StoreError
 from tgsparql.validation.report import SEVERITIES
 
 
@@ -76,12 +77,14 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     if shapes is not None and not len(shapes):
         raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
     try:
-        with store_for(target) as store:
+        with _reading(target) as store:
             validator = (
                 bundled_validator(store.dialect)
                 if shapes is None
                 else Validator(shapes, dialect=store.dialect)
             )
+            if graph == "union":
+                _union_shown(store)
             for name in empty_graphs(store, graph):
                 raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")
             focus = (
@@ -106,6 +109,15 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
         sys.exit(1)
 
 
+def _reading(target: StoreTarget) -> AbstractContextManager[Store]:
+    """The store to validate. Validation only reads, so a store directory is opened read-only,
+    as last committed: beside a process that writes to it (`serve --ask`, a running `query`),
+    with no wait for a writer's turn."""
+    if isinstance(target, Path):
+        return closing(EmbeddedStore(target, read_only=True))
+    return store_for(target)
+
+
 def _refuse_non_store(path: Path) -> None:
     """`validate` reads a store that exists: it never creates one where a path names none."""
     if not path.exists():
@@ -117,12 +129,24 @@ def _refuse_non_store(path: Path) -> None:
         raise CannotValidate(f"{path} is {what}, not a store")
 
 
+def _union_shown(store: Store) -> None:
+    """Validation reads the union of all graphs; an endpoint must show it whole (UnionNotShown,
+    a StoreError, when it does not), or the report would be of the default graph alone."""
+    from tgsparql.stores.remote import RemoteStore
+
+    if isinstance(store, RemoteStore):
+        from tgsparql.stores.doctor import require_union
+
+        require_union(store)
+
+
 def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
     """`query --validate`: the new session against the bundled shapes, verdict printed."""
     from tgsparql.record.conformance import validate_session, verdict
     from tgsparql.validation import ShapesError
 
     try:
+        _union_shown(store)
         report = validate_session(store, session)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
         raise CannotValidate(str(error)) from None

@@ -1,4 +1,5 @@
-"""`tgsparql doctor`: can this SPARQL endpoint serve tgsparql, and in which dialect?
+"""`tgsparql doctor`: can this SPARQL endpoint serve tgsparql, and in which dialect? And, read
+only, for validation: does it show every graph when asked for their union?
 
 Every probe is a template of `queries/doctor/` and writes only into a scratch named graph of its
 own, which is dropped at the end, so running the doctor against a production store is safe.
@@ -14,6 +15,7 @@ from typing import Any, Literal
 import pyoxigraph as ox
 
 from tgsparql.rdf.terms import Dialect
+from tgsparql.rdf.vocab import TG
 from tgsparql.stores.remote import EndpointUnreachable, RemoteStore, display_url
 from tgsparql.stores.store import InDialect, StoreError
 
@@ -23,6 +25,8 @@ PROBE_FACT = ox.Triple(
     ox.NamedNode("urn:tgsparql:doctor:p"),
     ox.Literal("probe"),
 )
+PROBE_PREDICATE = ox.NamedNode(TG + "probe")
+"""What the probe triple states (`tg:probe` in `doctor/probe_write`)."""
 REQUIRED = ("reachable", "read", "update", "named graphs")
 """What every dialect needs: a session is written with INSERT DATA into named graphs."""
 
@@ -74,6 +78,28 @@ class Diagnosis:
         lines.append("verdict: " + ("ok, the endpoint can serve tgsparql" if self.ok
                                     else f"cannot serve tgsparql: {self.reason}"))
         return "\n".join(lines)
+
+
+class UnionNotShown(StoreError):
+    """An endpoint that, asked for the union of all graphs, leaves named graphs out: validating
+    what it shows would pass records it never read."""
+
+
+def require_union(store: RemoteStore) -> None:
+    """Refuse an endpoint whose union of all graphs does not show a triple of a named graph
+    (one it holds outside its default graph), without writing to it: one probe of two reads."""
+    rows = store.run("doctor/named_triple").rows
+    if not rows:
+        return  # no named graph holds a triple of its own: the default graph is the union
+    found = rows[0]
+    if not store.run("doctor/union_shows", default_graph="union", subject=found["s"],
+                     predicate=found["p"], object=found["o"]).boolean:
+        asked = store.endpoint.union_parameter or "a read without a dataset"
+        raise UnionNotShown(
+            f"{display_url(store.endpoint.query_url)} does not show the named graphs in the union "
+            f"of all graphs: asked for it ({asked}), it did not show "
+            f"{found['s']} {found['p']} {found['o']} of the graph {found['g']}; validating "
+            "there would read the default graph alone (name the graphs with --graph)")
 
 
 def diagnose(store: RemoteStore, *, dialect: Dialect | None = None) -> Diagnosis:
@@ -163,7 +189,8 @@ class _Probe:
         return "the probe reads back from its named graph"
 
     def _union(self) -> str:
-        if not self.store.run("doctor/probe_union", default_graph="union", **self._probe()).boolean:
+        if not self.store.run("doctor/union_shows", default_graph="union", subject=self.probe,
+                              predicate=PROBE_PREDICATE, object=ox.Literal(self.value)).boolean:
             raise _No(f"{self.store.endpoint.union_parameter} did not merge the named graphs; "
                       "validation must then be given --graph")
         return f"{self.store.endpoint.union_parameter} merges every graph"

@@ -232,8 +232,12 @@ class EmbeddedStore(WithTemplates):
     dialect: Dialect = DEFAULT_DIALECT
     round_trips = False
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 read_only: bool = False) -> None:
+        """`read_only`: the on-disk store at `path` as last committed, for a reader that needs no
+        writer's turn (it takes no lock, so opens beside a writer process) and writes nothing."""
         self.path = Path(path) if path is not None else None
+        self.read_only = read_only
         self._updates = itertools.count(1)
         self._unflushed_bytes = 0
         self._added: list[ox.Quad] | None = None
@@ -241,11 +245,12 @@ class EmbeddedStore(WithTemplates):
         self._updated = False
         """Whether an update ran since `_added` began."""
         try:
-            if self.path is not None:
-                checkpoint.recover(self.path)  # undoes writes that a crash left half done
-            self._open: ox.Store | None = (
-                ox.Store(str(self.path)) if self.path is not None else ox.Store()
-            )
+            if read_only:
+                self._open: ox.Store | None = ox.Store.read_only(str(path))
+            else:
+                if self.path is not None:
+                    checkpoint.recover(self.path)  # undoes writes that a crash left half done
+                self._open = ox.Store(str(self.path)) if self.path is not None else ox.Store()
         except OSError as error:
             if "lock" in str(error).lower():
                 raise StoreError(
@@ -418,7 +423,7 @@ class EmbeddedStore(WithTemplates):
         A flush that fails (a full disk) still releases the store, and says so as a StoreError:
         what the last writes left unflushed is lost, as the message tells."""
         store, self._open = self._open, None
-        if store is not None and self.path is not None:
+        if store is not None and self.path is not None and not self.read_only:
             try:
                 store.flush()
             except OSError as error:
