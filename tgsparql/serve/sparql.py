@@ -378,8 +378,9 @@ def formula_safe(cell: str) -> str:
 def service_description(endpoint: str, key: str) -> Answer:
     """The endpoint's SPARQL 1.1 Service Description, in the graph format `key`: where it is,
     that it answers SPARQL 1.1 queries (not updates), in which formats, over which dataset.
-    It claims no feature: the default graph is the store's own, not the union of its graphs,
-    and SERVICE (federated query) is refused."""
+    It claims no feature: the default graph is the store's own, not the union of its graphs
+    (a request asks for that union with `union-default-graph`, a protocol parameter the
+    vocabulary has no term for), and SERVICE (federated query) is refused."""
     service, dataset, graph = ox.BlankNode(), ox.BlankNode(), ox.BlankNode()
     a = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 
