@@ -41,6 +41,15 @@ def endpoint(server: Server) -> list[str]:
             "--graph-store", server.base + (server.store_path or "")]
 
 
+def mirror(path: Path, server: Server) -> None:
+    """The store's quads, by export, on the server, which holds nothing else."""
+    dump = path.parent / "dump.nq"
+    assert cli("export", "--store", path, "--format", "nquads", "--output", dump).exit_code == 0
+    server.clear()
+    loaded = cli("load", *endpoint(server), dump)
+    assert loaded.exit_code == 0, loaded.stderr
+
+
 @pytest.fixture(scope="module")
 def demo() -> Iterator[Path]:
     with as_file(files("tgsparql.data.demo").joinpath("curie.trig")) as path:
@@ -60,11 +69,7 @@ def both(oxigraph: Server, tmp_path_factory: pytest.TempPathFactory,
     store = open_store(path)
     store.update(CORRUPTIONS)
     store.close()
-    dump = path.parent / "dump.nq"
-    assert cli("export", "--store", path, "--format", "nquads", "--output", dump).exit_code == 0
-    oxigraph.clear()
-    loaded = cli("load", *endpoint(oxigraph), dump)
-    assert loaded.exit_code == 0, loaded.stderr
+    mirror(path, oxigraph)
     return path, session.group(0)
 
 
