@@ -28,6 +28,8 @@ from tgsparql.record.conformance import validate_session
 from tgsparql.record.explain import explain_session, list_sessions
 from tgsparql.record.session_view import session_view
 from tgsparql.record.trace import trace, trace_json
+from tgsparql.stores.doctor import require_union
+from tgsparql.stores.remote import RemoteStore
 from tgsparql.stores.store import Store, open_store
 
 QUESTIONS = [
@@ -218,6 +220,14 @@ VIRTUOSO_VALIDATION_LIMITS = {
     "https://trustgraph.ai/shapes/ContentMatchesItsSha256",
 }
 """What Virtuoso 7 still reports wrongly (docs/endpoints.md)."""
+
+
+def test_every_server_shows_the_union_validation_reads(sides: dict[str, Side]) -> None:
+    """Validation over an endpoint first looks for a named graph's triple in the union it asks
+    for: every server of every dialect shows it (Virtuoso by its own default graph)."""
+    remote = sides["remote"].store
+    assert isinstance(remote, RemoteStore) and remote.run("doctor/named_triple").rows
+    require_union(remote)
 
 
 def test_every_session_validates_alike(sides: dict[str, Side], request: pytest.FixtureRequest
