@@ -130,10 +130,11 @@ def serve(store_path: Path | None, remote: Endpoint | None, collection: Collecti
     if not is_loopback(host) and serve_token is None:
         click.echo(f"warning: serving on {host} without --serve-token: anyone who can reach it "
                    "can read every session", err=True)
-    click.echo(describe(server), err=True)
-    # Stop on SIGTERM as on Ctrl-C, even where SIGINT was ignored by whoever started us.
+    # Stop on SIGTERM as on Ctrl-C, even where SIGINT was ignored by whoever started us; from
+    # before the line that says the server is up, which a supervisor may answer with SIGTERM.
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        click.echo(describe(server), err=True)
         server.serve_forever()
     except KeyboardInterrupt:
         pass
