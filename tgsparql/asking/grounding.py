@@ -44,6 +44,11 @@ INDEX_VERSION: Final = 4
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
+MAX_LOWER_CASE_NAMES: Final = 4
+MAX_LOWER_CASE_RUNS: Final = 12
+NAME_CANDIDATES: Final = 50
+"""Entities a probe of a name run offers at most: the candidates ranked by how the question fits
+them, so a common name costs no more than this many entities' edges."""
 MIN_NAMES_TO_MISS_ONE: Final = 3
 """A run of at least this many names may match a label that lacks one of them."""
 NAMES_PER_QUERY: Final = 10
@@ -61,6 +66,12 @@ NAME_CONNECTORS: Final = frozenset(
 """Lower-case words that may sit inside a capitalised name ("Prince of Orange")."""
 TITLES: Final = frozenset("mr mrs ms miss mister dr doctor sir dame madam master".split())
 """Forms of address written before a name ("Mr. Vermeer") that no label of the person holds."""
+TITLE_WORDS: Final = TITLES | frozenset(
+    """archbishop baron baroness bishop captain cardinal count countess duchess duke earl
+    emperor empress general king lady lord pope president prince princess queen saint st""".split()
+)
+"""Words a question may write a name with or without ("Lord Frederick" for "Frederick
+Cavendish-Bentinck")."""
 
 STOPWORDS: Final = frozenset(
     """a about after all also an and any are as at be been before being between both but by can
@@ -75,6 +86,7 @@ _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 _JOINER = re.compile(r"(?<=[^\W_])['’‐-](?=[^\W_])")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?]\s")
 
 
 def match_key(text: str) -> str:
@@ -133,10 +145,13 @@ class NameRun:
     words: tuple[str, ...]
     start: int
     end: int
+    said: str = ""
+    """The run as the question writes it ("Vermeer"), for the record."""
     part_of: int | None = None
     """For the part of a run before its first comma ("Robert Petre" of "Robert Petre, 8th Baron
     Petre"), the run's index: the part is looked for in case the whole is not found (what
-    follows a comma is a title, which other people hold too)."""
+    follows a comma is a title, which other people hold too). So are the names a lower-case
+    "and" joins ("Aivar" and "Andy Summers" of "Aivar and Andy Summers")."""
 
     @property
     def names(self) -> list[str]:
@@ -150,11 +165,16 @@ class NameRun:
         return list(dict.fromkeys(word for word in key.split() if word not in STOPWORDS))
 
     @property
+    def key(self) -> str:
+        return match_key(" ".join(self.words))
+
+    @property
     def probes(self) -> list[Probe]:
         """What is asked of the label index: the labels holding the names that are neither
         initials nor connectors; from MIN_NAMES_TO_MISS_ONE names on (up to MAX_PHRASE_WORDS,
         so a run asks at most that many more), those holding all of them but one, each left
-        out once; of two names, those holding one and a longer word the other begins."""
+        out once; of two names, those holding one and a longer word the other begins, and
+        those holding the names that are no title, when the run has a title."""
         looked_up = [w for w in self.names if len(w) > 1 and w not in NAME_CONNECTORS]
         if not looked_up:
             return []
@@ -170,6 +190,9 @@ class NameRun:
                 for short, rest in zip(looked_up, others)
                 if len(short) >= MIN_SHORT_FORM
             ]
+            untitled = [w for w in looked_up if w not in TITLE_WORDS]
+            if len(untitled) == 1:
+                probes.append(Probe(untitled))
         return probes
 
 
@@ -180,6 +203,30 @@ class Probe:
 
     words: list[str]
     prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """What `ground.rq` asks of one name run: its candidates and what ranks them."""
+
+    index: int
+    key: str
+    probes: list[Probe]
+    stems: list[str]
+    """The question's stems that are not the run's own, met by the candidates' edges."""
+
+
+@dataclass(frozen=True)
+class RankedMatch:
+    """A name of the question that grounded as part of a label: the entity it grounded to, and
+    where that entity ranked among the candidates that carry the name."""
+
+    name: str
+    """As the question writes it ("Vermeer")."""
+    entity: ox.NamedNode
+    rank: int
+    """1 for the candidate the question fits best."""
+    candidates: int
 
 
 @dataclass(frozen=True)
@@ -194,6 +241,8 @@ class Grounding:
     stems: tuple[str, ...] = ()
     """The stems of the question's words that some but at most COMMON_STEM indexed names hold,
     for retrieval's ranking."""
+    names: tuple[RankedMatch, ...] = ()
+    """The seeds found by a name that is part of their label, one per seed, in seed order."""
 
 
 def candidate_phrases(question: str) -> list[Phrase]:
@@ -210,11 +259,13 @@ def candidate_phrases(question: str) -> list[Phrase]:
 
 
 def name_runs(question: str) -> list[NameRun]:
-    """Runs of capitalised words (with connectors inside) that could be a name.
+    """Runs of capitalised words (with connectors inside) that could be a name, one word alone
+    included ("Vermeer"): a word is a name where the question writes it as one.
 
-    The question's first word is left out: it is capitalised because it starts the sentence.
-    Runs are given as positions in `words(question)`; where case folding would change how the
-    text splits into words, the positions cannot be trusted and no runs are given.
+    The question's first word is left out: it is capitalised because it starts the sentence, and
+    so is a single word that starts a later sentence. Runs are given as positions in
+    `words(question)`; where case folding would change how the text splits into words, the
+    positions cannot be trusted and no runs are given.
     """
     text = unicodedata.normalize("NFKC", question)
     matches = list(itertools.islice(_WORD.finditer(text), MAX_QUESTION_WORDS))
@@ -222,9 +273,11 @@ def name_runs(question: str) -> list[NameRun]:
     tokens = words(question)[:MAX_QUESTION_WORDS]
     if [token.casefold() for token in original] != tokens:
         return []
-    commas = {
-        i for i in range(1, len(matches)) if "," in text[matches[i - 1].end() : matches[i].start()]
-    }
+    if not any(ch.isupper() for ch in text):
+        return _lower_case_runs(text, matches, tokens)
+    gaps = [text[matches[i - 1].end() : matches[i].start()] for i in range(1, len(matches))]
+    commas = {i for i, gap in enumerate(gaps, 1) if "," in gap}
+    sentence_starts = {i for i, gap in enumerate(gaps, 1) if _SENTENCE_END.search(gap)}
     runs: list[NameRun] = []
     start = None
     for i in range(1, len(original) + 1):
@@ -241,15 +294,68 @@ def name_runs(question: str) -> list[NameRun]:
             end = i
             while end > start and _trailing(original[end - 1], tokens[end - 1]):
                 end -= 1
-            runs.append(NameRun(tuple(tokens[start:end]), start, end))
+            said = text[matches[start].start() : matches[end - 1].end()]
+            runs.append(NameRun(tuple(tokens[start:end]), start, end, said))
             start = None
-    whole = [run for run in runs if len(run.names) >= 2]
+    if tokens and tokens[0] not in STOPWORDS:
+        sentence_starts.add(1)  # the rest of a name the question starts with ("Edsel Ford was")
+    whole = [
+        run for run in runs
+        if len(run.names) >= 2 or (len(run.names) == 1 and _one_name(run, sentence_starts))
+    ]
     parts = []
     for index, run in enumerate(whole):
+        spans = []
         cut = min((c for c in commas if run.start < c < run.end), default=None)
         if cut is not None:
-            parts.append(NameRun(tuple(tokens[run.start : cut]), run.start, cut, part_of=index))
-    return whole + [part for part in parts if len(part.names) >= 2]
+            spans.append((run.start, cut, 2))
+        joins = [i for i in range(run.start, run.end) if original[i] == "and"]
+        for start, end in zip([run.start] + [i + 1 for i in joins], joins + [run.end]):
+            if joins and start < end:
+                spans.append((start, end, 1))
+        for start, end, fewest in spans:
+            said = text[matches[start].start() : matches[end - 1].end()]
+            part = NameRun(tuple(tokens[start:end]), start, end, said, part_of=index)
+            if len(part.names) >= 2 or (
+                len(part.names) == fewest and _one_name(part, sentence_starts)
+            ):
+                parts.append(part)
+    return whole + parts
+
+
+def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str]) -> list[NameRun]:
+    """In a question written all in lower case, which tells no name by its capitals: every span
+    of two to MAX_LOWER_CASE_NAMES names between stopwords (connectors inside), up to
+    MAX_LOWER_CASE_RUNS of them, the longest first."""
+    spans = []
+    for start in range(len(tokens)):
+        for end in range(start + 2, len(tokens) + 1):
+            span = tokens[start:end]
+            if any(word in STOPWORDS and word not in NAME_CONNECTORS for word in span):
+                break
+            run = NameRun(tuple(span), start, end,
+                          text[matches[start].start() : matches[end - 1].end()])
+            if len(run.names) > MAX_LOWER_CASE_NAMES:
+                break
+            if span[0] not in NAME_CONNECTORS and span[-1] not in NAME_CONNECTORS and (
+                len(run.names) >= 2
+            ):
+                spans.append(run)
+    spans.sort(key=lambda run: (run.start - run.end, run.start))
+    return sorted(spans[:MAX_LOWER_CASE_RUNS], key=lambda run: (run.start, run.end))
+
+
+def _one_name(run: NameRun, sentence_starts: set[int]) -> bool:
+    """Whether a run of one name is a name: not a sentence's first word (nor the second after
+    a first that may be a name), an initial, a number or an ordinal."""
+    name = run.names[0]
+    return (
+        run.start not in sentence_starts
+        and len(name) > 1
+        and not name.isdigit()
+        and _ORDINAL.fullmatch(name) is None
+        and name not in NAME_CONNECTORS
+    )
 
 
 def given_name(name: str) -> NameRun:
@@ -292,7 +398,8 @@ def match_names(
         rows += store.run(
             "ground",
             keys=sorted({key for i in batch for key in keys[i]}),
-            probes=[(i, probe) for i in batch for probe in given[i][1].probes] if partial else [],
+            runs=[RunQuery(i, None, given[i][1].probes, []) for i in batch] if partial else [],
+            candidates=NAME_CANDIDATES,
             schema_candidates=(),
             stems=[],
             common_stem=COMMON_STEM,
@@ -325,10 +432,16 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
     question_stems = sorted(stems(question))
+    asked = [
+        RunQuery(i, run.key, run.probes, [s for s in question_stems if s not in stems(run.key)])
+        for i, run in enumerate(runs)
+        if run.probes
+    ]
     rows = store.run(
         "ground",
         keys=keys,
-        probes=[(i, probe) for i, run in enumerate(runs) for probe in run.probes],
+        runs=asked,
+        candidates=NAME_CANDIDATES,
         schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
         stems=question_stems,
         common_stem=COMMON_STEM,
@@ -353,8 +466,10 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
             for i in range(run.start, run.end)
         )
     }
-    named = _name_matches(runs, [row for row in name_rows if row[0] in uncovered])
-    named = {i: found for i, found in named.items() if runs[i].part_of not in named}
+    named = _name_matches(runs, [row for row in name_rows if row.run in uncovered])
+    named = _longest_runs(
+        runs, {i: found for i, found in named.items() if runs[i].part_of not in named}
+    )
     inside = [(runs[i].start, runs[i].end) for i in named]
     # a run that names one entity is not also the single words it is made of ("William",
     # "Louis", "Prince" in "William Louis, Prince of Anhalt-Harzgerode")
@@ -363,17 +478,32 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
         for phrase, entities in zip(chosen, found)
         if not any(start <= phrase.start and phrase.end <= end for start, end in inside)
     ]
-    found += [named[i] for i in sorted(named)]
+    found += [[match.entity for match in named[i]] for i in sorted(named)]
     seeds: list[ox.NamedNode] = []
     for entity in dict.fromkeys(entity for entities in found for entity in entities):
         if len(seeds) < entity_limit:
             seeds.append(entity)
+    by_entity = {m.entity: m for i in sorted(named, reverse=True) for m in named[i]}
     return Grounding(
         concepts=_unique(concepts),
         seeds=seeds,
         schema_predicates=tuple(sorted(set(read.schema), key=lambda node: node.value)),
         stems=tuple(sorted(set(read.telling))),
+        names=tuple(by_entity[seed] for seed in seeds if seed in by_entity),
     )
+
+
+@dataclass(frozen=True)
+class NameRow:
+    """A candidate of a name run: one of its label keys, and what ranks it."""
+
+    run: int
+    key: str
+    entity: ox.NamedNode
+    degree: int
+    """How many neighbours it has."""
+    hits: frozenset[str]
+    """The question's other stems that its edges' predicates or neighbours are named with."""
 
 
 @dataclass
@@ -384,8 +514,8 @@ class _GroundRows:
     """The question's stems that name few enough things to tell them apart."""
     entities_by_key: dict[str, list[ox.NamedNode]] = field(default_factory=dict)
     """Entities whose label is a phrase's key, by key, in IRI order."""
-    name_rows: list[tuple[int, str, ox.NamedNode]] = field(default_factory=list)
-    """(name run, key, entity) for the probes of the question's name runs."""
+    name_rows: list[NameRow] = field(default_factory=list)
+    """The candidates of the question's name runs."""
     schema: list[ox.NamedNode] = field(default_factory=list)
     """Schema predicates the KG uses."""
 
@@ -403,7 +533,12 @@ class _GroundRows:
             elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
                 continue
             elif isinstance(run, ox.Literal):
-                out.name_rows.append((int(run.value), key.value, entity))
+                degree, hits = row.get("degree"), row.get("hits")
+                out.name_rows.append(NameRow(
+                    int(run.value), key.value, entity,
+                    int(degree.value) if isinstance(degree, ox.Literal) else 0,
+                    frozenset(hits.value.split()) if isinstance(hits, ox.Literal) else frozenset(),
+                ))
             else:
                 out.entities_by_key.setdefault(key.value, []).append(entity)
         for found in out.entities_by_key.values():
@@ -411,29 +546,105 @@ class _GroundRows:
         return out
 
 
-def _name_matches(
-    runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
-) -> dict[int, list[ox.NamedNode]]:
+def _longest_runs(
+    runs: list[NameRun], named: dict[int, list[RankedMatch]]
+) -> dict[int, list[RankedMatch]]:
+    """The matched runs that no longer matched run overlaps (a lower-case question's spans, a
+    name's parts)."""
+    kept: list[int] = []
+    for i in sorted(named, key=lambda i: (runs[i].start - runs[i].end, runs[i].start)):
+        if not any(runs[i].start < runs[j].end and runs[j].start < runs[i].end for j in kept):
+            kept.append(i)
+    return {i: named[i] for i in sorted(kept)}
+
+
+def _name_matches(runs: list[NameRun], rows: list[NameRow]) -> dict[int, list[RankedMatch]]:
     """Per run that matched, the entities whose label fits it best (`name_fit`): labels
     holding every name before those missing one, names written in full before shortened ones,
-    in the run's order before another order ("Ford, Edsel"), fewest extra words first."""
+    in the run's order before another order ("Ford, Edsel"); then the candidates whose edges
+    meet more of the question's other stems ("wife" meets "spouse"), fewest extra words, most
+    neighbours. A run of one name fits a label's plain key (no aside) by its first or last
+    word: a given name or a surname."""
+    ranks: dict[int, dict[ox.NamedNode, tuple[int, int, bool, int, int, int, str]]] = {}
+    plain = _plain_keys(rows)
+    for row in rows:
+        names = runs[row.run].names
+        if len(names) == 1 and not _first_or_last(names[0], row.key, plain[row.entity]):
+            continue
+        fit = name_fit(names, row.key) or _untitled_fit(names, row.key, plain[row.entity])
+        if fit is None:
+            continue
+        missing, shortened, reordered, extra = fit
+        rank = (missing, shortened, reordered, -len(row.hits), extra, -row.degree, row.entity.value)
+        best = ranks.setdefault(row.run, {})
+        if row.entity not in best or rank < best[row.entity]:
+            best[row.entity] = rank
     found = {}
-    for i, ranked in _name_fits(runs, rows).items():
-        best = [entity for fit, entity in ranked if fit[:3] == ranked[0][0][:3]]
-        found[i] = best[:NAME_MATCHES_PER_RUN]
+    for i, candidates in ranks.items():
+        ranked = sorted(candidates, key=candidates.__getitem__)
+        first = candidates[ranked[0]][:3]
+        kept = [e for e in ranked if candidates[e][:3] == first][:NAME_MATCHES_PER_RUN]
+        found[i] = [
+            RankedMatch(runs[i].said, entity, ranked.index(entity) + 1, len(ranked))
+            for entity in kept
+        ]
     return found
 
 
+def names_label(runs: list[NameRun], label: str) -> bool:
+    """Whether one of the question's name runs names the entity with this label, as grounding
+    would find it by a part of the label ("Vermeer" for "Johannes Vermeer")."""
+    keys = label_keys(label)
+    plain = {min(keys, key=lambda key: len(key.split()))} if keys else set()
+    for run in runs:
+        names = run.names
+        for key in keys:
+            if len(names) == 1 and not _first_or_last(names[0], key, plain):
+                continue
+            if name_fit(names, key) or _untitled_fit(names, key, plain):
+                return True
+    return False
+
+
+def _untitled_fit(
+    names: list[str], key: str, plain: set[str]
+) -> tuple[int, int, bool, int] | None:
+    """How a label fits a run of two names without the one that is a title ("Lord Frederick"
+    as "Frederick"), counted as a name missing."""
+    untitled = [name for name in names if name not in TITLE_WORDS]
+    if len(names) != 2 or len(untitled) != 1 or not _first_or_last(untitled[0], key, plain):
+        return None
+    fit = name_fit(untitled, key)
+    return None if fit is None else (fit[0] + 1, *fit[1:])
+
+
+def _plain_keys(rows: list[NameRow]) -> dict[ox.NamedNode, set[str]]:
+    """Per entity, its keys of the fewest words: its label without an aside or suffix."""
+    keys: dict[ox.NamedNode, set[str]] = {}
+    for row in rows:
+        keys.setdefault(row.entity, set()).add(row.key)
+    fewest = {}
+    for entity, held in keys.items():
+        least = min(len(key.split()) for key in held)
+        fewest[entity] = {key for key in held if len(key.split()) == least}
+    return fewest
+
+
+def _first_or_last(name: str, key: str, plain: set[str]) -> bool:
+    label_words = key.split()
+    return key in plain and bool(label_words) and name in (label_words[0], label_words[-1])
+
+
 def _name_fits(
-    runs: list[NameRun], rows: list[tuple[int, str, ox.NamedNode]]
+    runs: list[NameRun], rows: list[NameRow]
 ) -> dict[int, list[tuple[tuple[int, int, bool, int], ox.NamedNode]]]:
     """Per run that matched, how each label that fits it fits (an entity once per fit), best
     fit first, then by IRI."""
     candidates: dict[int, set[tuple[tuple[int, int, bool, int], ox.NamedNode]]] = {}
-    for index, key, entity in rows:
-        fit = name_fit(runs[index].names, key)
+    for row in rows:
+        fit = name_fit(runs[row.run].names, row.key)
         if fit is not None:
-            candidates.setdefault(index, set()).add((fit, entity))
+            candidates.setdefault(row.run, set()).add((fit, row.entity))
     return {i: sorted(fits, key=lambda item: (item[0], item[1].value))
             for i, fits in candidates.items()}
 
