@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from tgsparql.asking.citations import NOTHING_SELECTED
-from tgsparql.asking.grounding import stems
+from tgsparql.asking.grounding import name_runs, names_label, stems
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
@@ -174,10 +174,10 @@ def _reason(item: _Scored, question: dict[str, str], seeds: set[ox.NamedNode]) -
 def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     """The entity the facts lead to, then the facts themselves, each citing its edge id.
 
-    The lead entity is one the question does not already name in full, preferring the end of a
-    fact whose predicate the question asks about, a value or an entity as the question asks
-    ("when" or "where"), an end rather than a node the facts share, and an object rather than
-    a subject.
+    The lead entity is one the question does not already name, in full or by a name that is
+    part of its label ("Vermeer" for "Johannes Vermeer"), preferring the end of a fact whose
+    predicate the question asks about, a value or an entity as the question asks ("when" or
+    "where"), an end rather than a node the facts share, and an object rather than a subject.
     """
     if not facts:
         return NOTHING_SELECTED
@@ -185,6 +185,7 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     statements = "; ".join(f"{' '.join(fact.labels)} [{fact.id}]" for fact in facts)
     uses = Counter(label for fact in facts for label in (fact.labels[0], fact.labels[2]))
     candidates = []
+    runs = name_runs(question)
     question_words = set(words(question))
     wants_value = bool(question_words & ASKS_FOR_VALUE)
     wants_entity = not wants_value and bool(question_words & ASKS_FOR_ENTITY)
@@ -193,7 +194,8 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
         ends = ((0, fact.labels[2], fact.triple.object), (1, fact.labels[0], fact.triple.subject))
         for position, label, term in ends:
             label_stems = set(stems(label))
-            if label and not (label_stems and label_stems <= asked):
+            named = (label_stems and label_stems <= asked) or names_label(runs, label)
+            if label and not named:
                 is_value = isinstance(term, ox.Literal)
                 wrong_kind = (wants_value and not is_value) or (wants_entity and is_value)
                 rank = (not asks_predicate, wrong_kind, uses[label] > 1, index, position)
