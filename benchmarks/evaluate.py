@@ -36,9 +36,14 @@ recall, selection precision and recall, EM/F1, and retrieval latency (grounding 
 `tgsparql.asking.grounding.ground` and `tgsparql.asking.retrieval.retrieve`, timed apart from the pipeline)
 as median and 90th percentile.
 
+Names as people say them (`--names`): the questions that name a person by a full name, then the
+same questions with that name cut short (by surname, by given name, or without the middle
+names: `shortened`), and every question in lower case; scored as above.
+
 Run: python -m benchmarks.evaluate [--corpus F] [--questions F] [--redocred F] [--rel-info F]
      [--out benchmarks/results/evaluation.md] [--limit N]
      [--hubs [K,K,...] [--hub-out benchmarks/results/evaluation-hubs.md]]
+     [--names [--names-out benchmarks/results/evaluation-names.md]]
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ from benchmarks.data import data_path
 from benchmarks.importers import DatasetError, load
 from benchmarks.importers.redocred import DOCS, REL_INFO, ReDocRedImport, import_redocred
 from benchmarks.importers.twowiki import CORPUS, QUESTIONS, Question, TwoWikiImport, import_twowiki
-from tgsparql.asking.grounding import ground
+from tgsparql.asking.grounding import NAME_CONNECTORS, ground
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.messages import GraphRagResponse
 from tgsparql.asking.pipeline import GraphRag
@@ -75,6 +80,7 @@ from tgsparql.stores.store import EmbeddedStore, open_store
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT: Final = HERE / "results" / "evaluation.md"
 DEFAULT_HUB_OUT: Final = HERE / "results" / "evaluation-hubs.md"
+DEFAULT_NAMES_OUT: Final = HERE / "results" / "evaluation-names.md"
 HUB_SIZES: Final = (0, 30, 100, 1000)
 NOISE: Final = "http://noise.example.org/"
 NOISE_POOL: Final = 5000
@@ -452,6 +458,209 @@ def render_hubs(runs: Sequence[HubRun], questions: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- names as people say them
+
+PERSON_FACTS: Final = frozenset({
+    "date of birth", "date of death", "place of birth", "place of death", "father", "mother",
+    "spouse", "country of citizenship", "educated at", "employer", "sibling", "child",
+    "cause of death", "place of burial", "award received",
+})
+"""Predicates whose subject is a person."""
+PERSON_ROLES: Final = frozenset({
+    "director", "composer", "performer", "producer", "editor", "father", "mother", "spouse",
+    "child", "sibling",
+})
+"""Predicates whose object is a person."""
+NAME_KINDS: Final = ("surname", "given name", "without middle names")
+SHORT_RECALL_TARGET: Final = 0.85
+FULL_RECALL_TARGET: Final = 0.97
+SHORT_EM_SHARE: Final = 0.9
+LOWER_RECALL_TARGET: Final = 0.95
+_NAME_WORD = re.compile(r"[A-Z][a-z]+(?:['-][A-Za-z]+)*")
+_ROMAN = re.compile(r"[IVXLC]+", re.IGNORECASE)
+_ASIDE_AFTER = re.compile(r"^\s*\([^()]*\)")
+
+
+@dataclass(frozen=True)
+class ShortName:
+    """A question that names a person in full, and the same question with the name cut."""
+
+    full: Question
+    short: Question
+    kind: str
+    """One of NAME_KINDS."""
+    name: str
+    said: str
+
+
+def people(questions: Iterable[Question]) -> set[ox.Term]:
+    """The gold entities that are people, by the facts the questions' evidence states."""
+    found: set[ox.Term] = set()
+    for question in questions:
+        for triple in question.evidence:
+            predicate = triple.predicate.value.rsplit("/", 1)[-1].replace("-", " ")
+            if predicate in PERSON_FACTS:
+                found.add(triple.subject)
+            if predicate in PERSON_ROLES:
+                found.add(triple.object)
+    return found
+
+
+def shortened(question: Question, index: int, names: dict[ox.Term, str]) -> ShortName | None:
+    """The question with its first full personal name (two to four capitalised words, no
+    title, ordinal or initial) cut as people say it: by surname, by given name, or without
+    the middle names, the kind chosen by `index` among those the name allows; a parenthesis
+    that disambiguates the name goes with the rest ("Adam (Architect)'s" → "Adam's")."""
+    for person, name in names.items():
+        found = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question.question,
+                          re.IGNORECASE)
+        if found is None or person not in {end for t in question.evidence
+                                          for end in (t.subject, t.object)}:
+            continue
+        said = found.group()
+        parts = said.split()
+        if not 2 <= len(parts) <= 4 or not all(_NAME_WORD.fullmatch(p) for p in parts):
+            continue
+        if _ROMAN.fullmatch(parts[-1]) or found.start() == 0 or any(
+                part.lower() in NAME_CONNECTORS for part in parts):
+            continue
+        kinds = NAME_KINDS if len(parts) >= 3 else NAME_KINDS[:2]
+        kind = kinds[index % len(kinds)]
+        cut = {"surname": parts[-1], "given name": parts[0],
+               "without middle names": f"{parts[0]} {parts[-1]}"}[kind]
+        rest = question.question[found.end():]
+        text = question.question[: found.start()] + cut + _ASIDE_AFTER.sub("", rest, count=1)
+        short = Question(question.id, question.question_type, text, question.answer,
+                         question.evidence)
+        return ShortName(question, short, kind, name, cut)
+    return None
+
+
+def short_names(store: EmbeddedStore, questions: Sequence[Question]) -> list[ShortName]:
+    """Every question that names a person in full, with that name cut (`shortened`)."""
+    label = ox.NamedNode(vocab.RDFS + "label")
+    found = []
+    for i, question in enumerate(questions):
+        persons = people([question])
+        names = {}
+        for person in sorted(persons, key=lambda term: term.value):
+            quads = store.oxigraph.quads_for_pattern(person, label, None, ox.DefaultGraph())
+            labels = [quad.object.value for quad in quads]
+            if labels:
+                names[person] = re.sub(r"\s*\([^()]*\)$", "", labels[0])
+        variant = shortened(question, i, names)
+        if variant is not None:
+            found.append(variant)
+    return found
+
+
+def lower_case(question: Question) -> Question:
+    return Question(question.id, question.question_type, question.question.lower(),
+                    question.answer, question.evidence)
+
+
+@dataclass
+class NamesEvaluation:
+    variants: list[ShortName]
+    full: list[QuestionResult]
+    short: list[QuestionResult]
+    written: list[QuestionResult]
+    """Every question as the file writes it."""
+    lower: list[QuestionResult]
+    """Every question in lower case."""
+
+
+def evaluate_names(corpus: Path, questions: Path, docs: Path, rel_info: Path,
+                   limit: int | None = None, progress: bool = False) -> NamesEvaluation:
+    """The questions that name a person in full, then the same with that name cut; and every
+    question as written, then in lower case."""
+    with tempfile.TemporaryDirectory() as work:
+        store, twowiki, _ = build_store(corpus, questions, docs, rel_info, Path(work))
+    rag = GraphRag(store, OfflineBackend())
+    chosen = twowiki.questions[:limit] if limit is not None else twowiki.questions
+    variants = short_names(store, chosen)
+
+    def run(asked: Sequence[Question], what: str) -> list[QuestionResult]:
+        results = [run_question(rag, question, twowiki) for question in asked]
+        if progress:
+            print(f"{what}: {len(results)} questions", file=sys.stderr)
+        return results
+
+    return NamesEvaluation(
+        variants,
+        run([v.full for v in variants], "full names"),
+        run([v.short for v in variants], "short names"),
+        run(chosen, "as written"),
+        run([lower_case(q) for q in chosen], "lower case"),
+    )
+
+
+def _names_row(name: str, results: Sequence[QuestionResult]) -> str:
+    cells = [
+        name, str(len(results)),
+        f"{_mean([r.recall for r in results]):.3f}",
+        str(sum(r.recall == 1.0 for r in results)),
+        str(sum(MISSED_NO_SEED in r.missed for r in results)),
+        f"{_mean([r.selection_precision for r in results]):.3f}",
+        f"{_mean([r.selection_recall for r in results]):.3f}",
+        f"{_mean([r.exact for r in results]):.3f}",
+        f"{_mean([r.f1 for r in results]):.3f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def render_names(ev: NamesEvaluation) -> str:
+    verdict = lambda ok: "pass" if ok else "**FAIL**"  # noqa: E731
+    by_kind: dict[str, list[QuestionResult]] = defaultdict(list)
+    for variant, result in zip(ev.variants, ev.short):
+        by_kind[variant.kind].append(result)
+    full_recall = _mean([r.recall for r in ev.full])
+    short_recall = _mean([r.recall for r in ev.short])
+    full_em, short_em = _mean([r.exact for r in ev.full]), _mean([r.exact for r in ev.short])
+    lower_recall = _mean([r.recall for r in ev.lower])
+    examples = [ev.variants[i] for i in range(0, len(ev.variants), max(len(ev.variants) // 5, 1))]
+    lines = [
+        "# Evaluation of names as people say them: 2WikiMultiHopQA with names cut short",
+        "",
+        "Written by `python -m benchmarks.evaluate --names`; the same KG, backend and limits as "
+        "`evaluation.md`. The questions that name a person (an end of a gold fact about a "
+        "person) by a full name of two to four capitalised words, as the file writes them, "
+        "then the same questions with that one name cut as people say it "
+        "(`benchmarks.evaluate.shortened`): by surname, by given name, or without the middle "
+        "names, the kind taken in turn among those the name allows; and every question as "
+        "written, then in lower case. "
+        f"Python {platform.python_version()}, {platform.machine()}.",
+        "",
+        "| questions | count | retrieval recall | full recall | no seed | selection precision "
+        "| selection recall | EM | F1 |",
+        "|---|---|---|---|---|---|---|---|---|",
+        _names_row("naming a person in full", ev.full),
+        _names_row("the same, the name cut short", ev.short),
+        *(_names_row(f"— by {kind}" if kind != NAME_KINDS[2] else f"— {kind}", by_kind[kind])
+          for kind in NAME_KINDS if by_kind[kind]),
+        _names_row("every question as written", ev.written),
+        _names_row("every question in lower case", ev.lower),
+        "",
+        "\"no seed\": questions that grounded to no entity at all.",
+        "",
+        "## Targets",
+        "",
+        f"- short names: retrieval recall ≥ {SHORT_RECALL_TARGET}: {short_recall:.3f} — "
+        f"{verdict(short_recall >= SHORT_RECALL_TARGET)}",
+        f"- full names: retrieval recall ≥ {FULL_RECALL_TARGET}: {full_recall:.3f} — "
+        f"{verdict(full_recall >= FULL_RECALL_TARGET)}",
+        f"- short names: EM ≥ {SHORT_EM_SHARE} × the full names' EM ({full_em:.3f}): "
+        f"{short_em:.3f} — {verdict(short_em >= SHORT_EM_SHARE * full_em)}",
+        f"- lower case: retrieval recall ≥ {LOWER_RECALL_TARGET}: {lower_recall:.3f} — "
+        f"{verdict(lower_recall >= LOWER_RECALL_TARGET)}",
+        "",
+        "## Examples of the cut",
+        "",
+        *(f"- {v.kind}: \"{v.full.question}\" → \"{v.short.question}\"" for v in examples),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 # ---- the results table
 
 def _mean(values: Sequence[float]) -> float:
@@ -567,6 +776,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hub-stores", default="memory,disk",
                         help="which stores: memory, disk or both (memory,disk)")
     parser.add_argument("--hub-out", type=Path, default=DEFAULT_HUB_OUT)
+    parser.add_argument("--names", action="store_true",
+                        help="evaluate names as people say them instead: cut short, lower case")
+    parser.add_argument("--names-out", type=Path, default=DEFAULT_NAMES_OUT)
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be a positive integer")
@@ -600,14 +812,22 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"wrote {args.hub_out}")
         return 0
+    if args.names:
+        return _written(args.names_out,
+                        lambda: render_names(evaluate_names(*data, args.limit, progress=True)))
+    return _written(args.out, lambda: render(evaluate(*data, args.limit, progress=True)))
+
+
+def _written(out: Path, table: Callable[[], str]) -> int:
+    """Write the table the evaluation renders; 1 when the data cannot be read."""
     try:
-        ev = evaluate(*data, args.limit, progress=True)
+        text = table()
     except (DatasetError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(ev), encoding="utf-8")
-    print(f"wrote {args.out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}")
     return 0
 
 
