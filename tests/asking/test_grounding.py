@@ -640,3 +640,88 @@ def test_a_run_asks_a_bounded_number_of_probes(names: list[str]) -> None:
     for run in name_runs("Was " + " ".join(names) + " here?"):
         assert len(run.probes) <= 1 + MAX_PHRASE_WORDS
         assert all(probe.words for probe in run.probes)
+
+
+# names as people say them: one word, a title left out, names joined by "and", lower case
+
+
+def test_a_single_capitalised_word_inside_the_sentence_is_a_name() -> None:
+    assert [(run.said, run.words) for run in name_runs("Why did Murry's wife die?")] == [
+        ("Murry", ("murry",))]
+    assert name_runs("Vermeer was born where?") == []  # the first word starts the sentence
+    assert name_runs("Was Li born here?") != []  # two letters make a name
+    assert name_runs("Was J born here?") == []  # an initial alone does not
+
+
+def test_a_surname_or_given_name_is_the_first_or_last_word_of_the_plain_label(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    indexed(tgsparql_store, """
+        ex:murry rdfs:label "John Middleton Murry" .
+        ex:pearl rdfs:label "Girl with a Murry Earring (Murry)" .
+        ex:middle rdfs:label "Middleton Murry Society of Letters" .
+    """)
+    assert ground(tgsparql_store, "Why did Murry's wife die?", 50).seeds == [ex("murry")]
+    assert ground(tgsparql_store, "Was John a writer?", 50).seeds == [ex("murry")]
+
+
+def test_a_name_the_question_fits_better_wins_over_a_better_connected_one(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    indexed(tgsparql_store, """
+        ex:spouse rdfs:label "spouse" . ex:member rdfs:label "member of" .
+        ex:john rdfs:label "John Murry" ; ex:spouse ex:katherine .
+        ex:joe rdfs:label "Joe Murry" ; ex:member ex:a , ex:b , ex:c .
+        ex:katherine rdfs:label "Katherine Mansfield" .
+    """)
+    grounding = ground(tgsparql_store, "Why did Murry's wife die?", 50)
+    assert [(m.entity, m.rank, m.candidates) for m in grounding.names] == [
+        (ex("john"), 1, 2), (ex("joe"), 2, 2)]
+    # nothing in the question fits either: the better connected one first
+    grounding = ground(tgsparql_store, "What did Murry do?", 50)
+    assert [m.entity for m in grounding.names] == [ex("joe"), ex("john")]
+
+
+def test_a_label_that_is_the_single_name_wins(tgsparql_store: EmbeddedStore) -> None:
+    indexed(tgsparql_store, 'ex:louis rdfs:label "Louis" . ex:xiv rdfs:label "Louis Bonaparte" .')
+    grounding = ground(tgsparql_store, "Who was Louis's father?", 50)
+    assert (grounding.seeds, grounding.names) == ([ex("louis")], ())
+
+
+def test_names_joined_by_and_are_looked_for_apart(tgsparql_store: EmbeddedStore) -> None:
+    indexed(tgsparql_store, """
+        ex:aivar rdfs:label "Aivar Kuusmaa" .
+        ex:andy rdfs:label "Andy Summers" .
+    """)
+    seeds = ground(tgsparql_store, "Who was born first out of Aivar and Andy Summers?", 50).seeds
+    assert seeds == [ex("andy"), ex("aivar")]
+
+
+def test_a_name_is_found_without_its_title(tgsparql_store: EmbeddedStore) -> None:
+    indexed(tgsparql_store, """
+        ex:frederick rdfs:label "Frederick Cavendish-Bentinck" .
+        ex:lord rdfs:label "Lord" .
+    """)
+    grounding = ground(tgsparql_store, "What nationality is Lord Frederick's father?", 50)
+    assert grounding.seeds == [ex("frederick")]
+
+
+def test_a_lower_case_question_offers_its_spans_as_names(tgsparql_store: EmbeddedStore) -> None:
+    indexed(tgsparql_store, """
+        ex:edsel rdfs:label "Edsel Bryant Ford" .
+        ex:death rdfs:label "Death" .
+    """)
+    question = "where was the place of death of edsel ford's father?"
+    assert "edsel ford" in [run.said for run in name_runs(question)]
+    assert ground(tgsparql_store, question, 50).seeds == [ex("death"), ex("edsel")]
+    # a single lower-case word is no name
+    assert ground(tgsparql_store, "where was ford born?", 50).seeds == []
+
+
+def test_a_name_no_label_equals_is_looked_for_once_in_the_one_request(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    indexed(tgsparql_store, 'ex:vermeer rdfs:label "Johannes Vermeer" .')
+    counting = CountingStore(tgsparql_store)
+    grounding = ground(counting, "When was Vermeer born?", 50)  # type: ignore[arg-type]
+    assert (grounding.seeds, counting.queries) == ([ex("vermeer")], 1)

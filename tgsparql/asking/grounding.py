@@ -12,6 +12,14 @@ Mott"), an ordinal belongs to the name ("Richard Beauchamp, 1st Earl of Worceste
 of three words or more may miss one of them when the label holds the rest and at most one word
 more, spelt alike at the start ("Joanna" for "Johanna"): see `name_fit`. A label's parenthetical
 aside is no part of its name ("Eustace III (died c. 1125), Count of Boulogne").
+Names are also written as people say them: a single capitalised word inside the sentence is a
+name, found as the first or last word of a label (a given name or a surname: "Vermeer" for
+"Johannes Vermeer"); so is a name without its title ("Lord Frederick"), and each of the names a
+lower-case "and" joins; a question written all in lower case offers its spans of two to four
+names instead of runs. A name several entities carry is ranked by how the rest of the question
+fits each candidate's edges (their predicates' and neighbours' stems against the question's
+other stems: "wife" meets "spouse"), then by fewer extra words, then by more neighbours; the
+best few are kept, and `Grounding.names` says where each ranked among how many candidates.
 Ingest links the names it extracts the same way (`match_names`): each as one run, whatever its
 case. Normalised label keys and their words live in the label index graph, written once per
 label by `update_label_index`, so grounding is indexed lookups instead of a scan over every
@@ -173,8 +181,8 @@ class NameRun:
         """What is asked of the label index: the labels holding the names that are neither
         initials nor connectors; from MIN_NAMES_TO_MISS_ONE names on (up to MAX_PHRASE_WORDS,
         so a run asks at most that many more), those holding all of them but one, each left
-        out once; of two names, those holding one and a longer word the other begins, and
-        those holding the names that are no title, when the run has a title."""
+        out once; of two names, those holding one and a longer word the other begins, and,
+        when one of the two is a title, those holding the other."""
         looked_up = [w for w in self.names if len(w) > 1 and w not in NAME_CONNECTORS]
         if not looked_up:
             return []
@@ -277,7 +285,11 @@ def name_runs(question: str) -> list[NameRun]:
         return _lower_case_runs(text, matches, tokens)
     gaps = [text[matches[i - 1].end() : matches[i].start()] for i in range(1, len(matches))]
     commas = {i for i, gap in enumerate(gaps, 1) if "," in gap}
-    sentence_starts = {i for i, gap in enumerate(gaps, 1) if _SENTENCE_END.search(gap)}
+    # a sentence ends at . ! or ? before a space, but not after an initial ("Thaddeus P. Mott")
+    sentence_starts = {
+        i for i, gap in enumerate(gaps, 1)
+        if _SENTENCE_END.search(gap) and len(original[i - 1]) > 1
+    }
     runs: list[NameRun] = []
     start = None
     for i in range(1, len(original) + 1):
@@ -286,17 +298,15 @@ def name_runs(question: str) -> list[NameRun]:
         inside = start is not None and bool(token) and (
             tokens[i] in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None
         )
-        if capital or inside:
-            if start is None:
-                start = i
-            continue
-        if start is not None:
+        if start is not None and (i in sentence_starts or not (capital or inside)):
             end = i
             while end > start and _trailing(original[end - 1], tokens[end - 1]):
                 end -= 1
             said = text[matches[start].start() : matches[end - 1].end()]
             runs.append(NameRun(tuple(tokens[start:end]), start, end, said))
             start = None
+        if capital and start is None:
+            start = i
     if tokens and tokens[0] not in STOPWORDS:
         sentence_starts.add(1)  # the rest of a name the question starts with ("Edsel Ford was")
     whole = [
