@@ -17,8 +17,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tgsparql.asking.grounding import IndexEntry, Probe
-from tgsparql.asking.provenance import EdgeSelectionRecord, SeedCut, call_usage
+from tgsparql.asking.grounding import IndexEntry, Probe, RunQuery
+from tgsparql.asking.provenance import EdgeSelectionRecord, NameGrounding, SeedCut, call_usage
 from tgsparql.asking.retrieval import RANKING_RULE
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
@@ -436,6 +436,8 @@ def retrieval_params(edges: list[ox.Triple]) -> dict[str, Any]:
         "ranking_rule": RANKING_RULE,
         "seed_cuts": [SeedCut(IDS.seed_cut(0), ox.NamedNode("http://example.org/Radium"), 7,
                               False)],
+        "name_groundings": [NameGrounding(IDS.name_grounding(0), "Radium",
+                                          ox.NamedNode("http://example.org/Radium"), 1, 2)],
     }
 
 
@@ -633,9 +635,12 @@ EVERY_PARAM: dict[str, Any] = {
     "common_stem": 1000,
     "ranking_rule": RANKING_RULE,
     "seed_cuts": [],
+    "name_groundings": [],
     "excluded": [vocab.RDFS_LABEL, ox.NamedNode(vocab.OWL + "sameAs")],
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
-    "probes": [(0, Probe(["edsel", "ford"])), (1, Probe(["graham"], prefix="gwen"))],
+    "runs": [RunQuery(0, "edsel ford", [Probe(["edsel", "ford"])], ["work"]),
+             RunQuery(1, "gwen graham", [Probe(["graham"], prefix="gwen")], [])],
+    "candidates": 50,
     "version": 2,
     "activity": ox.NamedNode("urn:activity:1"),
     "agent": ox.NamedNode("urn:agent:1"),

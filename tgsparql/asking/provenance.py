@@ -40,6 +40,18 @@ class SeedCut:
 
 
 @dataclass(frozen=True)
+class NameGrounding:
+    """A name of the question that grounded as part of a label: the seed it grounded to, and
+    where that seed ranked among the candidates carrying the name."""
+
+    iri: ox.NamedNode
+    name: str
+    seed: ox.NamedNode
+    rank: int
+    candidates: int
+
+
+@dataclass(frozen=True)
 class CallUsage:
     """One LLM call's model and token counts as the session records them for BI (docs/spec.md
     §2): each number in one triple with the model, so tokens are summed by model from one scan
@@ -167,7 +179,7 @@ class Recorder:
         retrieved: Retrieved | None = None,
     ) -> Record:
         """`retrieved` adds what the cut chose from: the ranking rule and, per seed, how many
-        edges it had."""
+        edges it had. Each seed found by a name that is part of its label records that name."""
         cuts = [
             SeedCut(ids.seed_cut(i), seed, min(count, COUNT_UP_TO), count > COUNT_UP_TO)
             for i, (seed, count) in enumerate(retrieved.candidates.items() if retrieved else ())
@@ -182,6 +194,10 @@ class Recorder:
             retrieved_edges=list(subgraph) if self.record_retrieved_edges else [],
             ranking_rule=retrieved.rule if retrieved else None,
             seed_cuts=cuts,
+            name_groundings=[
+                NameGrounding(ids.name_grounding(i), m.name, m.entity, m.rank, m.candidates)
+                for i, m in enumerate(grounding.names)
+            ],
         )
 
     def selection(

@@ -184,5 +184,8 @@ class SessionIds:
     def seed_cut(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:seed:{self.uuid}:{index}")
 
+    def name_grounding(self, index: int) -> ox.NamedNode:
+        return ox.NamedNode(f"urn:trustgraph:prov:name:{self.uuid}:{index}")
+
     def citation(self, index: int) -> ox.NamedNode:
         return ox.NamedNode(f"urn:trustgraph:prov:citation:{self.uuid}:{index}")
