@@ -42,6 +42,31 @@ class Source:
         return data
 
 
+@dataclass(frozen=True)
+class GroundedName:
+    """A name of the question that grounded as part of a label: the entity it grounded to, and
+    where that entity ranked among the candidates carrying the name."""
+
+    name: str
+    entity: str
+    label: str
+    rank: int
+    candidates: int
+
+    @property
+    def text(self) -> str:
+        """For a person: "Vermeer → Johannes Vermeer (1 of 3 candidates)"."""
+        return grounded_text(self.name, self.label, self.rank, self.candidates)
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def grounded_text(name: str, label: str, rank: int, candidates: int) -> str:
+    """How a name's grounding reads, here and wherever the record is shown."""
+    return f"{name} → {label} ({rank} of {candidates} candidate{'' if candidates == 1 else 's'})"
+
+
 @dataclass
 class GraphRagResponse:
     error: Error | None = None
@@ -55,6 +80,8 @@ class GraphRagResponse:
     """Beyond: the triples just recorded, so a client needs no round trip."""
     sources: list[Source] = field(default_factory=list)
     """Beyond: on the final message, the sources behind the selected edges."""
+    names: list[GroundedName] = field(default_factory=list)
+    """Beyond: on the final message, the names that grounded as part of a seed's label."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object with terms in N-Triples / RDF 1.2 syntax."""
@@ -73,6 +100,7 @@ class GraphRagResponse:
                 for t in self.explain_triples
             ],
             "sources": [source.to_json() for source in self.sources],
+            "names": [name.to_json() for name in self.names],
         }
 
 

@@ -17,11 +17,11 @@ import pyoxigraph as ox
 
 from tgsparql.asking.citations import NOTHING_SELECTED, Citations, find_citations
 from tgsparql.asking.grounding import Grounding, ground, update_label_index
-from tgsparql.asking.labels import LabelGraph, get_labelgraph
+from tgsparql.asking.labels import LabelGraph, get_labelgraph, local_name
 from tgsparql.asking.librarian import Librarian, StoreLibrarian
 from tgsparql.asking.llm.base import AnswerStream, Backend, SelectionOutput, SelectionRequest
 from tgsparql.asking.llm.usage import Usage
-from tgsparql.asking.messages import Error, GraphRagResponse, Source
+from tgsparql.asking.messages import Error, GraphRagResponse, GroundedName, Source
 from tgsparql.asking.provenance import Record, Recorder, now
 from tgsparql.asking.retrieval import RetrievalLimits, Retrieved, retrieve
 from tgsparql.asking.selection import ParsedSelection, SelectedEdge, parse_selection
@@ -166,6 +166,8 @@ class _Session:
         self.writing: Future[None] | None = None
         """The write under way in a worker, if any."""
         self.finished = False
+        self.names: list[GroundedName] = []
+        """The names that grounded as part of a seed's label, for the final message."""
 
     def run(self) -> Iterator[GraphRagResponse]:
         try:
@@ -210,6 +212,7 @@ class _Session:
             self._write_held_in_background()
         labelgraph = _stage("retrieval",
                             lambda: get_labelgraph(rag.store, subgraph))
+        self.names = _grounded_names(grounding, labelgraph)
         request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
         return [(ids.session, self.session), (ids.retrieval, retrieval)], labelgraph, selecting
@@ -269,7 +272,8 @@ class _Session:
                           lambda: self._record_answer(full, answer.usage, citations, kept.cut))
         yield self._explain(self.ids.answer, recorded)
         sources = self._sources(parsed.edges, found, citations)
-        yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources)
+        yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources,
+                               names=self.names)
 
     def _retrieve(self) -> tuple[Grounding, Retrieved]:
         rag = self.rag
@@ -424,6 +428,20 @@ class _Workers:
 
 _WORKERS = _Workers()
 os.register_at_fork(after_in_child=_WORKERS.forget)
+
+
+def _grounded_names(grounding: Grounding, labelgraph: LabelGraph) -> list[GroundedName]:
+    """The grounding's names, each seed labelled as the retrieved edges label it."""
+    labels: dict[ox.Term, str] = {}
+    for edge in labelgraph.labeled_edges:
+        labels.setdefault(edge.triple.subject, edge.labels[0])
+        labels.setdefault(edge.triple.object, edge.labels[2])
+    return [
+        GroundedName(match.name, match.entity.value,
+                     labels.get(match.entity) or local_name(match.entity.value),
+                     match.rank, match.candidates)
+        for match in grounding.names
+    ]
 
 
 def _background(step: Callable[[], T]) -> Future[T]:
