@@ -13,6 +13,7 @@ import pyoxigraph as ox
 
 from tgsparql.asking.labels import LabelTriple, best_labels, fetch_labels, label_of, label_terms
 from tgsparql.asking.librarian import Document
+from tgsparql.asking.messages import GroundedName
 from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, trailing_index
@@ -95,6 +96,7 @@ def explain_session(
         store, label_terms([e for *_, e, _ in selected] + rejected) + seeds)
     out.unselected = [UnselectedEdge(e, _names(e, labels)) for e in rejected]
     out.entities = sorted((e.value, label_of(e, labels)) for e in seeds)
+    out.names = _grounded_names(facts, ids.retrieval, labels)
     for index, iri, edge, reasoning in selected:
         out.selected.append(
             RecordedEdge(
@@ -173,6 +175,22 @@ def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:
     return out
 
 
+def _grounded_names(
+    facts: _Facts, retrieval: ox.NamedNode, labels: Mapping[ox.NamedNode, str]
+) -> list[GroundedName]:
+    """The retrieval's name groundings in the order recorded, each seed by its label."""
+    found = []
+    for node in facts.all(retrieval, vocab.TG_NAME_GROUNDING):
+        name, seed = facts.text(node, vocab.TG_NAME), facts.one(node, vocab.TG_SEED)
+        rank = facts.integer(node, vocab.TG_CANDIDATE_RANK)
+        candidates = facts.integer(node, vocab.TG_CANDIDATE_COUNT)
+        if (isinstance(node, ox.NamedNode) and isinstance(seed, ox.NamedNode) and name
+                and rank is not None and candidates is not None):
+            found.append((trailing_index(node.value), GroundedName(
+                name, seed.value, label_of(seed, labels), rank, candidates)))
+    return [grounded for _, grounded in sorted(found, key=lambda item: item[0])]
+
+
 def _citations(facts: _Facts, answer: ox.NamedNode) -> list[AnswerCitation]:
     """The answer's citations in answer order."""
     citations: list[AnswerCitation] = []
@@ -213,6 +231,8 @@ def render_text(e: Explanation) -> str:
     add(f"  started    {e.started}" + (f"   ended {e.ended}" if e.ended else ""))
     seeds = ", ".join(visible(label) for _, label in e.entities) or "none"
     add(f"  grounding  concepts: {visible(', '.join(e.concepts)) or 'none'}; seed entities: {seeds}")
+    for grounded in e.names:
+        add(f"             {visible(grounded.text)}")
     add(f"  retrieved  {e.edge_count if e.edge_count is not None else '?'} edges")
     usage = _usage_text(e.selection_usage)
     invalid = f", {e.invalid_ids} unknown ids dropped" if e.invalid_ids else ""

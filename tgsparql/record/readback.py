@@ -10,7 +10,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from tgsparql.asking.labels import LabelTriple
-from tgsparql.asking.messages import Source, rdf_text
+from tgsparql.asking.messages import GroundedName, Source, rdf_text
 from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import trailing_index
@@ -114,6 +114,8 @@ class Explanation:
     concepts: list[str] = field(default_factory=list)
     entities: list[tuple[str, str]] = field(default_factory=list)
     """Seed entities as (IRI, label)."""
+    names: list[GroundedName] = field(default_factory=list)
+    """The question's names that grounded as part of a seed's label, in the order recorded."""
     selected: list[RecordedEdge] = field(default_factory=list)
     invalid_ids: int | None = None
     selection_usage: dict[str, Any] = field(default_factory=dict)
@@ -137,8 +139,10 @@ class Explanation:
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items()
-                if k not in ("selected", "triples", "citations", "unselected")}
+                if k not in ("selected", "triples", "citations", "unselected", "names")}
         data["entities"] = [{"iri": iri, "label": label} for iri, label in self.entities]
+        if self.names:  # a question whose names all equal a label reads as before
+            data["names"] = [name.to_json() for name in self.names]
         data["selected"] = [_edge_json(edge) for edge in self.selected]
         data["citations"] = [citation.to_json() for citation in self.citations]
         data["unselected"] = [edge.to_json() for edge in self.unselected]
