@@ -535,6 +535,17 @@ def test_query_with_a_selection_gives_no_warning(demo_dir: Path) -> None:
     assert not [line for line in run.stderr.splitlines() if line.startswith("warning")]
 
 
+def test_query_warns_that_grounding_found_no_entity_when_nothing_grounds(
+    demo_dir: Path
+) -> None:
+    run = ok("query", "--store", demo_dir, "--llm", "offline", "When was Zyxwv born?")
+    assert run.stdout == "The knowledge graph holds no facts that answer this question.\n"
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning")]
+    assert warnings == [
+        "warning: grounding found no entity of the KG in the question (no name or phrase of it "
+        "is a label there, nor part of one); the answer says so"]
+
+
 def test_explain_shows_each_citation_with_its_sentence(demo_dir: Path) -> None:
     run = ok("query", "--store", demo_dir, "--llm", "offline", DEMO_QUESTION)
     [session] = SESSION_RE.findall(run.stderr)

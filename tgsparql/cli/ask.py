@@ -96,7 +96,7 @@ def query(target: StoreTarget, question: str, collection: vocab.Collection, llm:
         if target is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
         rag = _rag(store, backend, collection, limits, output_limits)
-        messages = _warn_on_empty_selection(rag.query(question, stream=not no_stream))
+        messages = _warn_on_nothing_found(rag.query(question, stream=not no_stream))
         if format_ == "jsonl":
             failed = False
             session = ""
@@ -122,18 +122,27 @@ def query(target: StoreTarget, question: str, collection: vocab.Collection, llm:
             sys.exit(1)
 
 
-def _warn_on_empty_selection(
+NOTHING_GROUNDED = ("warning: grounding found no entity of the KG in the question (no name or "
+                    "phrase of it is a label there, nor part of one); the answer says so")
+NOTHING_SELECTED = ("warning: no edge of the KG was selected as answering the question; the "
+                    "answer says so (--log-llm FILE shows the selector's reply)")
+
+
+def _warn_on_nothing_found(
     messages: Iterator[GraphRagResponse],
 ) -> Iterator[GraphRagResponse]:
-    """The messages, with a warning on stderr once the selection is announced empty: the
-    answer then only says that the KG holds nothing that answers."""
+    """The messages, with a warning on stderr once the retrieval is announced without a seed
+    entity, or else the selection empty: the answer then only says that the KG holds nothing
+    that answers, and the warning says where the search stopped."""
+    grounded = True
     for message in messages:
-        if message.explain_id and ":prov:selection:" in message.explain_id and not any(
-            triple.predicate == vocab.TG_SELECTED_EDGE
-            for triple in message.explain_triples
-        ):
-            click.echo("warning: no edge of the KG was selected as answering the question; "
-                       "the answer says so (--log-llm FILE shows the selector's reply)", err=True)
+        stage = message.explain_id or ""
+        predicates = {triple.predicate for triple in message.explain_triples}
+        if ":prov:retrieval:" in stage and vocab.TG_ENTITY not in predicates:
+            grounded = False
+            click.echo(NOTHING_GROUNDED, err=True)
+        if grounded and ":prov:selection:" in stage and vocab.TG_SELECTED_EDGE not in predicates:
+            click.echo(NOTHING_SELECTED, err=True)
         yield message
 
 
