@@ -725,3 +725,11 @@ def test_a_name_no_label_equals_is_looked_for_once_in_the_one_request(
     counting = CountingStore(tgsparql_store)
     grounding = ground(counting, "When was Vermeer born?", 50)  # type: ignore[arg-type]
     assert (grounding.seeds, counting.queries) == ([ex("vermeer")], 1)
+
+
+def test_a_title_longer_than_any_concept_is_still_found_as_a_name(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    title = "Una Prostituta Al Servizio Del Pubblico E In Regola Con Le Leggi Dello Stato"
+    indexed(tgsparql_store, f"ex:film rdfs:label {ox.Literal(title)} .")
+    assert ground(tgsparql_store, f"When did {title} come out?", 50).seeds == [ex("film")]

@@ -218,7 +218,9 @@ class RunQuery:
     """What `ground.rq` asks of one name run: its candidates and what ranks them."""
 
     index: int
-    key: str
+    key: str | None
+    """The run's key when it is also a concept's (a label equal to it is found as that concept,
+    so the run then asks for no candidates); None for a run longer than any concept."""
     probes: list[Probe]
     stems: list[str]
     """The question's stems that are not the run's own, met by the candidates' edges."""
@@ -443,7 +445,8 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     runs = name_runs(question)
     question_stems = sorted(stems(question))
     asked = [
-        RunQuery(i, run.key, run.probes, [s for s in question_stems if s not in stems(run.key)])
+        RunQuery(i, run.key if run.end - run.start <= MAX_PHRASE_WORDS else None, run.probes,
+                 [s for s in question_stems if s not in stems(run.key)])
         for i, run in enumerate(runs)
         if run.probes
     ]
