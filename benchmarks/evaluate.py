@@ -479,6 +479,7 @@ LOWER_RECALL_TARGET: Final = 0.95
 _NAME_WORD = re.compile(r"[A-Z][a-z]+(?:['-][A-Za-z]+)*")
 _ROMAN = re.compile(r"[IVXLC]+", re.IGNORECASE)
 _ASIDE_AFTER = re.compile(r"^\s*\([^()]*\)")
+_DISAMBIGUATED = re.compile(r"\s*\([^()]*\)$")
 
 
 @dataclass(frozen=True)
@@ -506,16 +507,16 @@ def people(questions: Iterable[Question]) -> set[ox.Term]:
     return found
 
 
-def shortened(question: Question, index: int, names: dict[ox.Term, str]) -> ShortName | None:
-    """The question with its first full personal name (two to four capitalised words, no
-    title, ordinal or initial) cut as people say it: by surname, by given name, or without
-    the middle names, the kind chosen by `index` among those the name allows; a parenthesis
-    that disambiguates the name goes with the rest ("Adam (Architect)'s" → "Adam's")."""
-    for person, name in names.items():
+def shortened(question: Question, index: int, names: Sequence[str]) -> ShortName | None:
+    """The question with the first of `names` (its gold facts' people) that it writes as a full
+    name — two to four capitalised words, no title, ordinal or initial — cut as people say
+    it: by surname, by given name, or without the middle names, the kind chosen by `index`
+    among those the name allows; a parenthesis that disambiguates the name goes with the rest
+    ("Adam (Architect)'s" → "Adam's")."""
+    for name in names:
         found = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question.question,
                           re.IGNORECASE)
-        if found is None or person not in {end for t in question.evidence
-                                          for end in (t.subject, t.object)}:
+        if found is None:
             continue
         said = found.group()
         parts = said.split()
@@ -541,13 +542,10 @@ def short_names(store: EmbeddedStore, questions: Sequence[Question]) -> list[Sho
     label = ox.NamedNode(vocab.RDFS + "label")
     found = []
     for i, question in enumerate(questions):
-        persons = people([question])
-        names = {}
-        for person in sorted(persons, key=lambda term: term.value):
+        names = []
+        for person in sorted(people([question]), key=lambda term: term.value):
             quads = store.oxigraph.quads_for_pattern(person, label, None, ox.DefaultGraph())
-            labels = [quad.object.value for quad in quads]
-            if labels:
-                names[person] = re.sub(r"\s*\([^()]*\)$", "", labels[0])
+            names += [_DISAMBIGUATED.sub("", quad.object.value) for quad in quads][:1]
         variant = shortened(question, i, names)
         if variant is not None:
             found.append(variant)

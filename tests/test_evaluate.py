@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.evaluate import (
-    answer_lead, evaluate, exact_match, f1_score, hub_stress, main, render, render_hubs,
+    answer_lead, evaluate, evaluate_names, exact_match, f1_score, hub_stress, main, render,
+    render_hubs, render_names, shortened,
 )
+from benchmarks.importers.twowiki import Question
 
 
 @pytest.mark.parametrize("prediction, gold, em, f1", [
@@ -103,3 +105,27 @@ def test_tiny_hub_stress_keeps_the_facts_under_noise_loaded_before_and_after(tin
     table = render_hubs(runs, questions)
     assert table.count("\n| 30 | ") == 4
     assert "- selection precision ≥ 0.9 at every K: worst run" in table
+
+
+def test_a_full_name_is_cut_as_people_say_it() -> None:
+    asked = Question("q", "compositional", "Why did John Middleton Murry (Writer)'s wife die?", "",
+                     ())
+    cuts = [shortened(asked, i, ["John Middleton Murry"]) for i in range(3)]
+    assert [(cut.kind, cut.short.question) for cut in cuts if cut is not None] == [
+        ("surname", "Why did Murry's wife die?"),
+        ("given name", "Why did John's wife die?"),
+        ("without middle names", "Why did John Murry's wife die?"),
+    ]
+    titled = Question("q", "compositional", "Who is Berengaria Of Portugal's mother?", "", ())
+    assert shortened(titled, 0, ["Berengaria of Portugal"]) is None
+
+
+def test_tiny_names_evaluation(tiny: dict) -> None:
+    ev = evaluate_names(tiny["corpus"], tiny["questions"], tiny["docs"], tiny["rel_info"])
+    assert len(ev.full) == len(ev.short) == len(ev.variants)
+    assert len(ev.written) == len(ev.lower) == tiny["count"]
+    assert all(r.error is None for r in ev.full + ev.short + ev.written + ev.lower)
+    assert all(v.short.question != v.full.question for v in ev.variants)
+    table = render_names(ev)
+    assert f"| every question in lower case | {tiny['count']} |" in table
+    assert "- short names: retrieval recall ≥ 0.85:" in table
