@@ -37,7 +37,7 @@ DEMO_TITLES = {
 }
 MESSAGE_KEYS = {
     "error", "response", "end_of_stream", "explain_id", "explain_collection",
-    "message_type", "end_of_session", "explain_triples", "sources",
+    "message_type", "end_of_session", "explain_triples", "sources", "names",
 }
 def ok(*args: object) -> CliRun:
     run = cli(*args)
