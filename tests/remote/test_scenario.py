@@ -18,6 +18,7 @@ import pyoxigraph as ox
 import pytest
 
 from tests.remote.conftest import Server
+from tgsparql.asking.grounding import ground
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.messages import GraphRagResponse
 from tgsparql.asking.pipeline import GraphRag
@@ -38,6 +39,7 @@ QUESTIONS = [
     "Who discovered polonium?",
     "Where did Pierre Curie die?",
     "Which prize did the daughter of Pierre Curie win?",
+    "When did Pierre die?",  # a given name, found as part of a label
     "What is the airspeed velocity of an unladen swallow?",
 ]
 TG_EDGE = ox.NamedNode(vocab.TG + "edge")
@@ -138,6 +140,13 @@ def test_each_question_gets_the_same_answer_edges_and_sources(
     assert remote.retrieved_count == embedded.retrieved_count
     assert remote.sources == embedded.sources
     assert remote.message_types == embedded.message_types
+
+
+def test_a_name_several_entities_carry_is_ranked_alike(sides: dict[str, Side]) -> None:
+    ranked = {name: [(m.name, m.entity.value, m.rank, m.candidates)
+                     for m in ground(side.store, "Where did Curie die?", 50).names]
+              for name, side in sides.items()}
+    assert ranked["remote"] == ranked["embedded"] and len(ranked["embedded"]) == 2
 
 
 def test_the_demo_question_is_answered_from_its_sources(sides: dict[str, Side]) -> None:
