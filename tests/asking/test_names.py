@@ -10,6 +10,7 @@ import pytest
 
 from tgsparql.asking.grounding import ground, name_runs, update_label_index
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.rdf import vocab
 from tgsparql.record.explain import explain_session, render_text
 from tgsparql.record.page import render_session
 from tgsparql.record.session_view import session_view
@@ -99,12 +100,12 @@ def test_the_record_says_which_entity_each_name_grounded_to(painters: GraphRag) 
     session = messages[0].explain_id
     assert session is not None
     assert_conforms(painters.store, session=session)
-    explanation = explain_session(painters.store, "explainability", session)
+    explanation = explain_session(painters.store, vocab.DEFAULT_COLLECTION, session)
     assert [name.text for name in explanation.names] == [
         shown, "Vermeer → Jan Vermeer (2 of 3 candidates)"]
     assert explanation.to_json()["names"][0]["label"] == "Johannes Vermeer"
     assert shown in render_text(explanation)
-    page = render_session(session_view(painters.store, "explainability", session))
+    page = render_session(session_view(painters.store, vocab.DEFAULT_COLLECTION, session))
     assert "<li title=\"http://example.org/vermeer\">Vermeer → Johannes Vermeer (1 of 3 " \
         "candidates)</li>" in page
 

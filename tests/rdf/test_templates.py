@@ -640,7 +640,7 @@ EVERY_PARAM: dict[str, Any] = {
     "schema_candidates": list(vocab.WELL_KNOWN_SCHEMA_PREDICATES),
     "runs": [RunQuery(0, "edsel ford", [Probe(["edsel", "ford"])], ["work"]),
              RunQuery(1, "gwen graham", [Probe(["graham"], prefix="gwen")], [])],
-    "candidates": 50,
+    "per_probe": 50,
     "version": 2,
     "activity": ox.NamedNode("urn:activity:1"),
     "agent": ox.NamedNode("urn:agent:1"),
