@@ -55,6 +55,9 @@ class GraphRagResponse:
     """Beyond: the triples just recorded, so a client needs no round trip."""
     sources: list[Source] = field(default_factory=list)
     """Beyond: on the final message, the sources behind the selected edges."""
+    warnings: list[str] = field(default_factory=list)
+    """Beyond: on the final message, what is wrong with the answer (cites nothing, cites
+    unselected ids, sentences without a citation, cut short)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object with terms in N-Triples / RDF 1.2 syntax."""
@@ -73,6 +76,7 @@ class GraphRagResponse:
                 for t in self.explain_triples
             ],
             "sources": [source.to_json() for source in self.sources],
+            "warnings": list(self.warnings),
         }
 
 

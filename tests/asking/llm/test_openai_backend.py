@@ -15,11 +15,7 @@ from hypothesis import strategies as st
 from tgsparql.asking.labels import LabeledEdge, build_labelgraph
 from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.llm.base import (
-    ExtractionRequest,
-    LLMError,
-    SelectionOutput,
-    SelectionRequest,
-    one_line,
+    ExtractionRequest, LLMError, SelectionOutput, SelectionRequest, one_line,
 )
 from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.openai_backend import OpenAIBackend
@@ -581,6 +577,23 @@ def test_every_call_and_its_raw_reply_is_logged(
 
 
 # ---- waits, retries and replies cut by the model
+
+
+def test_an_answer_the_model_stopped_at_its_token_limit_is_recorded_as_cut(
+    tgsparql_demo_store, fake_openai: FakeOpenAI, tmp_path
+) -> None:
+    log = LLMLog(tmp_path / "llm.jsonl")
+    fake_openai.script(select_wanted, Reply(["Marie Curie was born in ", "W"],
+                                            finish_reason="length"))
+    rag = GraphRag(tgsparql_demo_store, backend(fake_openai, log=log))
+    messages = list(rag.query(QUESTION, stream=True))
+    log.close()
+    assert [m.error for m in messages] == [None] * len(messages)
+    ids = SessionIds.from_session_iri(messages[0].explain_id)
+    assert objects(tgsparql_demo_store, ids.answer, "truncated") == [ox.Literal(True)]
+    assert any("cut short" in warning for warning in messages[-1].warnings)
+    answer_entry = json.loads((tmp_path / "llm.jsonl").read_text().splitlines()[-1])
+    assert answer_entry["finish_reason"] == "length"
 
 
 def test_no_first_token_in_time_fails_naming_the_flag_and_variable_to_raise(
