@@ -188,6 +188,15 @@ def migrated_copy(directory: Path) -> dict[str, Any]:
             "migrated": migrated.stdout.strip(), "migration": MIGRATION}
 
 
+def measured() -> list[str]:
+    """The saved queries that stood at BASELINE: those the benchmark compares; a query added
+    since has no old text to be compared with."""
+    listed = subprocess.run(
+        ["git", "ls-tree", "--full-tree", "--name-only", BASELINE, "queries/bi/"],
+        cwd=Path(__file__).parent, capture_output=True, text=True, check=True).stdout.split()
+    return [name for name in saved_queries() if f"queries/bi/{name}.rq" in listed]
+
+
 def baseline_text(name: str, params: dict[str, str]) -> str:
     """The saved query NAME as it stood at BASELINE, rendered with `params` (and defaults)."""
     source = subprocess.run(
@@ -360,11 +369,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 def selected(names: list[str] | None) -> list[tuple[str, dict[str, str]]]:
-    """The queries to measure: QUERIES unless named, `all` for every saved query."""
+    """The queries to measure: QUERIES unless named, `all` for every one that stood at
+    BASELINE."""
     if not names:
         return QUERIES
     if names == ["all"]:
-        names = list(saved_queries())
+        names = measured()
     defaults = dict(QUERIES)
     return [(name, defaults.get(name, {})) for name in names]
 
@@ -431,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--give-up", type=float, default=60.0, metavar="SECONDS",
                         help="a query unanswered after this long is reported as not finishing")
     parser.add_argument("--query", action="append", dest="queries", metavar="NAME",
-                        choices=["all", *saved_queries()],
+                        choices=["all", *measured()],
                         help="a saved query to measure (repeatable; 'all' for every one); "
                              "default: " + ", ".join(name for name, _ in QUERIES))
     args = parser.parse(argv)

@@ -41,7 +41,8 @@ def datasets(request: pytest.FixtureRequest) -> Path:
 
 
 SETTINGS_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL_STORE",
-                "TGSPARQL_ENDPOINT", "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_RETRIES")
+                "TGSPARQL_ENDPOINT", "TGSPARQL_LLM_TIMEOUT", "TGSPARQL_LLM_STREAM_TIMEOUT",
+                "TGSPARQL_LLM_RETRIES")
 """The environment that picks the command's LLM and store: a test's command runs without it,
 unless the test gives it."""
 

@@ -16,7 +16,9 @@ from conftest import REPO
 
 from benchmarks import pipeline_bench
 from benchmarks.harness import BenchParser, Size
-from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tests.asking.llm.fake_openai import (  # noqa: F401  (fixture)
+    FakeOpenAI, Reply, fake_openai, prompt_facts,
+)
 from tgsparql.rdf import vocab
 
 # The tiny sizes (`--tiny`) of the pipeline and remote benchmarks, and of validate --session's
@@ -427,33 +429,55 @@ def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
     assert stage_of("PREFIX tg: <urn:x>\nINSERT DATA {}", update=True) == "recording"
 
 
-def test_tiny_real_llm_ingest_benchmark_reports_both_modes(
+def test_tiny_real_llm_ingest_benchmark_reports_both_modes_and_the_questions_asked(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Against the fake server: the constrained mode answers in lines, the other in prose."""
+    """Against the fake server: the constrained mode answers in lines, the other in prose; the
+    question then finds the constrained mode's facts and its answer cites them."""
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps([
         {"title": "Ada Lovelace", "text": "Ada Lovelace was born in London in 1815."},
         {"title": "Lord Byron", "text": "Lord Byron was a poet. He was born in London."},
     ]), encoding="utf-8")
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps([{
+        "id": "q1", "question_type": "comparison", "answer": "London",
+        "question": "Where were Ada Lovelace and Lord Byron born?",
+        "evidence": [["Ada Lovelace", "born in", "London"], ["Lord Byron", "born in", "London"]],
+    }]), encoding="utf-8")
 
     def reply(body: dict) -> Reply:
+        system, user = (m["content"] for m in body["messages"])
+        if system.startswith("You select"):
+            return Reply("".join(json.dumps({"id": fact["id"], "reasoning": "the birthplace"})
+                                 + "\n" for fact in prompt_facts(user)))
+        if system.startswith("You answer"):
+            ids = ", ".join(fact["id"] for fact in prompt_facts(user))
+            return Reply(f"Both were born in London. [{ids}]")
         if "grammar" not in body:
             return Reply("Sure! Here are some facts about the passage:\n- London")
-        fact = {"s": "Someone", "p": "born in", "o": "London", "evidence": "born in London"}
+        title = "Ada Lovelace" if "Ada" in user else "Lord Byron"
+        fact = {"s": title, "p": "born in", "o": "London", "evidence": "born in London"}
         return Reply(json.dumps(fact) + "\n" + json.dumps({**fact, "evidence": "not there"}))
 
-    fake_openai.script(*[reply] * 5)
+    fake_openai.script(*[reply] * 7)
     out = tmp_path / "ingest_llm.md"
     done = run_module("benchmarks.ingest_llm_bench", "--tiny", "--corpus", corpus,
-                      "--base-url", fake_openai.base_url, "--model", "fake-model", "--out", out)
+                      "--questions-file", questions, "--base-url", fake_openai.base_url,
+                      "--model", "fake-model", "--out", out)
     assert done.returncode == 0, done.stderr
     rows = table_rows(out.read_text(encoding="utf-8"))
     assert rows["reply lines that parse as facts"] == ["0/4 (0 %)", "4/4 (100 %)"]
     assert rows["facts per paragraph (distinct, written)"] == ["0.00", "1.00"]
     assert rows["paragraphs with 0 facts"] == ["2/2", "0/2"]
     assert rows["evidence located in the chunk"] == ["0/0 (–)", "2/4 (50 %)"]
+    assert rows["facts linked to the KG (gold evidence entities)"] == ["0/0 (–)", "2/2 (100 %)"]
+    assert rows["facts dropped: repeated"] == ["0/0 (–)", "2/4 (50 %)"]
     assert all(float(cell) >= 0 for cell in rows["seconds per paragraph, median"])
+    assert rows["sessions complete"] == ["1/1 (100 %)", "1/1 (100 %)"]
+    assert rows["answered with citations (cites a selected edge)"] == ["0/1 (0 %)", "1/1 (100 %)"]
+    assert rows["answered: nothing selected"] == ["1/1 (100 %)", "0/1 (0 %)"]
+    assert rows["answers holding the gold answer"] == ["0/1 (0 %)", "1/1 (100 %)"]
     grammar_requests = [r for r in fake_openai.chat_requests if "grammar" in r.body]
-    assert len(grammar_requests) == 2
+    assert len(grammar_requests) == 3  # two paragraphs, and the question's selection
     assert all(r.body["max_tokens"] == 256 for r in fake_openai.chat_requests[1:])

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tests.asking.llm.fake_openai import (  # noqa: F401  (fixture)
+    FakeOpenAI, Reply, fake_openai, prompt_facts,
+)
 from tests.conftest import CliRun, clean_env, cli, console_script
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli.ask import DEMO_QUESTION
@@ -37,7 +39,7 @@ DEMO_TITLES = {
 }
 MESSAGE_KEYS = {
     "error", "response", "end_of_stream", "explain_id", "explain_collection",
-    "message_type", "end_of_session", "explain_triples", "sources", "names",
+    "message_type", "end_of_session", "explain_triples", "sources", "names", "warnings",
 }
 def ok(*args: object) -> CliRun:
     run = cli(*args)
@@ -528,6 +530,32 @@ def test_query_warns_when_the_llm_selected_nothing_and_asks_no_answer_of_it(
     [entry] = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert entry["call"] == "select"
     assert entry["reply"] == "None of these edges answer the question."
+
+
+def selecting_the_first_two(body: dict) -> Reply:
+    """A selection of the first two edges the prompt lists."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return Reply("".join(json.dumps({"id": fact["id"], "reasoning": "it helps"}) + "\n"
+                         for fact in prompt_facts(user)[:2]))
+
+
+@pytest.mark.parametrize("format_", ["text", "jsonl"])
+def test_query_warns_of_an_answer_that_cites_nothing_and_was_cut_short(
+    demo_dir: Path, fake_openai: FakeOpenAI, format_: str
+) -> None:
+    fake_openai.script(selecting_the_first_two,
+                       Reply(["Somebody was born in ", "D"], finish_reason="length"))
+    run = ok("query", "--store", demo_dir, "--base-url", fake_openai.base_url, "--model", "m",
+             "--format", format_, "Where was Marie Curie born?")
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        "warning: the answer cites none of its 2 selected edges",
+        "warning: the answer is cut short: it reached the model's token limit (--max-tokens) "
+        "or the kept characters (--max-answer-chars)",
+    ]
+    if format_ == "jsonl":
+        final = json.loads(run.stdout.splitlines()[-1])
+        assert final["end_of_session"] and [f"warning: {w}" for w in final["warnings"]] == warnings
 
 
 def test_query_with_a_selection_gives_no_warning(demo_dir: Path) -> None:

@@ -8,7 +8,7 @@ import pyoxigraph as ox
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tgsparql.asking.citations import Citation, find_citations
+from tgsparql.asking.citations import AnswerCheck, Citation, find_citations
 from tgsparql.asking.provenance import Recorder
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
@@ -35,6 +35,29 @@ def test_ids_of_unselected_edges_are_invalid_and_brackets_of_prose_are_no_marker
     found = find_citations(text, SELECTED)
     assert [c.edge for c in found.citations] == [0]
     assert found.invalid_ids == ["deadbeef", "ffffffff-3"]
+
+
+def test_sentences_that_say_more_than_the_citing_ones_but_cite_nothing_are_counted() -> None:
+    text = ("Warsaw. Marie Curie was born in Warsaw [1a2b3c4d]. She was a physicist.\n\n"
+            "That is all; [deadbeef] nothing else. . .")
+    found = find_citations(text, SELECTED)
+    assert found.cited == [0]
+    # the physicist, "That is all; [deadbeef]", "nothing else."; not the lead, nor the dots
+    assert found.uncited_sentences == 3
+
+
+def test_an_answer_check_warns_of_what_a_reader_should_know() -> None:
+    assert AnswerCheck(selected=3, cited=3, invalid=0, uncited_sentences=0).warnings() == []
+    assert AnswerCheck(selected=0, cited=0, invalid=0, uncited_sentences=1).warnings() == []
+    assert AnswerCheck(selected=7, cited=0, invalid=1, uncited_sentences=2).warnings() == [
+        "the answer cites none of its 7 selected edges",
+        "the answer cites 1 id that names no selected edge",
+    ]
+    assert AnswerCheck(selected=2, cited=1, invalid=2, uncited_sentences=1, cut=True).warnings() \
+        == ["1 sentence of the answer cites no edge",
+            "the answer cites 2 ids that name no selected edge",
+            "the answer is cut short: it reached the model's token limit (--max-tokens) or the "
+            "kept characters (--max-answer-chars)"]
 
 
 def test_a_sentence_citing_an_edge_twice_is_one_citation() -> None:

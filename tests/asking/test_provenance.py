@@ -72,6 +72,8 @@ DATATYPE_OF = {
     TG + "modelName": XSD + "string",
     RDFS + "label": XSD + "string",
     TG + "invalidCitationCount": XSD + "integer",
+    TG + "citedEdgeCount": XSD + "integer",
+    TG + "uncitedSentenceCount": XSD + "integer",
     TG + "sentence": XSD + "string",
     TG + "charOffset": XSD + "integer",
     TG + "charLength": XSD + "integer",
@@ -254,7 +256,8 @@ def test_each_entity_has_exactly_the_spec_types_labels_and_predicates(recorded) 
     }
     assert predicates(answer) == {RDF + "type", RDFS + "label", PROV + "wasDerivedFrom",
                                   TG + "document", TG + "cites", TG + "citation",
-                                  TG + "invalidCitationCount"}
+                                  TG + "citedEdgeCount", TG + "invalidCitationCount",
+                                  TG + "uncitedSentenceCount"}
     for edge in objects(triples, selection, TG + "selectedEdge"):
         assert objects(triples, edge.value, RDF + "type") == [ox.NamedNode(TG + "EdgeSelection")]
         assert predicates(edge.value) == {RDF + "type", TG + "edge", TG + "reasoning",

@@ -677,6 +677,7 @@ EVERY_PARAM: dict[str, Any] = {
     "citations": [{"iri": IDS.citation(0), "edge_selection": IDS.edge_selection(0),
                    "sentence": "The answer.", "offset": 0, "length": 11}],
     "invalid_citations": 0,
+    "uncited_sentences": 0,
     "entity": S,
     "offset": 100,
     "dated_sessions": [{"graph": GRAPH, "session": IDS.session, "status": "complete",

@@ -11,7 +11,7 @@ import pyoxigraph as ox
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.serve_bench import baseline_text, current_text, generate
+from benchmarks.serve_bench import baseline_text, current_text, generate, measured
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.asking.sources import facts_sources
@@ -19,7 +19,6 @@ from tgsparql.cli import main
 from tgsparql.rdf import vocab
 from tgsparql.record.migrate import migrate, needs_migration, pending
 from tgsparql.serve.app import ServerConfig, TgsparqlServer
-from tgsparql.serve.saved import saved_queries
 from tgsparql.stores.store import EmbeddedStore, StoreError
 
 TG = vocab.TG
@@ -254,7 +253,7 @@ def test_every_saved_query_answers_on_migrated_records_as_its_old_text_did_on_ol
     new = EmbeddedStore(None)
     new.oxigraph.extend(list(old.oxigraph))
     migrate(new, pending(new))
-    cases = {name: [{}] for name in saved_queries()}
+    cases = {name: [{}] for name in measured()}
     cases["failed_sessions"] += [{"limit": "1"}, {"limit": "2"}, {"error_contains": "TIMED OUT (RUN 19"}]
     cases["edges_per_session"] += [{"limit": "1"}, {"limit": "2"}, {"limit": "3"}]
     cases["sessions_per_day"] += [{"since": "2024-03-02", "until": "2024-03-02"}]

@@ -26,7 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+from tests.asking.llm.fake_openai import (  # noqa: F401  (fixture)
+    FakeOpenAI, Reply, fake_openai, prompt_facts,
+)
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.llm.openai_backend import OpenAIBackend
 from tgsparql.record.conformance import validate_session
@@ -261,7 +263,7 @@ def test_the_ask_page_shows_the_answer_sentences_that_cite_each_source(
 ) -> None:
     def answer_citing(request: dict[str, Any]) -> Reply:
         prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
-        [fact] = [json.loads(line) for line in prompt.splitlines() if line.startswith("{")]
+        [fact] = prompt_facts(prompt)
         return Reply(["She was born in Warsaw ", f"[{fact['id']}]."])
 
     fake_openai.script(selecting_where_she_was_born(), answer_citing)
@@ -437,7 +439,7 @@ def selecting_where_she_was_born(held: threading.Event | None = None,
 
     def reply(request: dict[str, Any]) -> Reply:
         prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
-        chosen = [json.loads(line) for line in prompt.splitlines() if line.startswith("{")]
+        chosen = prompt_facts(prompt)
         lines = [json.dumps({"id": edge["id"], "reasoning": reason})
                  for edge in chosen if (edge["s"], edge["p"]) == ("Marie Curie", "born in")]
         return Reply("\n".join(lines), held=held)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.rdf.templates import Templates
@@ -20,12 +21,14 @@ from tgsparql.serve.config import ServerConfig
 from tgsparql.serve.jobs import SavedJob
 from tgsparql.serve.readonly import open_served
 from tgsparql.serve.saved import saved_queries
-from tgsparql.stores.store import open_store
+from tgsparql.stores.store import Store, open_store
+from tgsparql.testing.fakes import Script, ScriptedBackend
 
 from .conftest import FAILED_ERROR, FAILED_QUESTION, Served
 
-NAMES = ["documents_never_cited", "edges_per_session", "failed_sessions", "most_cited_documents",
-         "most_selected_facts", "sessions_per_day", "tokens_by_model"]
+NAMES = ["answers_citing_nothing", "documents_never_cited", "edges_per_session",
+         "failed_sessions", "most_cited_documents", "most_selected_facts", "sessions_per_day",
+         "tokens_by_model"]
 EVIL = ['") } DELETE WHERE { ?s ?p ?o } #', "x'} }>\n<urn:a> ; DROP ALL", "\\\"\u2028}"]
 
 
@@ -71,6 +74,7 @@ def test_csv_is_plain_values_read_by_the_csv_module(served: Served) -> None:
                        "open": "0"}
     assert rows(served, "sessions_per_day", "since=2024-05-02&until=2024-12-31") == []
     assert rows(served, "tokens_by_model") == []  # the offline backend records no usage
+    assert rows(served, "answers_citing_nothing") == []  # the offline answerer cites its edges
 
 
 def test_failed_sessions_with_their_errors(served: Served) -> None:
@@ -210,3 +214,23 @@ def test_pandas_reads_the_records_urls(served: Served) -> None:
     objects = pandas.read_json(served.url + "/queries/sessions_per_day.json?shape=objects")
     assert objects["sessions"].sum() == 3 and str(objects["sessions"].dtype) == "int64"
     assert str(pandas.to_datetime(objects["day"]).dt.date.iloc[0]) == "2024-05-01"
+
+
+def test_answers_citing_nothing_lists_those_with_edges_selected_and_no_citation(
+    tgsparql_demo_store: Store,
+) -> None:
+    born = ("Marie Curie", "born in", "Warsaw")
+    scripts = {
+        "Where was Marie Curie born?": Script([(born, "the birthplace")], "Somewhere far away."),
+        "When was Marie Curie born?": Script([(born, "it is not")], "In Warsaw [a4a3a483]."),
+        "Who is Nobody Atall?": Script(),  # nothing selected: not an answer that fails to cite
+    }
+    rag = GraphRag(tgsparql_demo_store, ScriptedBackend(scripts))
+    for question in scripts:
+        assert list(rag.query(question))[-1].error is None
+    answer = tgsparql_demo_store.run("bi/answers_citing_nothing",
+                                     collection=vocab.DEFAULT_COLLECTION, limit=10)
+    found = [{name: row[name].value for name in ("question", "selected", "uncitedSentences")}
+             for row in answer.rows]
+    assert found == [{"question": "Where was Marie Curie born?", "selected": "1",
+                      "uncitedSentences": "1"}]

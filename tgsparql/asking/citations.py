@@ -6,6 +6,9 @@ edge-id-shaped tokens; an id the selection did not choose (an edge retrieved but
 or one that does not exist) is invalid and counted, never cited. Each citation keeps its
 sentence — the part of the answer up to a sentence end or a semicolon, with the markers that
 follow it — by exact offsets into the answer text as stored.
+
+What an answer fails to cite is counted too (`AnswerCheck`), recorded on the Answer, and said
+as warnings by every face that shows an answer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ _EDGE_ID: Final = re.compile(r"[0-9a-f]{8}(?:-[1-9][0-9]*)?")
 _ID_SEPARATORS: Final = re.compile(r"[\s,;]+")
 _SENTENCE_END: Final = re.compile(r"[.!?;]+[\"'”’)]*(?=\s|$)|\n+")
 _FOLLOWING_MARKER: Final = re.compile(r"[ \t]*" + _MARKER.pattern)
+_WORD: Final = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,10 @@ class Citations:
     citations: list[Citation] = field(default_factory=list)
     invalid_ids: list[str] = field(default_factory=list)
     """Marker ids that name no selected edge, in the order written."""
+    uncited_sentences: int = 0
+    """Sentences that cite no selected edge and say more than the citing ones: a sentence all
+    of whose words a citing sentence holds (a lead such as "Warsaw." before the facts that
+    give it) claims nothing uncited."""
 
     @property
     def cited(self) -> list[int]:
@@ -64,7 +72,50 @@ def find_citations(text: str, selected_ids: Sequence[str]) -> Citations:
             elif (start, index[token]) not in seen:
                 seen.add((start, index[token]))
                 found.citations.append(Citation(index[token], text[start:end], start, end - start))
+    citing = {citation.offset for citation in found.citations}
+    cited_words = {word for c in found.citations for word in _words(c.sentence)}
+    found.uncited_sentences = sum(1 for start, end in spans if start not in citing
+                                  and not _words(text[start:end]) <= cited_words)
     return found
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.casefold()))
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """What an answer's text did with its selected edges, as recorded on the Answer."""
+
+    selected: int
+    cited: int
+    """Selected edges the answer cites, each once."""
+    invalid: int
+    """Markers naming no selected edge."""
+    uncited_sentences: int
+    cut: bool = False
+    """The answer ends early: the model hit its token limit or the text its character limit."""
+
+    def warnings(self) -> list[str]:
+        """What a reader should know before trusting the answer; none for a sound one. An
+        answer with nothing selected says so itself and has nothing to cite."""
+        said: list[str] = []
+        if self.selected and not self.cited:
+            said.append(f"the answer cites none of its {_count(self.selected, 'selected edge')}")
+        elif self.selected and self.uncited_sentences:
+            said.append(f"{_count(self.uncited_sentences, 'sentence')} of the answer "
+                        f"{'cites' if self.uncited_sentences == 1 else 'cite'} no edge")
+        if self.invalid:
+            said.append(f"the answer cites {_count(self.invalid, 'id')} that "
+                        f"{'names' if self.invalid == 1 else 'name'} no selected edge")
+        if self.cut:
+            said.append("the answer is cut short: it reached the model's token limit "
+                        "(--max-tokens) or the kept characters (--max-answer-chars)")
+        return said
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:

@@ -82,6 +82,9 @@ class GraphRagResponse:
     """Beyond: on the final message, the sources behind the selected edges."""
     names: list[GroundedName] = field(default_factory=list)
     """Beyond: on the final message, the names that grounded as part of a seed's label."""
+    warnings: list[str] = field(default_factory=list)
+    """Beyond: on the final message, what is wrong with the answer (cites nothing, cites
+    unselected ids, sentences without a citation, cut short)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object with terms in N-Triples / RDF 1.2 syntax."""
@@ -101,6 +104,7 @@ class GraphRagResponse:
             ],
             "sources": [source.to_json() for source in self.sources],
             "names": [name.to_json() for name in self.names],
+            "warnings": list(self.warnings),
         }
 
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import pyoxigraph as ox
 
-from tgsparql.asking.citations import NOTHING_SELECTED, Citations, find_citations
+from tgsparql.asking.citations import NOTHING_SELECTED, AnswerCheck, Citations, find_citations
 from tgsparql.asking.grounding import Grounding, ground, update_label_index
 from tgsparql.asking.labels import LabelGraph, get_labelgraph, local_name
 from tgsparql.asking.librarian import Librarian, StoreLibrarian
@@ -47,7 +47,8 @@ _Found = Mapping[ox.Triple, Sequence[ChunkSource]]
 class OutputLimits:
     """How much of what the LLM writes is kept, shown and stored: a reply of megabytes (a
     model that rambles, a hostile server) becomes its beginning, flagged `tg:truncated`, and
-    the session still completes."""
+    the session still completes. An answer the model itself stopped at its token limit is
+    flagged the same way."""
 
     reason_chars: int = 2_000
     """Characters kept of each edge's reason."""
@@ -268,12 +269,15 @@ class _Session:
                 yield GraphRagResponse(response=chunk, end_of_stream=last, message_type="chunk")
         full = "".join(text)
         citations = find_citations(full, [edge.id for edge in parsed.edges])
+        cut = kept.cut or getattr(answer, "cut", False)
         recorded = _stage("answer",
-                          lambda: self._record_answer(full, answer.usage, citations, kept.cut))
+                          lambda: self._record_answer(full, answer.usage, citations, cut))
         yield self._explain(self.ids.answer, recorded)
         sources = self._sources(parsed.edges, found, citations)
+        check = AnswerCheck(len(parsed.edges), len(citations.cited), len(citations.invalid_ids),
+                            citations.uncited_sentences, cut)
         yield GraphRagResponse(message_type="chunk", end_of_session=True, sources=sources,
-                               names=self.names)
+                               names=self.names, warnings=check.warnings())
 
     def _retrieve(self) -> tuple[Grounding, Retrieved]:
         rag = self.rag

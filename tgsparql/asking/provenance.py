@@ -238,10 +238,11 @@ class Recorder:
         started: dt.datetime,
         truncated: bool = False,
     ) -> Record:
-        """The Answer, with the edge selections its text cites, each citation's sentence, and
-        how many of its markers named no selected edge. `started`: the session's start, whose
-        UTC day the closed session is counted under. `truncated`: the LLM's answer was longer
-        than the limit and its text is cut."""
+        """The Answer, with the edge selections its text cites (and how many), each citation's
+        sentence, how many of its markers named no selected edge and how many of its sentences
+        cite none. `started`: the session's start, whose UTC day the closed session is counted
+        under. `truncated`: the answer's text is cut (longer than the character limit, or the
+        model stopped at its token limit)."""
         citations = citations or Citations()
         items = [
             CitationRecord(ids.citation(i), ids.edge_selection(c.edge), c.sentence, c.offset,
@@ -258,6 +259,7 @@ class Recorder:
             cited=[ids.edge_selection(i) for i in citations.cited],
             citations=items,
             invalid_citations=len(citations.invalid_ids),
+            uncited_sentences=citations.uncited_sentences,
             started=started,
             truncated=truncated,
             **_usage(usage),

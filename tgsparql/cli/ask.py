@@ -96,7 +96,8 @@ def query(target: StoreTarget, question: str, collection: vocab.Collection, llm:
         if target is None:
             click.echo("warning: no --store given: querying an empty in-memory store", err=True)
         rag = _rag(store, backend, collection, limits, output_limits)
-        messages = _warn_on_nothing_found(rag.query(question, stream=not no_stream))
+        warnings: list[str] = []
+        messages = _warn_on_nothing_found(rag.query(question, stream=not no_stream), warnings)
         if format_ == "jsonl":
             failed = False
             session = ""
@@ -105,12 +106,14 @@ def query(target: StoreTarget, question: str, collection: vocab.Collection, llm:
                 failed = failed or message.error is not None
                 if message.message_type == "explain" and message.explain_id and not session:
                     session = message.explain_id
+            _warn(warnings)
             if failed:
                 sys.exit(1)
             if validate_ and not session_conforms(store, session, jsonl=True):
                 sys.exit(1)
             return
         session = _stream_text(messages)
+        _warn(warnings)
         if target is None:  # nothing to explain once this process ends
             click.echo(f"session {session} was recorded in memory and is gone with this "
                        "process: pass --store DIR to keep sessions", err=True)
@@ -129,11 +132,12 @@ NOTHING_SELECTED = ("warning: no edge of the KG was selected as answering the qu
 
 
 def _warn_on_nothing_found(
-    messages: Iterator[GraphRagResponse],
+    messages: Iterator[GraphRagResponse], warnings: list[str],
 ) -> Iterator[GraphRagResponse]:
     """The messages, with a warning on stderr once the retrieval is announced without a seed
     entity, or else the selection empty: the answer then only says that the KG holds nothing
-    that answers, and the warning says where the search stopped."""
+    that answers, and the warning says where the search stopped. The final message's warnings
+    about the answer are kept in `warnings`, to be said once the answer is out."""
     grounded = True
     for message in messages:
         stage = message.explain_id or ""
@@ -143,7 +147,13 @@ def _warn_on_nothing_found(
             click.echo(NOTHING_GROUNDED, err=True)
         if grounded and ":prov:selection:" in stage and vocab.TG_SELECTED_EDGE not in predicates:
             click.echo(NOTHING_SELECTED, err=True)
+        warnings.extend(message.warnings)
         yield message
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def _rag(store: Store, backend: Backend, collection: vocab.Collection,

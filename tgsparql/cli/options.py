@@ -15,10 +15,8 @@ from click.core import ParameterSource
 
 from tgsparql.asking.llm import LLMError, make_backend
 from tgsparql.asking.llm.base import (
-    DEFAULT_LLM_RETRIES,
-    DEFAULT_LLM_TIMEOUT,
-    DEFAULT_MAX_TOKENS,
-    Backend,
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT, DEFAULT_MAX_TOKENS,
+    STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS, Backend,
 )
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
@@ -235,25 +233,33 @@ def llm_options(function: F) -> F:
         click.option(
             "--api-key", help="API key. Env: OPENAI_API_KEY (preferred: keeps it out of ps)."
         ),
-        click.option(
-            "--llm-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
-            default=DEFAULT_LLM_TIMEOUT, show_default=True, envvar="TGSPARQL_LLM_TIMEOUT",
-            expose_value=False, callback=_keep_llm_wait,
-            help="Seconds to wait for the LLM server to connect or to send more of a reply "
-            "before the try fails. Env: TGSPARQL_LLM_TIMEOUT.",
-        ),
+        _timeout_option(TIMEOUT_KNOBS, "timeout", DEFAULT_LLM_TIMEOUT,
+                        "Seconds to wait for the first token of a reply (the model reads the "
+                        "prompt first: minutes on a CPU for a long one) before the try fails."),
+        _timeout_option(STREAM_TIMEOUT_KNOBS, "stream_timeout", DEFAULT_LLM_STREAM_TIMEOUT,
+                        "Seconds a reply under way may pause before the try fails."),
         click.option(
             "--llm-retries", "max_retries", type=click.IntRange(min=0),
             default=DEFAULT_LLM_RETRIES, show_default=True, envvar="TGSPARQL_LLM_RETRIES",
             expose_value=False, callback=_keep_llm_wait,
-            help="Tries after the first on a timeout, a lost connection, 429 or 5xx; a dead "
-            "LLM fails after (retries + 1) x timeout plus a few seconds of backoff. "
+            help="Tries after the first on a timeout, a lost connection, 429 or 5xx, each after "
+            "the abandoned request was closed; a dead LLM fails after (retries + 1) x "
+            "--llm-timeout plus a few seconds of backoff. "
             "Env: TGSPARQL_LLM_RETRIES.",
         ),
     ]
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def _timeout_option(knobs: tuple[str, str], name: str, default: float,
+                    help: str) -> Callable[[F], F]:
+    """An LLM wait, kept in the click context for `backend_from`."""
+    flag, variable = knobs
+    return click.option(flag, name, type=click.FloatRange(min=0, min_open=True),
+                        default=default, show_default=True, envvar=variable, expose_value=False,
+                        callback=_keep_llm_wait, help=f"{help} Env: {variable}.")
 
 
 def constrain_option(function: F, what: str = "selection") -> F:

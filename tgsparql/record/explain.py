@@ -172,6 +172,7 @@ def _stages(out: Explanation, facts: _Facts, ids: SessionIds) -> Explanation:
     out.answer_usage = facts.usage(ids.answer)
     out.answer_truncated = facts.flag(ids.answer, vocab.TG_TRUNCATED)
     out.invalid_citations = facts.integer(ids.answer, vocab.TG_INVALID_CITATION_COUNT)
+    out.uncited_sentences = facts.integer(ids.answer, vocab.TG_UNCITED_SENTENCE_COUNT)
     return out
 
 
@@ -267,6 +268,8 @@ def render_text(e: Explanation) -> str:
         cut = ", cut: the LLM's answer was longer" if e.answer_truncated else ""
         add(f"  answer     ({check}{_usage_text(e.answer_usage)}{citing}{cut})")
         add(_wrap(e.answer, 8))
+        for warning in e.warnings:
+            add(click.style(f"  warning    {warning}", fg="yellow"))
     return "\n".join(out)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from tgsparql.asking.citations import AnswerCheck
 from tgsparql.asking.labels import LabelTriple
 from tgsparql.asking.messages import GroundedName, Source, rdf_text
 from tgsparql.asking.sources import ChunkSource
@@ -128,6 +129,9 @@ class Explanation:
     invalid_citations: int | None = None
     """Markers in the answer that named no selected edge; None for an answer recorded
     before citations were."""
+    uncited_sentences: int | None = None
+    """Sentences of the answer that cite no selected edge; None for an answer recorded before
+    they were counted."""
     citations: list[AnswerCitation] = field(default_factory=list)
     """Every citation of the answer, in answer order."""
     unselected_count: int = 0
@@ -137,6 +141,16 @@ class Explanation:
     triples: list[ox.Triple] = field(default_factory=list)
     """Every triple recorded for the session, as stored."""
 
+    @property
+    def warnings(self) -> list[str]:
+        """What a reader should know before trusting the answer, as the final message of its
+        session said it (none for an answer recorded before citations were checked)."""
+        if self.answer is None or self.invalid_citations is None:
+            return []
+        return AnswerCheck(len(self.selected), sum(1 for edge in self.selected if edge.citations),
+                           self.invalid_citations, self.uncited_sentences or 0,
+                           self.answer_truncated).warnings()
+
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items()
                 if k not in ("selected", "triples", "citations", "unselected", "names")}
@@ -145,6 +159,7 @@ class Explanation:
             data["names"] = [name.to_json() for name in self.names]
         data["selected"] = [_edge_json(edge) for edge in self.selected]
         data["citations"] = [citation.to_json() for citation in self.citations]
+        data["warnings"] = self.warnings
         data["unselected"] = [edge.to_json() for edge in self.unselected]
         return data
 

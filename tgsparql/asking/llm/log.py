@@ -43,13 +43,17 @@ class LLMLog:
         usage: Usage | None = None,
         error: str | None = None,
         seconds: float | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         """One call: `call` says what for (select, answer, extract); `request` is what was
-        sent (model, messages, constraint, limits); `reply` the raw text, None if none came."""
+        sent (model, messages, constraint, limits); `reply` the raw text, None if none came;
+        `finish_reason` why the model stopped ("length": at max_tokens, the reply cut)."""
         entry: dict[str, Any] = {**request, "reply": reply}
         if usage is not None:
             entry["usage"] = {"model": usage.model, "in_tokens": usage.in_tokens,
                               "out_tokens": usage.out_tokens}
+        if finish_reason is not None:
+            entry["finish_reason"] = finish_reason
         if error is not None:
             entry["error"] = redacted_text(error)
         if seconds is not None:
