@@ -7,7 +7,6 @@ Virtuoso 7 (`reification`, its KG in a named graph)."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from importlib.resources import as_file, files
