@@ -44,9 +44,17 @@ _LEMMAS = {
     "went": "go",
     "came": "come",
     "becam": "becom",
-    "marriag": "marri",
+    "marriag": "spous",
+    "marri": "spous",
     "husband": "spous",
     "wife": "spous",
+    # where someone studied, worked or was held, as a KG names it ("educated at", "employer",
+    # "place of detention"), and a birthday is a date of birth
+    "studi": "educ",
+    "graduat": "educ",
+    "work": "employ",
+    "detain": "detent",
+    "birthday": "birth",
     # kin a KG states as the parent, child or sibling relation
     "grandfath": "father",
     "grandmoth": "mother",
