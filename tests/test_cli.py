@@ -579,7 +579,7 @@ def test_explain_shows_each_citation_with_its_sentence(demo_dir: Path) -> None:
     [session] = SESSION_RE.findall(run.stderr)
     explained = ok("explain", "--store", demo_dir, session).stdout
     assert "cited: “Marie Curie born in Warsaw [" in explained
-    assert "; cites 3 of 3 selected edges)" in explained
+    assert "; cites 2 of 2 selected edges)" in explained
     as_json = json.loads(ok("explain", "--store", demo_dir, session, "--format", "json").stdout)
     assert as_json["invalid_citations"] == 0
     for edge in as_json["selected"]:

@@ -427,22 +427,12 @@ def test_selected_edges_are_original_kg_triples_among_the_retrieved(
     recorded, tgsparql_demo_pipeline
 ) -> None:
     _, uuid, triples = recorded
-    retrieved = set(objects(triples, f"urn:trustgraph:prov:retrieval:{uuid}", TG + "retrievedEdge"))
-    selections = objects(triples, f"urn:trustgraph:prov:selection:{uuid}", TG + "selectedEdge")
+    rag = tgsparql_demo_pipeline
+    when = session_uuid(run(rag, "When was Marie Curie born?"))  # a typed literal's year
+    triples = graph_triples(rag.store, EXPLAINABILITY)
     edges = []
-    for selection in selections:
-        edge = only(objects(triples, selection.value, TG + "edge"))
-        assert isinstance(edge, ox.Triple)
-        assert edge in retrieved
-        asserted = list(
-            tgsparql_demo_pipeline.store.oxigraph.quads_for_pattern(
-                edge.subject, edge.predicate, edge.object, ox.DefaultGraph()
-            )
-        )
-        assert len(asserted) == 1
-        reasoning = only(objects(triples, selection.value, TG + "reasoning"))
-        assert reasoning.value.startswith("offline selector: ")
-        edges.append(edge)
+    for session in (uuid, when):
+        edges += _selected_kg_triples(rag, triples, session)
     assert ox.Triple(
         ox.NamedNode(ENT + "Marie_Curie"), ox.NamedNode(REL + "bornIn"), ox.NamedNode(ENT + "Warsaw")
     ) in edges
@@ -452,6 +442,27 @@ def test_selected_edges_are_original_kg_triples_among_the_retrieved(
         ox.Literal("1867", datatype=ox.NamedNode(XSD + "integer")),
     )
     assert year in edges, "the typed literal object is kept, not its label"
+
+
+def _selected_kg_triples(rag: GraphRag, triples, uuid: str) -> list[ox.Triple]:
+    """The session's selected edges, each checked to be retrieved and asserted in the KG."""
+    retrieved = set(objects(triples, f"urn:trustgraph:prov:retrieval:{uuid}", TG + "retrievedEdge"))
+    selections = objects(triples, f"urn:trustgraph:prov:selection:{uuid}", TG + "selectedEdge")
+    edges = []
+    for selection in selections:
+        edge = only(objects(triples, selection.value, TG + "edge"))
+        assert isinstance(edge, ox.Triple)
+        assert edge in retrieved
+        asserted = list(
+            rag.store.oxigraph.quads_for_pattern(
+                edge.subject, edge.predicate, edge.object, ox.DefaultGraph()
+            )
+        )
+        assert len(asserted) == 1
+        reasoning = only(objects(triples, selection.value, TG + "reasoning"))
+        assert reasoning.value.startswith("offline selector: ")
+        edges.append(edge)
+    return edges
 
 
 def test_the_answer_text_is_in_the_librarian_with_its_sha256(

@@ -54,7 +54,7 @@ def test_session_page_shows_question_edges_reasons_sources_answer_and_svg(served
         in page
     answer = re.search(r'<div class="answer" id="answer">(.*?)</div>', page, re.DOTALL)
     assert answer is not None and "Marie Curie married Pierre Curie" in answer.group(1)
-    assert "<svg" in page and page.count('class="node node-document"') == 3
+    assert "<svg" in page and page.count('class="node node-document"') == 2
     assert "<script" not in page
 
 

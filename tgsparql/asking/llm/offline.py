@@ -1,56 +1,33 @@
 """A deterministic selector and answer writer that needs no model.
 
-It ranks edges by how much of the question they cover, alone or as a two-edge path through a
-shared node, and says so in each reason: the terms that matched and the score. An edge is a
-candidate only when it says something the question asks beyond naming a seed: a question word
-in its predicate or in a label of an end that is not a seed, or it links two seeds. A hub's
-edges all carry its name, and naming it is no evidence that an edge answers anything; so
-edges added around the seeds that share no other word with the question are never chosen and
-never change what is. Its answer is
-composed from the selected edges only. It is honest plumbing for offline use and tests, not a
-substitute for an LLM's reading of the question.
+It keeps the edges on the paths a question walks from its seeds (`tgsparql.asking.llm.paths`):
+each hop's predicate answers a relation word of the question, in the order the question nests
+them, the last hop perhaps only the kind it asks for (a place, a date, a film). A neighbour
+whose label merely shares a word with the question is no reason to keep an edge, so edges that
+real noise adds around a seed, with the KG's own predicates and neighbours, are kept only when
+they answer the question as well as the facts do. Each reason states the path, the words it
+answers and its score. The answer names the end of the path, of the kind asked for, or, for a
+comparison, the option whose values win ("yes"/"no" for "the same"), then states the facts,
+each citing its edge. It is honest plumbing for offline use and tests, not a substitute for an
+LLM's reading of the question.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-
-import pyoxigraph as ox
 
 from tgsparql.asking.citations import NOTHING_SELECTED
-from tgsparql.asking.grounding import name_runs, names_label, stems
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
+from tgsparql.asking.llm.paths import (
+    Path, Reading, best, clauses, compare, named_ends, read, seed_names, walk,
+)
 from tgsparql.asking.llm.usage import Usage
-from tgsparql.rdf.text import words
 
 MAX_SELECTED = 6
-CHAIN_DISCOUNT = 0.9
-"""A path through a node the question does not name: the multi-hop pattern."""
-STAR_DISCOUNT = 0.8
-"""Two facts about an entity the question names."""
-SEED_BONUS = 0.05
-KEEP_RATIO = 0.75
-ANSWER_KIND_BONUS = 0.1
-"""For an edge whose object is of the kind the question asks for (a value, or an entity)."""
-ASKS_FOR_VALUE = frozenset({"when", "year", "date", "old", "many", "much", "long"})
-ASKS_FOR_ENTITY = frozenset({"where", "who", "whom"})
-
-@dataclass
-class _Scored:
-    edge: LabeledEdge
-    matched: set[str]
-    telling: bool
-    """It matches the question beyond the seeds' names, or links two seeds (`_tells`)."""
-    score: float = 0.0
-    partner: LabeledEdge | None = None
-    via: set[str] = field(default_factory=set)
-
 
 EXTRACTION_REFUSED = (
     "ingesting needs an LLM to read the text, and the offline backend does not invent facts: "
@@ -62,56 +39,22 @@ class OfflineBackend:
     name = "offline"
 
     def select(self, request: SelectionRequest) -> SelectionOutput:
-        question = stems(request.question)
-        if not question or not request.edges:
-            return SelectionOutput(text="", usage=None)
-        seeds = set(request.seeds)
-        asked = set(question) - _seed_names(request.edges, seeds)
-        scored = {
-            edge.id: _Scored(
-                edge,
-                set(question) & set(stems(" ".join(edge.labels))),
-                _tells(edge, asked, seeds),
-            )
-            for edge in request.edges
-        }
-        scored = {key: item for key, item in scored.items() if item.telling}
-        by_node: dict[ox.NamedNode | ox.Literal, list[_Scored]] = {}
-        for item in scored.values():
-            for node in (item.edge.triple.subject, item.edge.triple.object):
-                by_node.setdefault(node, []).append(item)
-        total = len(question)
-        for item in scored.values():
-            item.score = len(item.matched) / total
-            item.via = set(item.matched)
-            for node in (item.edge.triple.subject, item.edge.triple.object):
-                discount = STAR_DISCOUNT if node in seeds else CHAIN_DISCOUNT
-                for other in by_node.get(node, []):
-                    if other is item or not (other.matched - item.matched):
-                        continue
-                    if not (item.matched - other.matched):
-                        continue  # this edge would add nothing to the path
-                    union = item.matched | other.matched
-                    path_score = discount * len(union) / total
-                    if path_score > item.score:
-                        item.score, item.partner, item.via = path_score, other.edge, union
-            if seeds & {item.edge.triple.subject, item.edge.triple.object}:
-                item.score += SEED_BONUS
-            item.score += _answer_kind(request.question, item.edge)
-        ranked = sorted(
-            (item for item in scored.values() if item.matched or item.partner),
-            key=lambda item: (-item.score, item.edge.id),
-        )
-        if not ranked:
-            return SelectionOutput(text="", usage=None)
-        best = ranked[0].score
-        chosen = [item for item in ranked if item.score >= KEEP_RATIO * best][:MAX_SELECTED]
+        edges = request.edges
+        present = {node for edge in edges for node in (edge.triple.subject, edge.triple.object)}
+        seeds = [seed for seed in request.seeds if seed in present]
+        seeds = seeds or named_ends(request.question, edges)
+        names = seed_names(edges, seeds)
+        readings = [read(clause, names) for clause in clauses(request.question)]
+        chosen = _edges_of([path for reading in readings
+                            for path in best(reading, walk(reading, edges, seeds), seeds)])
+        if not chosen:
+            chosen = [(edge, None) for edge in edges if _links_seeds(edge, seeds)]
         lines = [
-            json.dumps({"id": item.edge.id, "reasoning": _reason(item, question, seeds)},
+            json.dumps({"id": edge.id, "reasoning": _reason(edge, path, seeds)},
                        ensure_ascii=False)
-            for item in chosen
+            for edge, path in chosen[:MAX_SELECTED]
         ]
-        return SelectionOutput(text="\n".join(lines) + "\n", usage=None)
+        return SelectionOutput(text="".join(line + "\n" for line in lines), usage=None)
 
     def answer(
         self, question: str, facts: Sequence[LabeledEdge], *, stream: bool
@@ -123,87 +66,100 @@ class OfflineBackend:
         raise ExtractionUnsupported(EXTRACTION_REFUSED)
 
 
-def _seed_names(edges: Sequence[LabeledEdge], seeds: set[ox.NamedNode]) -> set[str]:
-    """The stems of the seeds' labels: the words the question names its entities with."""
-    names: set[str] = set()
-    for edge in edges:
-        for label, end in ((edge.labels[0], edge.triple.subject),
-                           (edge.labels[2], edge.triple.object)):
-            if end in seeds:
-                names |= set(stems(label))
-    return names
+def _edges_of(paths: Sequence[Path]) -> list[tuple[LabeledEdge, Path]]:
+    """Each edge of the paths once, with the best path it lies on: clause by clause, best
+    first; the seeds' paths taken in turn, so a comparison keeps each option's."""
+    readings = list({id(path.reading): path.reading for path in paths}.values())
+    turns: dict[tuple[int, object], list[Path]] = {}
+    for path in paths:
+        turns.setdefault((readings.index(path.reading), path.seed), []).append(path)
+    chosen: dict[str, tuple[LabeledEdge, Path]] = {}
+    for index in range(max((len(turn) for turn in turns.values()), default=0)):
+        for turn in turns.values():
+            ranked = sorted(turn, key=lambda path: tuple(-x for x in path.rank))
+            if index < len(ranked):
+                for edge in ranked[index].edges:
+                    chosen.setdefault(edge.id, (edge, ranked[index]))
+    return sorted(chosen.values(), key=lambda pair: (
+        readings.index(pair[1].reading), tuple(-x for x in pair[1].rank)))
 
 
-def _tells(edge: LabeledEdge, asked: set[str], seeds: set[ox.NamedNode]) -> bool:
-    """Whether the edge holds a question word (`asked`: none of the seeds' names) in its
-    predicate or a label of an end that is not a seed, or links two seeds."""
+def _links_seeds(edge: LabeledEdge, seeds: Sequence[object]) -> bool:
+    """An edge between two seeds: a path the question names, though no word of it answers."""
     triple = edge.triple
-    if triple.subject in seeds and triple.object in seeds and triple.subject != triple.object:
-        return True
-    told = [edge.labels[1]]
-    told += [label for label, end in ((edge.labels[0], triple.subject),
-                                      (edge.labels[2], triple.object)) if end not in seeds]
-    return bool(asked & set(stems(" ".join(told))))
+    return triple.subject != triple.object and {triple.subject, triple.object} <= set(seeds)
 
 
-def _answer_kind(question: str, edge: LabeledEdge) -> float:
-    """± ANSWER_KIND_BONUS when the edge's object is, or is not, what the question asks for."""
-    asked = set(words(question))
-    is_value = isinstance(edge.triple.object, ox.Literal)
-    if asked & ASKS_FOR_VALUE:
-        return ANSWER_KIND_BONUS if is_value else 0.0
-    if asked & ASKS_FOR_ENTITY:
-        return -ANSWER_KIND_BONUS if is_value else 0.0
-    return 0.0
-
-
-def _reason(item: _Scored, question: dict[str, str], seeds: set[ox.NamedNode]) -> str:
-    own = ", ".join(repr(question[stem]) for stem in sorted(item.matched)) or "no question term"
-    parts = [f"offline selector: this edge matches {own}"]
-    if item.partner is not None:
-        path = ", ".join(repr(question[stem]) for stem in sorted(item.via))
-        parts.append(
-            f"it shares a node with ({' '.join(item.partner.labels)}), the two together "
-            f"matching {path}"
-        )
-    if seeds & {item.edge.triple.subject, item.edge.triple.object}:
+def _reason(edge: LabeledEdge, path: Path | None, seeds: Sequence[object]) -> str:
+    """Why the edge is kept: the words it answers, the path it lies on, and its score."""
+    touches = bool({edge.triple.subject, edge.triple.object} & set(seeds))
+    if path is None:
+        return ("offline selector: this edge matches no question term; it links two seed "
+                "entities of the question; score 0.00")
+    reading = path.reading
+    hop = path.edges.index(edge)
+    own = path.answered[hop]
+    named = (", ".join(repr(reading.words[word]) for word in own) if own
+             else repr(reading.kind_word))
+    walked = " — ".join(f"({' '.join(step.labels)})" for step in path.edges)
+    answered = ", ".join(repr(reading.words[w]) for words in path.answered for w in words)
+    parts = [f"offline selector: this edge matches {named}"]
+    if len(path.edges) > 1:
+        parts.append(f"it lies on the path {walked} from {path.labels[0]!r}, which answers "
+                     f"{answered or 'no relation word'} in the order the question asks")
+    if path.kind_grade == 2 and reading.kind_word:
+        parts.append(f"the path ends in what {reading.kind_word!r} asks for")
+    if touches:
         parts.append("it touches a seed entity of the question")
-    return "; ".join(parts) + f"; score {item.score:.2f}"
+    return "; ".join(parts) + f"; score {_score(path):.2f}"
+
+
+def _score(path: Path) -> float:
+    """The path's share of the question's relation words and kind, less a little per predicate
+    read against its direction and per hop."""
+    asked = sum(path.reading.relations.values()) + 1
+    found = path.covered + path.kind_grade / 2
+    return max(0.0, (found - 0.1 * path.reversed - 0.01 * len(path.edges)) / asked)
 
 
 def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
-    """The entity the facts lead to, then the facts themselves, each citing its edge id.
+    """What the question asks for, then the facts themselves, each citing its edge id.
 
-    The lead entity is one the question does not already name, in full or by a name that is
-    part of its label ("Vermeer" for "Johannes Vermeer"), preferring the end of a fact whose
-    predicate the question asks about, a value or an entity as the question asks ("when" or
-    "where"), an end rather than a node the facts share, and an object rather than a subject.
+    The lead is the end of the path the question walks from the entities it names, of the kind
+    asked for (every such end when it asks for several: "Which paintings ..."), or, for a
+    comparison, the option whose values win ("yes"/"no" for "the same"); no lead when the facts
+    walk no such path.
     """
     if not facts:
         return NOTHING_SELECTED
-    asked = set(stems(question))
     statements = "; ".join(f"{' '.join(fact.labels)} [{fact.id}]" for fact in facts)
-    uses = Counter(label for fact in facts for label in (fact.labels[0], fact.labels[2]))
-    candidates = []
-    runs = name_runs(question)
-    question_words = set(words(question))
-    wants_value = bool(question_words & ASKS_FOR_VALUE)
-    wants_entity = not wants_value and bool(question_words & ASKS_FOR_ENTITY)
-    for index, fact in enumerate(facts):
-        asks_predicate = bool(set(stems(fact.labels[1])) & asked)
-        ends = ((0, fact.labels[2], fact.triple.object), (1, fact.labels[0], fact.triple.subject))
-        for position, label, term in ends:
-            label_stems = set(stems(label))
-            named = (label_stems and label_stems <= asked) or names_label(runs, label)
-            if label and not named:
-                is_value = isinstance(term, ox.Literal)
-                wrong_kind = (wants_value and not is_value) or (wants_entity and is_value)
-                rank = (not asks_predicate, wrong_kind, uses[label] > 1, index, position)
-                candidates.append((rank, label))
-    if not candidates:
+    lead = _lead(question, facts)
+    if lead is None:
         return f"From the knowledge graph: {statements}."
-    lead = min(candidates)[1]
     return f"{lead}. From the knowledge graph: {statements}."
+
+
+def _lead(question: str, facts: Sequence[LabeledEdge]) -> str | None:
+    """What each clause of the question asks for, joined by "; "."""
+    seeds = named_ends(question, facts)
+    names = seed_names(facts, seeds)
+    leads = [lead for clause in clauses(question)
+             if (lead := _clause_lead(read(clause, names), facts, seeds)) is not None]
+    return "; ".join(leads) or None
+
+
+def _clause_lead(reading: Reading, facts: Sequence[LabeledEdge],
+                 seeds: Sequence[object]) -> str | None:
+    paths = best(reading, walk(reading, facts, seeds), seeds)
+    compared = compare(reading, paths)
+    if compared is not None:
+        return compared.capitalize() if compared in ("yes", "no") else compared
+    ends = list(dict.fromkeys(path.end_label for path in paths if path.end_label))
+    if not ends:
+        return None
+    if reading.plural and len(ends) > 1:
+        return ", ".join(ends[:-1]) + " and " + ends[-1]
+    return ends[0]
 
 
 class OfflineAnswer:

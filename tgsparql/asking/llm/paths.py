@@ -1,0 +1,489 @@
+"""The paths a question walks over labelled edges, read from its words and the KG's labels alone.
+
+A question asks for the end of a path from an entity it names (a seed): "Where was the director
+of film X born?" walks X —director→ a person —place of birth→ a place. Its relation words (the
+content words that name no seed, `Reading.relations`) are answered by the predicates' labels,
+compared by stem (`tgsparql.rdf.stems`), one hop after another in the order the question nests
+them: nearest the seed first ("the place of birth of the director of X": director, then place of
+birth; "X's mother's birthday": mother, then birthday), a verb after its noun phrase ("Where was
+the composer of X born?": composer, then born). The last hop may instead answer only the kind of
+thing asked for (`Kind`: where → a place, when → a date, which N → an N), as "In which city is
+the museum that holds X?" reaches a city by a hop the question names only by "which city". A
+neighbour whose label shares a word with the question is no step: only predicates answer
+relation words, and a path's every hop must answer one it has not answered yet.
+
+Comparisons ("Who was born first, A or B?", "Are A and B from the same country?") walk a path
+from each option and compare the values at the ends (`compare`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import pyoxigraph as ox
+
+from tgsparql.asking.grounding import STOPWORDS, match_key, name_runs, names_label
+from tgsparql.asking.labels import LabeledEdge
+from tgsparql.rdf import vocab
+from tgsparql.rdf.stems import stem
+
+Node = ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple
+MAX_HOPS = 2
+
+
+class Kind(Enum):
+    """What a question's wh-word asks for."""
+
+    ANY = "anything"
+    DATE = "a date"
+    PLACE = "a place"
+    ENTITY = "an entity"
+
+
+DATE_NOUNS = frozenset({"year", "date", "day", "month", "centuri", "decad", "time"})
+"""Stems of the nouns after "which"/"what" that ask for a date ("In which year ...")."""
+PLACE_WORDS = frozenset(stem(word) for word in (
+    "place location located city country town village residence headquarters site address"
+).split())
+"""Words of a predicate whose object is a place."""
+LOCATIVE = frozenset({"in", "at"})
+INVERSE_ENDINGS = frozenset({"of", "by"})
+"""A predicate label ending in one of these ("daughter of", "held by") names its subject by
+what it is to the object."""
+"""A predicate label ending in one of these ("born in", "worked at") leads to a place."""
+EARLIEST = frozenset("first earlier earliest older oldest".split())
+LATEST = frozenset("later latest younger youngest recent recently newer last".split())
+LONGEST = frozenset("longer longest".split())
+SPOUSE = stem("spouse")
+"""What "in-law" says: kin by marriage."""
+AGE = frozenset({"older", "oldest", "younger", "youngest"})
+"""Age counts from birth: these compare when each option was born."""
+SAME = frozenset({"same"})
+
+_MONTHS = {name: number for number, name in enumerate(
+    "january february march april may june july august september october november december"
+    .split(), 1)}
+_YEAR = re.compile(r"^\d{3,4}$")
+
+
+def date_of(label: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of a label that is a date ("December 24, 1886", "15 November 1911",
+    "2013", "1867-11-07"); None for any other label."""
+    tokens = re.findall(r"[A-Za-z]+|\d+", label)
+    if not tokens or len(tokens) > 3:
+        return None
+    year = month = day = 0
+    for token in tokens:
+        lower = token.lower()
+        if lower in _MONTHS and not month:
+            month = _MONTHS[lower]
+        elif _YEAR.match(token) and not year:
+            year = int(token)
+        elif token.isdigit() and len(token) <= 2 and not day:
+            day = int(token)
+        else:
+            return None
+    if not year:
+        return None
+    if len(tokens) == 3 and label.count("-") == 2 and not month:  # ISO: 1867-11-07
+        parts = [int(part) for part in tokens]
+        return (parts[0], parts[1], parts[2]) if parts[0] == year else None
+    return (year, month, day)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a question asks, from its words."""
+
+    relations: Counter[str]
+    """Stems of the words a path's predicates must answer (twice for "paternal grandfather")."""
+    rank: dict[str, float]
+    """Each relation stem's place in the order the path answers them, nearest the seed first."""
+    words: dict[str, str]
+    """Stem → the question's word, for reasons."""
+    kind: Kind
+    kind_word: str
+    """The question's word that asks for the kind ("where", "which city"), for reasons."""
+    noun: str | None
+    """The stem of the noun "which"/"what" asks for ("film", "countri"), if any."""
+    plural: bool
+    comparison: frozenset[str] | None
+    """EARLIEST, LATEST, LONGEST or SAME when the question compares its options."""
+
+
+_CLAUSE = re.compile(r",?\s+and\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.IGNORECASE)
+
+
+def clauses(question: str) -> list[str]:
+    """The questions a question joins ("Who did X marry, and where was she born?"): each is
+    read, and walked from the seeds, on its own."""
+    return _CLAUSE.split(question)
+
+
+def read(question: str, seed_labels: Iterable[str]) -> Reading:
+    """The relation words of `question` that are not in the names of its seeds, in path order,
+    and what it asks for."""
+    tokens = match_key(question).split()
+    names = {stem(word) for label in seed_labels for word in match_key(label).split()}
+    seed_at = [i for i, token in enumerate(tokens) if token not in STOPWORDS
+               and stem(token) in names]
+    kind, kind_word, noun, plural, noun_at = _kind(tokens)
+    comparison = next((group for group in (EARLIEST, LATEST, LONGEST, SAME)
+                       if group & set(tokens)), None)
+    relations: Counter[str] = Counter()
+    words: dict[str, str] = {}
+    places: dict[str, float] = {}
+    for i, token in enumerate(tokens):
+        if token in STOPWORDS or i == noun_at or comparison and token in comparison:
+            continue
+        in_law = tokens[i - 1 : i + 1] == ["in", "law"] and i >= 3
+        found = SPOUSE if in_law else stem(token)
+        if found in names:
+            continue
+        relations[found] += 1
+        words.setdefault(found, token)
+        # X's mother-in-law is X's spouse's mother: the spouse comes first
+        places.setdefault(found, i - 2 - 0.5 if in_law and seed_at and i > seed_at[-1] else i)
+    if AGE & set(tokens) and "birth" not in relations:
+        relations["birth"] += 1
+        words.setdefault("birth", next(t for t in tokens if t in AGE))
+        places.setdefault("birth", len(tokens))
+    if comparison is not None:  # "Which film ...?" names the options; "the same N" the values
+        noun, plural = None, False
+    if comparison is SAME and (compared := _compared(tokens)) is not None:
+        noun, kind_word = stem(compared), f"same {compared}"
+    if comparison is not None and comparison is not SAME:
+        kind, kind_word = Kind.DATE, next(t for t in tokens if t in comparison)
+    rank = _order(tokens, places, seed_at, comparison is not None)
+    return Reading(relations, rank, words, kind, kind_word, noun, plural, comparison)
+
+
+def _kind(tokens: list[str]) -> tuple[Kind, str, str | None, bool, int | None]:
+    """The kind asked for, the words that ask it, the noun after "which"/"what" (its stem,
+    whether plural, its place)."""
+    for i, token in enumerate(tokens):
+        if token == "when":
+            return Kind.DATE, token, None, False, None
+        if token == "where":
+            return Kind.PLACE, token, None, False, None
+        if token in ("who", "whom"):
+            return Kind.ENTITY, token, None, False, None
+        if token in ("which", "what") and i + 1 < len(tokens):
+            after = tokens[i + 1]
+            if after in STOPWORDS:
+                return Kind.ANY, token, None, False, None
+            noun = stem(after)
+            plural = after.endswith("s") and not after.endswith("ss") and noun != after
+            kind = (Kind.DATE if noun in DATE_NOUNS
+                    else Kind.PLACE if i and tokens[i - 1] in ("in", "at")
+                    else Kind.ANY)
+            return kind, f"{token} {after}", noun, plural, i + 1
+    return Kind.ANY, "", None, False, None
+
+
+def _compared(tokens: list[str]) -> str | None:
+    """The noun after "same" ("the same country"): what the options' values are."""
+    after = tokens[tokens.index("same") + 1 :]
+    return after[0] if after and after[0] not in STOPWORDS else None
+
+
+def _order(tokens: list[str], places: dict[str, float], seed_at: list[int],
+           options: bool) -> dict[str, float]:
+    """The order a path answers the relation words in, nearest the seed first: the nouns of a
+    possessive chain after the seed ("X's mother's"), then those of the "of" chain before it,
+    nearest first ("the place of birth of the director of X"), then the rest after it, in
+    order (a closing verb: "Where was the composer of X born?"). A comparison that lists its
+    options last ("Which film has the director who died first, A or B?") reads as written."""
+    if not seed_at:
+        return {word: place for word, place in places.items()}
+    first, last = seed_at[0], seed_at[-1]
+    if options and all(place < first for place in places.values()):
+        return {word: place for word, place in places.items()}
+    order: dict[str, tuple[int, float]] = {}
+    for word, place in places.items():
+        if place < first:
+            order[word] = (1, first - place)
+        elif place > last and _possessive(tokens, last, round(place)):
+            order[word] = (0, place)
+        else:
+            order[word] = (2, place)
+    ranked = sorted(order, key=order.__getitem__)
+    return {word: index for index, word in enumerate(ranked)}
+
+
+def _possessive(tokens: list[str], last_seed: int, place: int) -> bool:
+    """Whether the words between the seed and `place` begin and end with the "s" of a
+    possessive: `place` is a link of the chain "X's mother's birthday"."""
+    between = tokens[last_seed + 1 : place]
+    return bool(between) and between[0] == "s" and between[-1] == "s"
+
+
+# ---- paths
+
+
+def _stems_of(label: str) -> list[str]:
+    return [stem(word) for word in match_key(label).split() if word not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class Path:
+    """A walk from a seed, one edge a hop, with what each hop answers."""
+
+    reading: Reading
+    """What the question, or the clause of it that the path answers, asks."""
+    seed: Node
+    edges: tuple[LabeledEdge, ...]
+    nodes: tuple[Node, ...]
+    """The seed, then the node each hop reaches."""
+    labels: tuple[str, ...]
+    """The label of each node."""
+    answered: tuple[tuple[str, ...], ...]
+    """The relation stems each hop answers; empty for a last hop that answers the kind only."""
+    kind_grade: int
+    """2 when the end is of the kind asked for, 1 when nothing tells, 0 when it is not."""
+    reversed: int
+    """Hops that read their predicate against its direction (`_against`)."""
+
+    @property
+    def end_label(self) -> str:
+        return self.labels[-1]
+
+    @property
+    def covered(self) -> int:
+        return sum(len(words) for words in self.answered)
+
+    @property
+    def rank(self) -> tuple[int, int, int, int]:
+        """Greater is better: more words answered, the kind asked for, predicates read as
+        stated, shorter."""
+        return (self.covered, self.kind_grade, -self.reversed, -len(self.edges))
+
+
+@dataclass
+class _Graph:
+    """The edges by node, both ways, with each node's label and the labels of its types."""
+
+    edges: Sequence[LabeledEdge]
+    around: dict[Node, list[tuple[LabeledEdge, Node]]] = field(default_factory=dict)
+    label: dict[Node, str] = field(default_factory=dict)
+    types: dict[Node, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for edge in self.edges:
+            triple = edge.triple
+            self.label.setdefault(triple.subject, edge.labels[0])
+            self.label.setdefault(triple.object, edge.labels[2])
+            self.around.setdefault(triple.subject, []).append((edge, triple.object))
+            if triple.object != triple.subject:
+                self.around.setdefault(triple.object, []).append((edge, triple.subject))
+            if triple.predicate == vocab.RDF_TYPE:
+                self.types.setdefault(triple.subject, []).append(edge.labels[2])
+
+
+def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> list[Path]:
+    """Every path of up to MAX_HOPS from a seed that answers the question: each hop answers a
+    relation word not yet answered, or, last, the kind asked for that its start is not of.
+    A path never passes through a seed."""
+    graph = _Graph(edges)
+    asks_kind = reading.kind is not Kind.ANY or reading.noun is not None
+    found: list[Path] = []
+    for seed in seeds:
+        hops: list[tuple[tuple[LabeledEdge, ...], tuple[Node, ...], tuple[tuple[str, ...], ...]]]
+        hops = [((), (seed,), ())]
+        for _ in range(MAX_HOPS):
+            grown = []
+            for walked, nodes, answered in hops:
+                if len(nodes) > 1 and _is_value(nodes[-1], graph):
+                    continue  # a value ends a path: what else has it is no answer
+                left = reading.relations - Counter(w for words in answered for w in words)
+                for edge, other in graph.around.get(nodes[-1], []):
+                    if other in nodes or other in seeds:
+                        continue
+                    words = _answers(edge.labels[1], left)
+                    step = (walked + (edge,), nodes + (other,), answered + (words,))
+                    if words and not _in_order(reading, step[2]):
+                        continue
+                    grade = _grade(reading, graph, step[0], step[1])
+                    kind_hop = not words and asks_kind and grade == 2 and (
+                        not walked or _grade(reading, graph, walked, nodes) < 2)
+                    if words:
+                        grown.append(step)
+                    if words or kind_hop:
+                        found.append(_path(reading, graph, seed, *step, grade))
+            hops = grown
+    return found
+
+
+def _is_value(node: Node, graph: _Graph) -> bool:
+    return isinstance(node, ox.Literal) or date_of(graph.label.get(node, "")) is not None
+
+
+def _answers(predicate: str, left: Counter[str]) -> tuple[str, ...]:
+    """The relation words among `left` that a predicate's label answers."""
+    found: list[str] = []
+    for word in _stems_of(predicate):
+        if left[word] > found.count(word):
+            found.append(word)
+    return tuple(found)
+
+
+def _grade(reading: Reading, graph: _Graph, edges: Sequence[LabeledEdge],
+           nodes: Sequence[Node]) -> int:
+    """2 when the path's end is of the kind asked for, 0 when it is not, 1 when nothing tells."""
+    end, label = nodes[-1], graph.label.get(nodes[-1], "")
+    # a predicate read backwards tells nothing of its subject's kind: what "holds" or "painted"
+    # a painting is no painting, and what is "located in" a city no place
+    told = not _against(edges[-1], nodes[-2])
+    predicate = _stems_of(edges[-1].labels[1]) if told else []
+    is_date = date_of(label) is not None
+    grade = 1
+    if reading.kind is Kind.DATE:
+        grade = 2 if is_date else 0
+    elif reading.kind is Kind.PLACE:
+        last_word = match_key(edges[-1].labels[1]).rsplit(" ", 1)[-1] if told else ""
+        grade = (0 if is_date or DATE_NOUNS & set(predicate)
+                 else 2 if PLACE_WORDS & set(predicate) or last_word in LOCATIVE else 1)
+    elif reading.kind is Kind.ENTITY:
+        grade = 0 if is_date or isinstance(end, ox.Literal) else 1
+    if reading.noun and grade:
+        kinds = {*_stems_of(label), *predicate,
+                 *(word for kind in graph.types.get(end, []) for word in _stems_of(kind))}
+        named = reading.noun in kinds
+        grade = 2 if named else min(grade, 1)
+    return grade
+
+
+def _in_order(reading: Reading, answered: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether the hops answer the question's words in the order it nests them."""
+    order = [min(reading.rank.get(word, 0) for word in words) for words in answered if words]
+    return all(a <= b for a, b in zip(order, order[1:]))
+
+
+def _against(edge: LabeledEdge, start: Node) -> bool:
+    """Whether a hop from `start` reads the edge's predicate against its direction: "X
+    director Y" says Y is X's director, so X's director is forward from X; "Y daughter of X"
+    says Y is X's daughter, so X's daughter is backward from X."""
+    inverse = match_key(edge.labels[1]).rsplit(" ", 1)[-1] in INVERSE_ENDINGS
+    forward = edge.triple.subject == start
+    return forward == inverse
+
+
+def _path(reading: Reading, graph: _Graph, seed: Node, edges: tuple[LabeledEdge, ...],
+          nodes: tuple[Node, ...], answered: tuple[tuple[str, ...], ...], grade: int) -> Path:
+    against = sum(_against(edge, start) for edge, start in zip(edges, nodes))
+    labels = tuple(graph.label.get(node, "") for node in nodes)
+    return Path(reading, seed, edges, nodes, labels, answered, grade, against)
+
+
+def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list[Path]:
+    """The paths the question walks: from each seed whose best path answers as much as any
+    (words answered, kind), every path as good as its best; by seed, then rank. A comparison
+    asks the same of each option, so a path whose predicates more options' paths share comes
+    first."""
+    by_seed: dict[Node, list[Path]] = {}
+    for path in paths:
+        if path.kind_grade:  # an end of another kind than asked answers nothing
+            by_seed.setdefault(path.seed, []).append(path)
+    if not by_seed:
+        return []
+    shared: Counter[tuple[str, ...]] = Counter()
+    if reading.comparison is not None:
+        for found in by_seed.values():
+            shared.update({_predicates(path) for path in found})
+
+    def rank(path: Path) -> tuple[int, ...]:
+        return (shared[_predicates(path)], *path.rank)
+
+    top = max(rank(path)[:3] for found in by_seed.values() for path in found)  # shared, words, kind
+    chosen = []
+    for seed in seeds:
+        found = by_seed.get(seed, [])
+        if not found or max(rank(path) for path in found)[:3] != top:
+            continue
+        mark = max(rank(path) for path in found)
+        chosen += sorted((path for path in found if rank(path) == mark),
+                         key=lambda path: [edge.id for edge in path.edges])
+    return chosen
+
+
+def _predicates(path: Path) -> tuple[str, ...]:
+    return tuple(edge.labels[1] for edge in path.edges)
+
+
+def seed_names(edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> list[str]:
+    """The labels the seeds are named by, but for a seed whose every word some predicate here
+    uses ("Death" for "Where was the place of death of ..."): its words ask, not name."""
+    used = {word for edge in edges for word in _stems_of(edge.labels[1])}
+    found = []
+    for edge in edges:
+        for label, end in ((edge.labels[0], edge.triple.subject),
+                           (edge.labels[2], edge.triple.object)):
+            if end in seeds and not set(_stems_of(label)) <= used:
+                found.append(label)
+    return found
+
+
+def named_ends(question: str, edges: Sequence[LabeledEdge]) -> list[Node]:
+    """The ends of `edges` that the question names: all of their label's words are in it, or
+    it names them by a part of it as grounding finds them ("Vermeer" for "Johannes Vermeer");
+    if none is, those that share the most words with it."""
+    asked = {stem(word) for word in match_key(question).split() if word not in STOPWORDS}
+    runs = name_runs(question)
+    shares: dict[Node, float] = {}
+    for edge in edges:
+        for label, end in ((edge.labels[0], edge.triple.subject),
+                           (edge.labels[2], edge.triple.object)):
+            own = set(_stems_of(label))
+            if own and end not in shares:
+                shares[end] = 1.0 if names_label(runs, label) else len(own & asked) / len(own)
+    top = max(shares.values(), default=0.0)
+    if not top:
+        return []
+    return [end for end, share in shares.items() if share == top]
+
+
+# ---- comparing the options
+
+
+def compare(reading: Reading, paths: Sequence[Path]) -> str | None:
+    """The answer to a comparison between the seeds the paths start from: "yes"/"no" for
+    "same", else the label of the option whose value is first, last or spans longest; None
+    when fewer than two options have a value."""
+    if reading.comparison is None:
+        return None
+    values: dict[Node, list[Path]] = {}
+    for path in paths:
+        values.setdefault(path.seed, []).append(path)
+    if len(values) < 2:
+        return None
+    if reading.comparison is SAME:
+        keys = [{_value_key(path.end_label) for path in found} for found in values.values()]
+        return "yes" if set.intersection(*keys) else "no"
+    dated = {}
+    for seed, found in values.items():
+        dates = sorted(d for d in (date_of(path.end_label) for path in found) if d is not None)
+        if dates:
+            dated[seed] = (dates, found[0].labels[0])
+    if len(dated) < 2:
+        return None
+    if reading.comparison is LONGEST:
+        span = {seed: _years(dates[-1]) - _years(dates[0]) for seed, (dates, _) in dated.items()}
+        winner = max(dated, key=lambda seed: span[seed])
+    elif reading.comparison is EARLIEST:
+        winner = min(dated, key=lambda seed: dated[seed][0][0])
+    else:
+        winner = max(dated, key=lambda seed: dated[seed][0][-1])
+    return dated[winner][1]
+
+
+def _years(date: tuple[int, int, int]) -> float:
+    return date[0] + date[1] / 12 + date[2] / 365
+
+
+def _value_key(label: str) -> str:
+    """A value as compared for sameness: its words' stems ("Poles" and "Pole" alike)."""
+    return " ".join(_stems_of(label)) or match_key(label)
