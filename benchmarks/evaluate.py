@@ -97,6 +97,7 @@ NOISE_PREDICATES: Final = 8
 NOISE_SEED: Final = 17
 NOISE_KINDS: Final = ("made-up", "real", "restating")
 HUB_RECALL_TARGETS: Final = {0: 0.97, 1000: 0.90}
+"""Made-up noise; real-term noise's recall is reported, not a target of selection's."""
 HUB_PRECISION_TARGET: Final = 0.90
 """Made-up noise, at every K."""
 REAL_PRECISION_TARGETS: Final = {0: 0.93, 100: 0.90, 1000: 0.85}
@@ -487,10 +488,11 @@ def render_hubs(runs: Sequence[HubRun], questions: int) -> str:
         ]) + " |")
     lines += ["", "## Targets", ""]
     for k, target in HUB_RECALL_TARGETS.items():
-        worst = min((_mean([r.recall for r in run.results]) for run in runs if run.k == k),
-                    default=None)
+        worst = min((_mean([r.recall for r in run.results]) for run in runs
+                     if run.k == k and (run.noise == "made-up" or not k)), default=None)
         if worst is not None:
-            lines.append(f"- retrieval recall ≥ {target} at K = {k}: worst run {worst:.3f} — "
+            lines.append(f"- retrieval recall ≥ {target} at K = {k}"
+                         f"{' of made-up noise' if k else ''}: worst run {worst:.3f} — "
                          f"{verdict(worst >= target)}")
 
     def precision(run: HubRun) -> float:
