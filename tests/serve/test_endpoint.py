@@ -335,7 +335,7 @@ def test_head_is_get_without_the_body(served: Served) -> None:
         head = fetch(served.url + path, method="HEAD")
         assert head.status == got.status == 200 and head.body == b""
         assert head.headers["Content-Type"] == got.headers["Content-Type"]
-        assert head.headers["Content-Length"] == str(len(got.body))
+        assert head.headers["Content-Length"] == str(len(got.body)), path
 
 
 def test_options_lists_the_methods_and_answers_vary_on_accept(served: Served) -> None:

@@ -381,7 +381,9 @@ def service_description(endpoint: str, key: str) -> Answer:
     It claims no feature: the default graph is the store's own, not the union of its graphs
     (a request asks for that union with `union-default-graph`, a protocol parameter the
     vocabulary has no term for), and SERVICE (federated query) is refused."""
-    service, dataset, graph = ox.BlankNode(), ox.BlankNode(), ox.BlankNode()
+    # Labels of its own, so the same endpoint is described by the same bytes every time (a HEAD
+    # gives the Content-Length its GET sends; a client may cache it).
+    service, dataset, graph = (ox.BlankNode(name) for name in ("service", "dataset", "graph"))
     a = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 
     def sd(name: str) -> ox.NamedNode:
