@@ -40,6 +40,8 @@ PER_GRAPH = "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
 CONSTRUCT = TG + ("CONSTRUCT { ?e tg:edge ?t } WHERE { GRAPH <urn:graph:explainability> "
                   "{ ?e tg:edge ?t } }")
+RECORD = "CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <urn:graph:explainability> { ?s ?p ?o } }"
+RECORD_ROWS = "SELECT * WHERE { GRAPH <urn:graph:explainability> { ?s ?p ?o } }"
 UPDATE = "INSERT DATA { GRAPH <urn:graph:explainability> { <urn:x:s> <urn:x:p> <urn:x:o> } }"
 UPSTREAM_TOKEN = "upstream-secret"
 SERVE_TOKEN = "s3cret"
@@ -123,10 +125,13 @@ def test_results_are_those_of_the_store_itself(
     assert ours.body == theirs.body
 
 
-def test_triple_terms_survive_the_round_trip(remote: Served) -> None:
-    reply = remote.get(sparql(EDGES))
-    edges = [row["t"] for row in ox.parse_query_results(reply.body, ox.QueryResultsFormat.JSON)]
-    assert len(edges) == 11 and all(isinstance(edge, ox.Triple) for edge in edges)
+def test_triple_terms_survive_the_round_trip(remote: Served, served: Served) -> None:
+    edges, embedded = (
+        [row["t"] for row in ox.parse_query_results(s.get(sparql(EDGES)).body,
+                                                    ox.QueryResultsFormat.JSON)]
+        for s in (remote, served))
+    assert len(edges) > 1 and all(isinstance(edge, ox.Triple) for edge in edges)
+    assert edges == embedded
 
 
 @pytest.mark.parametrize("fmt", [ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES, ox.RdfFormat.N_QUADS])
@@ -137,7 +142,7 @@ def test_graph_results_are_those_of_the_store_itself(
     theirs, ours = served.get(sparql(CONSTRUCT), accept), remote.get(sparql(CONSTRUCT), accept)
     assert ours.status == 200 and ours.headers["Content-Type"] == theirs.headers["Content-Type"]
     assert set(ox.parse(ours.body, format=fmt)) == set(ox.parse(theirs.body, format=fmt))
-    assert len(set(ox.parse(ours.body, format=fmt))) == 11
+    assert len(set(ox.parse(ours.body, format=fmt))) > 1
 
 
 @pytest.mark.parametrize("path", [
@@ -200,9 +205,9 @@ def test_the_serve_token_guards_the_server_and_is_not_forwarded(
 
 def test_the_result_cap_applies(strict_remote: Served, clean: FaultyProxy) -> None:
     auth = {"Authorization": f"Bearer {SERVE_TOKEN}"}
-    reply = strict_remote.get(sparql(CONSTRUCT), auth)
+    reply = strict_remote.get(sparql(RECORD), auth)
     assert reply.status == 503 and "more than 5 triples" in reply.text
-    reply = strict_remote.get(sparql(EDGES), auth)
+    reply = strict_remote.get(sparql(RECORD_ROWS), auth)
     assert reply.status == 503 and "more than 5 results" in reply.text
 
 

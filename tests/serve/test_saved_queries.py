@@ -66,8 +66,10 @@ def test_csv_is_plain_values_read_by_the_csv_module(served: Served) -> None:
     cited = rows(served, "most_cited_documents")
     assert {row["title"] for row in cited} >= {"Marie Curie: From Warsaw to Paris"}
     never = rows(served, "documents_never_cited")
-    assert [row["title"] for row in never] == ["The Radium Institute in Paris"]
-    assert int(never[0]["facts"]) > 0
+    titles = {row["title"] for row in never}
+    assert "The Radium Institute in Paris" in titles and not titles & {r["title"] for r in cited}
+    assert len(titles) + len(cited) == 4  # the demo's documents, each cited or never
+    assert all(int(row["facts"]) > 0 for row in never)
     days = rows(served, "sessions_per_day")
     assert sum(int(row["sessions"]) for row in days) == 3
     assert days[0] == {"day": "2024-05-01", "sessions": "1", "complete": "0", "failed": "1",
