@@ -15,6 +15,7 @@ from tgsparql.asking.grounding import stems
 from tgsparql.asking.labels import LabeledEdge, build_labelgraph
 from tgsparql.asking.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.llm.paths import date_of
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
@@ -511,3 +512,26 @@ def test_demo_comparisons_answer_from_the_facts_they_cite(
     text, ids = run(tgsparql_demo_pipeline, question)
     assert text.startswith(lead + LEAD)
     assert len(recorded_selection(tgsparql_demo_pipeline.store, ids)) >= 2
+
+
+@pytest.mark.parametrize("label,date", [
+    ("1632-10-31", (1632, 10, 31)), ("1867-11-07", (1867, 11, 7)),
+    ("1867-11-07T00:00:00Z", (1867, 11, 7)), ("December 24, 1886", (1886, 12, 24)),
+    ("15 November 1911", (1911, 11, 15)), ("2013", (2013, 0, 0)), ("Delft", None),
+    ("10-31", None),
+])
+def test_a_date_is_read_in_the_forms_kgs_write_it(label: str, date: tuple[int, int, int] | None
+                                                  ) -> None:
+    assert date_of(label) == date
+
+
+def test_when_is_answered_by_an_iso_date_written_as_plain_text(tgsparql_store) -> None:
+    """A KG loaded from Turtle often writes a birth date as a plain string "1632-10-31"."""
+    tgsparql_store.update(
+        "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> INSERT DATA { "
+        '<urn:art:Vermeer> rdfs:label "Johannes Vermeer" ; <urn:art:birthDate> "1632-10-31" ; '
+        "<urn:art:birthPlace> <urn:art:Delft> . <urn:art:Delft> rdfs:label \"Delft\" . "
+        '<urn:art:birthDate> rdfs:label "date of birth" . '
+        '<urn:art:birthPlace> rdfs:label "place of birth" . }')
+    answer, _ = GraphRag(tgsparql_store, OfflineBackend()).ask("When was Vermeer born?")
+    assert answer.startswith("1632-10-31"), answer

@@ -68,11 +68,15 @@ _MONTHS = {name: number for number, name in enumerate(
     "january february march april may june july august september october november december"
     .split(), 1)}
 _YEAR = re.compile(r"^\d{3,4}$")
+_ISO_DATE = re.compile(r"^(\d{3,4})-(\d{1,2})-(\d{1,2})(?:T[\d:.]+(?:Z|[+-]\d\d:\d\d)?)?$")
 
 
 def date_of(label: str) -> tuple[int, int, int] | None:
     """(year, month, day) of a label that is a date ("December 24, 1886", "15 November 1911",
     "2013", "1867-11-07"); None for any other label."""
+    iso = _ISO_DATE.match(label.strip())
+    if iso is not None:
+        return int(iso.group(1)), int(iso.group(2)), int(iso.group(3))
     tokens = re.findall(r"[A-Za-z]+|\d+", label)
     if not tokens or len(tokens) > 3:
         return None
@@ -87,12 +91,7 @@ def date_of(label: str) -> tuple[int, int, int] | None:
             day = int(token)
         else:
             return None
-    if not year:
-        return None
-    if len(tokens) == 3 and label.count("-") == 2 and not month:  # ISO: 1867-11-07
-        parts = [int(part) for part in tokens]
-        return (parts[0], parts[1], parts[2]) if parts[0] == year else None
-    return (year, month, day)
+    return (year, month, day) if year else None
 
 
 @dataclass(frozen=True)
