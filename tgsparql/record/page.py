@@ -17,9 +17,10 @@ from markupsafe import Markup
 
 from tgsparql.record.picture import LINE_HEIGHT, NODE_WIDTH
 from tgsparql.record.session_view import SessionView, highlight
+from tgsparql.record.terminal import BIDI_CONTROLS
 
 _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
-_BIDI_CONTROL = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_CONTROL = re.compile(f"[{BIDI_CONTROLS}]")
 _ISOLATE_OPENERS = frozenset("\u2066\u2067\u2068")  # LRI, RLI, FSI
 FSI, PDI = "\u2068", "\u2069"
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""The bidirectional marks, embeddings, overrides and isolates, as a regex character range."""
+_HIDDEN = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def visible(text: str, *, keep: str = "") -> str:
