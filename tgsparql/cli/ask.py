@@ -16,8 +16,8 @@ from tgsparql.asking.pipeline import GraphRag, OutputLimits
 from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.cli.checks import session_conforms
 from tgsparql.cli.options import (
-    Failure, StoreTarget, backend_from, collection_option, constrain_option, llm_log, llm_options,
-    opened, reply_options, store_or_memory_option,
+    Failure, StoreTarget, backend_from, collection_option, constrain_option, limit_options, llm_log,
+    llm_options, opened, reply_options, store_or_memory_option,
 )
 from tgsparql.cli.records import explained
 from tgsparql.data.loader import load_files
@@ -63,33 +63,15 @@ def demo(target: StoreTarget, question: str, llm: str | None, model: str | None,
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer, then print it.")
 @click.option("--format", "format_", type=click.Choice(["text", "jsonl"]), default="text",
               show_default=True, help="jsonl: every GraphRagResponse as one JSON object a line.")
-@click.option("--max-path-length", type=click.IntRange(1), default=2, show_default=True)
-@click.option("--triple-limit", type=click.IntRange(1), default=30, show_default=True,
-              help="Edges per entity and hop.")
-@click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
-              help="Seed entities at most.")
-@click.option("--max-subgraph-size", type=click.IntRange(1), default=150, show_default=True)
-@click.option("--max-reason-chars", type=click.IntRange(1),
-              default=OutputLimits.reason_chars, show_default=True,
-              envvar="TGSPARQL_MAX_REASON_CHARS",
-              help="Characters kept of each reason the LLM gives; a longer one is cut and "
-              "flagged tg:truncated. Env: TGSPARQL_MAX_REASON_CHARS.")
-@click.option("--max-answer-chars", type=click.IntRange(1),
-              default=OutputLimits.answer_chars, show_default=True,
-              envvar="TGSPARQL_MAX_ANSWER_CHARS",
-              help="Characters kept (printed and stored) of the LLM's answer; the rest is not "
-              "read, and the answer is flagged tg:truncated. Env: TGSPARQL_MAX_ANSWER_CHARS.")
+@limit_options
 @click.option("--validate", "validate_", is_flag=True,
               help="Validate the new session against the bundled shapes; exit 1 if it does "
               "not conform.")
 def query(target: StoreTarget, question: str, collection: vocab.Collection, llm: str | None,
           model: str | None, base_url: str | None, api_key: str | None, constrain: str,
           max_tokens: int | None, log_llm: Path | None, no_stream: bool, format_: str,
-          max_path_length: int, triple_limit: int, entity_limit: int, max_subgraph_size: int,
-          max_reason_chars: int, max_answer_chars: int, validate_: bool) -> None:
+          limits: RetrievalLimits, output_limits: OutputLimits, validate_: bool) -> None:
     """Answer QUESTION from the KG and record the session's explanation."""
-    limits = RetrievalLimits(max_path_length, triple_limit, entity_limit, max_subgraph_size)
-    output_limits = OutputLimits(max_reason_chars, max_answer_chars)
     with llm_log(log_llm) as log, opened(target, waits_for_llm=True) as store:
         backend = backend_from(llm, model, base_url, api_key, constrain, max_tokens=max_tokens,
                                log=log)

@@ -5,25 +5,19 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from contextlib import AbstractContextManager, closing
 from pathlib import Path
 
 import click
 
 from tgsparql.cli.options import (
-    STORE_MARKER, Failure, StoreTarget, open_remote, remote_options, store_for, store_option,
+    CannotCheck, Failure, StoreTarget, open_remote, reading, refuse_non_store, remote_options,
+    store_option, write_report,
 )
 from tgsparql.rdf.terms import Dialect
 from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.endpoint import Endpoint
-from tgsparql.stores.store import EmbeddedStore, Store, StoreError
+from tgsparql.stores.store import Store, StoreError
 from tgsparql.validation.report import SEVERITIES
-
-
-class CannotValidate(Failure):
-    """A one-line error and exit code 2: the data could not be validated at all."""
-
-    exit_code = 2
 
 
 @click.command()
@@ -65,19 +59,19 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     from tgsparql.validation import Shapes, ShapesError, Validator
 
     if target is None:
-        raise CannotValidate("no store to validate: give --store PATH or --endpoint URL")
+        raise CannotCheck("no store to validate: give --store PATH or --endpoint URL")
     if isinstance(target, Path):
-        _refuse_non_store(target)
+        refuse_non_store(target)
     try:
         graph = data_graph(graphs)
         ignored = shape_iris(ignored_shapes)
         shapes = Shapes.from_files(shape_files) if shape_files else None
     except (GraphNameError, ShapeNameError, ShapesError) as error:
-        raise CannotValidate(str(error)) from None
+        raise CannotCheck(str(error)) from None
     if shapes is not None and not len(shapes):
-        raise CannotValidate(f"{shapes.origin}: no shapes (nothing to validate against)")
+        raise CannotCheck(f"{shapes.origin}: no shapes (nothing to validate against)")
     try:
-        with _reading(target) as store:
+        with reading(target) as store:
             validator = (
                 bundled_validator(store.dialect)
                 if shapes is None
@@ -86,7 +80,7 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
             if graph == "union":
                 _union_shown(store)
             for name in empty_graphs(store, graph):
-                raise CannotValidate(f"--graph {name} holds no triples: nothing to validate")
+                raise CannotCheck(f"--graph {name} holds no triples: nothing to validate")
             focus = (
                 session_nodes(store, session, graph) if session else None
             )
@@ -94,39 +88,11 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
             judgement = judge(store, report, graph, fail_on=SEVERITIES[fail_on], ignored=ignored,
                               all_results=all_results)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
-        raise CannotValidate(str(error)) from None
-    text = render(judgement, format_)
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise CannotValidate(f"cannot write {output}: {error.strerror or error}") from None
-        click.echo(f"{verdict(judgement.report, judgement.fail_on)}; report written to {output}",
-                   err=True)
+        raise CannotCheck(str(error)) from None
+    write_report(render(judgement, format_), output,
+                 verdict(judgement.report, judgement.fail_on))
     if judgement.failing:
         sys.exit(1)
-
-
-def _reading(target: StoreTarget) -> AbstractContextManager[Store]:
-    """The store to validate. Validation only reads, so a store directory is opened read-only,
-    as last committed: beside a process that writes to it (`serve --ask`, a running `query`),
-    with no wait for a writer's turn."""
-    if isinstance(target, Path):
-        return closing(EmbeddedStore(target, read_only=True))
-    return store_for(target)
-
-
-def _refuse_non_store(path: Path) -> None:
-    """`validate` reads a store that exists: it never creates one where a path names none."""
-    if not path.exists():
-        raise CannotValidate(f"no store at {path}")
-    if not path.is_dir():
-        raise CannotValidate(f"{path} is a file, not a store directory")
-    if not (path / STORE_MARKER).is_file():
-        what = "an empty directory" if not any(path.iterdir()) else "a directory"
-        raise CannotValidate(f"{path} is {what}, not a store")
 
 
 def _union_shown(store: Store) -> None:
@@ -149,7 +115,7 @@ def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
         _union_shown(store)
         report = validate_session(store, session)
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
-        raise CannotValidate(str(error)) from None
+        raise CannotCheck(str(error)) from None
     if jsonl:
         line = {"validation": {"session": session, **report.to_json()}}
         click.echo(json.dumps(line, ensure_ascii=False))

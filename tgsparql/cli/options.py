@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -18,12 +18,14 @@ from tgsparql.asking.llm.base import (
     DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT, DEFAULT_MAX_TOKENS,
     STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS, Backend,
 )
+from tgsparql.asking.pipeline import OutputLimits
+from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
 from tgsparql.stores.endpoint import ENDPOINT_ENVIRONMENT, Endpoint
 from tgsparql.stores.locking import TurnTakingStore, exclusive_store
-from tgsparql.stores.store import Store, StoreError, open_store
+from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
 
 if TYPE_CHECKING:
     from tgsparql.asking.llm.log import LLMLog
@@ -38,6 +40,13 @@ class Failure(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {redacted_text(self.message)}", err=True)
+
+
+class CannotCheck(Failure):
+    """A one-line error and exit code 2: what was to be checked (`validate`, `check`) could not
+    be checked at all."""
+
+    exit_code = 2
 
 
 StoreTarget = Path | Endpoint | None
@@ -309,6 +318,26 @@ def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[S
         store.close()
 
 
+def reading(target: StoreTarget) -> AbstractContextManager[Store]:
+    """A store to read only. A directory is opened read-only, as last committed: beside a
+    process that writes to it (`serve --ask`, a running `query`), with no wait for a writer's
+    turn."""
+    if isinstance(target, Path):
+        return closing(EmbeddedStore(target, read_only=True))
+    return store_for(target)
+
+
+def refuse_non_store(path: Path) -> None:
+    """A command that reads a store never creates one where a path names none (exit 2)."""
+    if not path.exists():
+        raise CannotCheck(f"no store at {path}")
+    if not path.is_dir():
+        raise CannotCheck(f"{path} is a file, not a store directory")
+    if not (path / STORE_MARKER).is_file():
+        what = "an empty directory" if not any(path.iterdir()) else "a directory"
+        raise CannotCheck(f"{path} is {what}, not a store")
+
+
 def open_remote(endpoint: Endpoint) -> RemoteStore:
     from tgsparql.stores.remote import RemoteStore  # its HTTP stack only for an endpoint
 
@@ -392,6 +421,66 @@ def backend_from(llm: str | None, model: str | None, base_url: str | None,
         )
     except LLMError as error:
         raise Failure(str(error)) from None
+
+
+def write_output(text: str, output: Path | None, failure: type[Failure] = Failure) -> None:
+    """`text` on standard output, or written to `output` (one that cannot be written fails as
+    `failure`)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise failure(f"cannot write {output}: {error.strerror or error}") from None
+
+
+def write_report(text: str, output: Path | None, summary: str, what: str = "report") -> None:
+    """A report (or `what` else) on standard output, or written to `output` with its one-line
+    `summary` on stderr (a file that cannot be written: exit 2)."""
+    write_output(text, output, CannotCheck)
+    if output is not None:
+        click.echo(f"{summary}; {what} written to {output}", err=True)
+
+
+def limit_options(function: F) -> F:
+    """How far retrieval reaches and how much of the LLM's output is kept, as `query` takes
+    them; handed to the command as `limits` (RetrievalLimits) and `output_limits`
+    (OutputLimits)."""
+    options = [
+        click.option("--max-path-length", type=click.IntRange(1), default=2, show_default=True),
+        click.option("--triple-limit", type=click.IntRange(1), default=30, show_default=True,
+                     help="Edges per entity and hop."),
+        click.option("--entity-limit", type=click.IntRange(1), default=50, show_default=True,
+                     help="Seed entities at most."),
+        click.option("--max-subgraph-size", type=click.IntRange(1), default=150,
+                     show_default=True),
+        click.option("--max-reason-chars", type=click.IntRange(1),
+                     default=OutputLimits.reason_chars, show_default=True,
+                     envvar="TGSPARQL_MAX_REASON_CHARS",
+                     help="Characters kept of each reason the LLM gives; a longer one is cut and "
+                     "flagged tg:truncated. Env: TGSPARQL_MAX_REASON_CHARS."),
+        click.option("--max-answer-chars", type=click.IntRange(1),
+                     default=OutputLimits.answer_chars, show_default=True,
+                     envvar="TGSPARQL_MAX_ANSWER_CHARS",
+                     help="Characters kept (printed and stored) of the LLM's answer; the rest is "
+                     "not read, and the answer is flagged tg:truncated. "
+                     "Env: TGSPARQL_MAX_ANSWER_CHARS."),
+    ]
+
+    @functools.wraps(function)
+    def packed(*args: Any, max_path_length: int, triple_limit: int, entity_limit: int,
+               max_subgraph_size: int, max_reason_chars: int, max_answer_chars: int,
+               **kwargs: Any) -> Any:
+        return function(
+            *args, **kwargs,
+            limits=RetrievalLimits(max_path_length, triple_limit, entity_limit,
+                                   max_subgraph_size),
+            output_limits=OutputLimits(max_reason_chars, max_answer_chars))
+
+    for option in reversed(options):
+        packed = option(packed)
+    return cast(F, packed)
 
 
 def usage_line(message: str) -> None:

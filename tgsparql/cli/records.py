@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from tgsparql.cli.options import Failure, StoreTarget, collection_option, opened, store_option
+from tgsparql.cli.options import (
+    Failure, StoreTarget, collection_option, opened, store_option, write_output,
+)
 from tgsparql.rdf.vocab import Collection
 from tgsparql.record.explain import SessionNotFound, explain_session, list_sessions, render_text
 from tgsparql.record.readback import Explanation
@@ -122,13 +124,7 @@ def explain(target: StoreTarget, session: str, collection: Collection, format_: 
                 "turtle": explanation.turtle,
                 "text": lambda: render_text(explanation) + "\n",
             }[format_]()
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise Failure(f"cannot write {output}: {error.strerror or error}") from None
+    write_output(text, output)
 
 
 @click.command()
