@@ -1,6 +1,6 @@
 """The `tgsparql` command: one group, its commands in the modules beside this one by what they
-do (`ask`, `data`, `records`, `checks`, `serving`, `llm`), the flags and store plumbing they share in
-`options`.
+do (`ask`, `data`, `records`, `checks`, `golden`, `serving`, `llm`), the flags and store plumbing
+they share in `options`.
 
 The rule of this face: the top of the package. Nothing imports it; it may use every wing.
 """
@@ -12,6 +12,7 @@ import click
 from tgsparql.cli.ask import demo, query
 from tgsparql.cli.checks import doctor, validate
 from tgsparql.cli.data import export, index, ingest, load, migrate
+from tgsparql.cli.golden import check, golden
 from tgsparql.cli.llm import llm
 from tgsparql.cli.records import explain, sessions, trace
 from tgsparql.cli.serving import serve
@@ -28,5 +29,5 @@ def main() -> None:
 
 
 for _command in (demo, query, load, export, ingest, index, migrate, sessions, explain, trace,
-                 validate, doctor, serve, llm):
+                 validate, doctor, golden, check, serve, llm):
     main.add_command(_command)
