@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import pyoxigraph as ox
 
 from tgsparql.asking.labels import LabeledEdge, LabelTriple
 from tgsparql.asking.llm.base import (
-    ExtractionOutput, ExtractionRequest, LLMError, SelectionOutput, SelectionRequest,
+    Backend, ExtractionOutput, ExtractionRequest, LLMError, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -123,3 +124,15 @@ def _find(ref: EdgeRef, edges: Sequence[LabeledEdge], question: str) -> str:
         f"the scripted edge {ref!r} is not among the {len(edges)} edges retrieved for "
         f"{question!r} (offered: {offered})"
     )
+
+
+def backend_of(backend: Any) -> Backend:
+    """The backend a test names: "offline", any Backend, or a mapping of question → Script for
+    a ScriptedBackend."""
+    from tgsparql.asking.llm.offline import OfflineBackend
+
+    if backend == "offline":
+        return OfflineBackend()
+    if isinstance(backend, Mapping):
+        return ScriptedBackend(backend)
+    return cast(Backend, backend)

@@ -1,5 +1,6 @@
 """The tgsparql pytest plugin: stores, loaded stores, pipelines, the bundled sample in a store
-and under a pipeline, and a conformance assertion. Every store a fixture opens is closed when
+and under a pipeline, a conformance assertion, and golden questions (a test marked
+`tgsparql_golden("golden.yaml")` becomes one item per question). Every store a fixture opens is closed when
 its test ends.
 
 Registered through the `pytest11` entry point, so installing tgsparql is enough. It imports
@@ -16,15 +17,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 if TYPE_CHECKING:
     from tgsparql.asking.pipeline import GraphRag
     from tgsparql.stores.store import Store
+    from tgsparql.testing.golden import GoldenCheck
 
 MARKER = "tgsparql_remote"
+GOLDEN_MARKER = "tgsparql_golden"
+GOLDEN_FIXTURE = "tgsparql_golden"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +50,25 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}: the tgsparql_store fixture is the --tgsparql-endpoint store when one is "
         "given (else an embedded store)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{GOLDEN_MARKER}(path, tolerate=()): one test item per question of the golden file "
+        "(relative to the test file), each given to the tgsparql_golden fixture",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked tgsparql_golden that asks for the tgsparql_golden fixture becomes one item
+    per question of the golden file."""
+    if GOLDEN_FIXTURE not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker(GOLDEN_MARKER)
+    if marker is None:
+        return  # the fixture says what is missing
+    from tgsparql.testing.golden import golden_checks, ids
+
+    checks = golden_checks(marker, Path(metafunc.definition.path))
+    metafunc.parametrize(GOLDEN_FIXTURE, checks, ids=ids(checks), indirect=True)
 
 
 @pytest.fixture
@@ -124,17 +147,11 @@ def tgsparql_pipeline(tgsparql_store: Store) -> Callable[..., GraphRag]:
     question → `tgsparql.testing.fakes.Script` for a ScriptedBackend."""
 
     def build(backend: Any = "offline", *, store: Store | None = None, **options: Any) -> GraphRag:
-        from collections.abc import Mapping
-
-        from tgsparql.asking.llm.offline import OfflineBackend
         from tgsparql.asking.pipeline import GraphRag
-        from tgsparql.testing.fakes import ScriptedBackend
+        from tgsparql.testing.fakes import backend_of
 
-        if backend == "offline":
-            backend = OfflineBackend()
-        elif isinstance(backend, Mapping):
-            backend = ScriptedBackend(backend)
-        return GraphRag(store if store is not None else tgsparql_store, backend, **options)
+        return GraphRag(store if store is not None else tgsparql_store, backend_of(backend),
+                        **options)
 
     return build
 
@@ -145,6 +162,17 @@ def tgsparql_demo_pipeline(tgsparql_demo_store: Store,
     """A GraphRag with the offline backend over `tgsparql_demo_store`: questions about the
     Curies answered and recorded, with no LLM."""
     return tgsparql_pipeline(store=tgsparql_demo_store)
+
+
+@pytest.fixture
+def tgsparql_golden(request: pytest.FixtureRequest) -> GoldenCheck:
+    """One question of the golden file the test's `tgsparql_golden` marker names:
+    `tgsparql_golden.check(store, backend="offline")` asks it and fails with what changed."""
+    check = getattr(request, "param", None)
+    if check is None:
+        pytest.fail(f"the {GOLDEN_FIXTURE} fixture needs its test marked "
+                    f"@pytest.mark.{GOLDEN_MARKER}(\"golden.yaml\")", pytrace=False)
+    return cast("GoldenCheck", check)
 
 
 @pytest.fixture
