@@ -36,8 +36,9 @@ VARY_WITH_AN_LLM: Final = frozenset({"answer", "citations", "edges", "hops"})
 """The checks whose outcome an LLM's choices decide, so a rerun on the same KG may differ."""
 ANSWER_SHOWN = 300
 """Characters of an answer a change quotes."""
-SESSIONS_READ = 100_000
-"""Sessions of a collection `--from-sessions` and `--against` read at most."""
+SESSIONS_READ = 10_000
+"""Sessions of a collection `--from-sessions` and `--against` read at most, newest first: as
+many as every endpoint sorts (Virtuoso 7 refuses to sort more)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from tgsparql.asking.llm.base import Backend
 from tgsparql.asking.pipeline import GraphRag, OutputLimits
 from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.rdf import vocab
-from tgsparql.record.explain import list_sessions
+from tgsparql.record.explain import SessionNotFound, list_sessions
 from tgsparql.record.golden import GoldenQuestion
 from tgsparql.record.regression import (
     VARY_WITH_AN_LLM, Change, Known, Observed, compare, freeze, known, newest_session, observe,
@@ -185,8 +185,11 @@ class Replay:
         session, error = self._ask(entry.question)
         if session is None:
             return QuestionResult(entry, None, error=error or "no session was recorded")
-        observed = observe(self.store, self.rag.collection, session,
-                           validate=entry.validation is not None)
+        try:
+            observed = observe(self.store, self.rag.collection, session,
+                               validate=entry.validation is not None)
+        except SessionNotFound:  # the store kept nothing of it, not even its failure
+            return QuestionResult(entry, session, error=error or "its session was not recorded")
         changes = compare(entry, observed, names, tolerate=self.tolerate)
         if self.against is not None:
             changes += self._against(observed, earlier, self.against)
