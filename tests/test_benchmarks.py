@@ -481,3 +481,17 @@ def test_tiny_real_llm_ingest_benchmark_reports_both_modes_and_the_questions_ask
     grammar_requests = [r for r in fake_openai.chat_requests if "grammar" in r.body]
     assert len(grammar_requests) == 3  # two paragraphs, and the question's selection
     assert all(r.body["max_tokens"] == 256 for r in fake_openai.chat_requests[1:])
+
+
+def test_tiny_golden_benchmark_checks_alone_serial_and_parallel(tmp_path: Path) -> None:
+    out = tmp_path / "golden.md"
+    done = run_module("benchmarks.golden_bench", "--tiny", "--out", out)
+    assert done.returncode == 0, done.stderr
+    rows = table_rows(out.read_text(encoding="utf-8"))
+    for backend in ("offline", "waiting LLM"):
+        alone = rows[f"{backend}, asked alone"]
+        serial, per_question, parallel, speedup = rows[f"{backend}, check"]
+        assert float(alone[0]) > 0 and float(serial) > 0 and float(parallel) > 0
+        assert float(per_question) == pytest.approx(1000 * float(serial) / 4, abs=1)
+        assert float(speedup) == pytest.approx(float(serial) / float(parallel), rel=0.1)
+    assert numbers(out.read_text(encoding="utf-8"), "questions") == [4, 4, 1]
