@@ -4,6 +4,7 @@ the diff; exit 0, 1 or 2 like `validate`."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -196,3 +197,16 @@ def test_check_takes_every_flag_of_query_that_shapes_an_answer() -> None:
 
     asking = flags("query") - {"--no-stream", "--format", "--validate"}
     assert asking <= flags("check")
+
+
+def test_a_session_that_no_longer_conforms_is_frozen_so_with_a_warning(asked: Path) -> None:
+    """The demo session selected the deleted fact; the radium one had retrieved it."""
+    delete_born(asked)
+    run = ok("golden", "--store", asked, "--from-sessions")
+    warnings = run.stderr.splitlines()
+    assert [w.startswith("warning: session urn:trustgraph:session:") for w in warnings] == [True] * 2
+    for warning, count in zip(warnings, (2, 1)):
+        assert re.search(rf" does not conform now \(does not conform: {count} violations and 0 "
+                         r"warnings from \d+ shapes\); frozen as `validation: violates`$", warning)
+    verdicts = [q.get("validation") for q in yaml.safe_load(run.stdout)["questions"]]
+    assert verdicts == ["violates", "violates"]

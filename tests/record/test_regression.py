@@ -13,7 +13,8 @@ from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.record.golden import AnswerRule, ExpectedEdge, GoldenQuestion, SourceMark
 from tgsparql.record.regression import (
-    Known, Observed, compare, freeze, known, newest_session, observe, sessions_to_freeze,
+    FreezeError, Known, Observed, compare, freeze, known, newest_session, observe,
+    sessions_to_freeze,
 )
 from tgsparql.stores.store import Store
 from tgsparql.testing.fakes import Script
@@ -191,6 +192,14 @@ def test_grounding_changed_names_the_seeds_lost_and_found(observed: Observed) ->
     entry = replace(freeze(observed), seeds=(EX + "entity/Radium",))
     assert messages(entry, observed) == [f"grounding no longer finds {EX}entity/Radium",
                                          f"grounding now also finds {EX}entity/Polonium"]
+
+
+def test_only_a_complete_session_is_frozen(observed: Observed) -> None:
+    failed = replace(observed, status="failed", error="selection failed: timeout")
+    with pytest.raises(FreezeError, match=rf"session {observed.session} did not complete \(failed: "
+                                          r"selection failed: timeout\); only a complete session "
+                                          "can be frozen"):
+        freeze(failed)
 
 
 def test_a_failed_session_and_a_changed_verdict_fail(observed: Observed) -> None:

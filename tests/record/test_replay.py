@@ -136,8 +136,8 @@ def test_a_question_the_earlier_run_never_asked_is_noted_not_failed(
     check(tgsparql_demo_store, golden[:1], collection=KEPT)
     report = check(tgsparql_demo_store, golden, against=KEPT)
     assert report.failing == 0
-    assert report.results[1].lines() == ["(note) against golden-run: no earlier session of this "
-                                         "question in collection golden-run"]
+    assert report.results[1].lines() == ["(note) against golden-run: no earlier complete session "
+                                         "of this question in collection golden-run"]
 
 
 def test_an_earlier_run_without_sessions_cannot_be_compared_with(

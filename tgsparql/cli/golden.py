@@ -52,11 +52,15 @@ def golden(target: StoreTarget, from_sessions: bool, collection: vocab.Collectio
             if not chosen:
                 raise Failure(f"no complete session in collection {collection.name!r} to "
                               "freeze")
-            frozen = GoldenFile(tuple(freeze(observe(store, collection, session,
-                                                     validate=validate_))
-                                      for session in chosen))
+            observed = [observe(store, collection, session, validate=validate_)
+                        for session in chosen]
+            frozen = GoldenFile(tuple(freeze(session) for session in observed))
     except (SessionNotFound, ValueError, StoreError) as error:
         raise Failure(str(error)) from None
+    for session in observed:
+        if session.validation == "violates":
+            click.echo(f"warning: session {session.session} does not conform now "
+                       f"({session.validation_line}); frozen as `validation: violates`", err=True)
     chosen_format = format_ or ("json" if output and output.suffix.lower() == ".json"
                                 else "yaml")
     count = len(frozen.questions)
@@ -111,7 +115,7 @@ def check(target: StoreTarget, golden_file: Path, collection: vocab.Collection |
             with replaying(store, backend, collection=collection, against=against,
                            tolerate=tolerate, limits=limits,
                            output_limits=output_limits) as replay:
-                report = replay.check(questions.questions, jobs=jobs, origin=str(golden_file))
+                report = replay.check(questions, jobs=jobs)
     except (ReplayError, StoreError) as error:
         raise CannotCheck(str(error)) from None
     write_report(report.render(format_), output, report.headline())  # type: ignore[arg-type]

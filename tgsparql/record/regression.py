@@ -158,10 +158,19 @@ def _unselected_hops(explanation: Explanation) -> int | None:
     return None if worst == sys.maxsize else worst
 
 
+class FreezeError(ValueError):
+    """A session that cannot be frozen: one that did not complete."""
+
+
 def freeze(observed: Observed) -> GoldenQuestion:
     """The golden entry that holds exactly what the session shows: its edges (no others) with
     their sources and whether the answer cites each, the documents it cites, its answer, seeds,
-    unselected hops and (when validated) verdict."""
+    unselected hops and (when validated) verdict. Only a complete session is frozen."""
+    if observed.status != "complete":
+        raise FreezeError(f"session {observed.session} did not complete "
+                          f"({observed.status or 'open'}"
+                          + (f": {observed.error}" if observed.error else "")
+                          + "); only a complete session can be frozen")
     select = tuple(ExpectedEdge(edge.edge, edge.sources, edge.cited) for edge in observed.edges)
     cited = sorted({place.document for place in observed.cited_places})
     return GoldenQuestion(
@@ -186,9 +195,9 @@ def sessions_to_freeze(store: Store, collection: vocab.Collection,
 
 
 def newest_session(store: Store, collection: vocab.Collection, question: str) -> str | None:
-    """The newest session of `question` (exactly) in the collection, complete or not."""
+    """The newest complete session of `question` (exactly) in the collection."""
     for summary in list_sessions(store, collection, SESSIONS_READ, question=question):
-        if summary.question == question:
+        if summary.question == question and summary.status == "complete":
             return summary.session
     return None
 

@@ -20,7 +20,7 @@ from tgsparql.asking.pipeline import GraphRag, OutputLimits
 from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.rdf import vocab
 from tgsparql.record.explain import SessionNotFound, list_sessions
-from tgsparql.record.golden import GoldenQuestion
+from tgsparql.record.golden import GoldenFile, GoldenQuestion
 from tgsparql.record.regression import (
     VARY_WITH_AN_LLM, Change, Known, Observed, compare, freeze, known, newest_session, observe,
 )
@@ -165,9 +165,14 @@ class Replay:
     def store(self) -> Store:
         return self.rag.store
 
-    def check(self, questions: Sequence[GoldenQuestion], *, jobs: int = 1,
+    def check(self, golden: GoldenFile | Sequence[GoldenQuestion], *, jobs: int = 1,
               origin: str = "the golden file") -> CheckReport:
-        """Ask every question (`jobs` at a time) and compare; results in the file's order."""
+        """Ask every question (`jobs` at a time) and compare; results in the file's order. A
+        GoldenFile names itself in the report; `origin` names questions given alone."""
+        if isinstance(golden, GoldenFile):
+            questions, origin = golden.questions, golden.origin
+        else:
+            questions = tuple(golden)
         earlier = {entry.name: self._earlier(entry) for entry in questions}
         names = known(self.store, questions)
         with ThreadPoolExecutor(max_workers=max(1, jobs),
@@ -199,8 +204,8 @@ class Replay:
                  against: vocab.Collection) -> list[Change]:
         """The session compared with the earlier run's, on what both records name."""
         if earlier is None:
-            return [Change("session", "no earlier session of this question in collection "
-                           f"{against.name}", failing=False, against=against.name)]
+            return [Change("session", "no earlier complete session of this question in "
+                           f"collection {against.name}", failing=False, against=against.name)]
         before = freeze(observe(self.store, against, earlier).as_recorded())
         return compare(before, observed.as_recorded(), known(self.store, [before]),
                        against=against.name,
