@@ -184,3 +184,12 @@ def test_a_file_that_cannot_be_read_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "latin1.yaml").write_bytes(b"questions: [{question: caf\xe9}]")
     with pytest.raises(GoldenError, match="latin1.yaml: not UTF-8 text"):
         load_golden(tmp_path / "latin1.yaml")
+
+
+def test_the_documented_example_is_a_golden_file() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "golden.md").read_text(encoding="utf-8")
+    (example,) = page.split("```yaml\n")[1:]
+    (entry,) = parse_golden(example.split("```")[0], "docs/golden.md").questions
+    assert entry.name == "polonium birthplace"
+    assert [edge.edge for edge in entry.select][0] == BORN
+    assert entry.answer == AnswerRule("contains", "Warsaw")
