@@ -16,7 +16,7 @@ from tgsparql.record.explain import list_sessions
 from tgsparql.record.golden import GoldenQuestion
 from tgsparql.record.regression import freeze, observe
 from tgsparql.record.replay import CheckReport, ReplayError, replaying
-from tgsparql.stores.store import Store
+from tgsparql.stores.store import EmbeddedStore, Store
 from tgsparql.testing import assert_conforms
 from tgsparql.testing.fakes import Script, ScriptedBackend
 
@@ -39,18 +39,19 @@ def golden(tgsparql_demo_pipeline: GraphRag) -> list[GoldenQuestion]:
     return frozen
 
 
-def quads(store: Store) -> set[ox.Quad]:
-    return set(store.oxigraph.quads_for_pattern(None, None, None, None))  # type: ignore[attr-defined]
+def quads(store: EmbeddedStore) -> set[ox.Quad]:
+    return set(store.oxigraph.quads_for_pattern(None, None, None, None))
 
 
 def check(store: Store, golden: list[GoldenQuestion], backend: object = None, **options: object
           ) -> CheckReport:
-    with replaying(store, backend or OfflineBackend(), **options) as replay:  # type: ignore[arg-type]
+    asking = backend or OfflineBackend()
+    with replaying(store, asking, **options) as replay:  # type: ignore[arg-type]
         return replay.check(golden, origin="golden.yaml")
 
 
 def test_an_unchanged_store_holds_and_the_throwaway_record_leaves_it_as_it_was(
-    tgsparql_demo_store: Store, golden: list[GoldenQuestion],
+    tgsparql_demo_store: EmbeddedStore, golden: list[GoldenQuestion],
 ) -> None:
     before = quads(tgsparql_demo_store)
     report = check(tgsparql_demo_store, golden)

@@ -177,16 +177,17 @@ class Replay:
         names = known(self.store, questions)
         with ThreadPoolExecutor(max_workers=max(1, jobs),
                                 thread_name_prefix="tgsparql-check") as pool:
-            results = tuple(pool.map(lambda entry: self.one(entry, names, earlier[entry.name]),
+            results = tuple(pool.map(lambda entry: self._one(entry, names, earlier[entry.name]),
                                      questions))
         return CheckReport(origin, results, self.rag.collection.name, self.kept,
                            self.rag.backend.name, self.against.name if self.against else None,
                            self.tolerate)
 
-    def one(self, entry: GoldenQuestion, names: Known | None = None,
-            earlier: str | None = None) -> QuestionResult:
-        """Ask one question and compare its session with the entry (and `earlier`)."""
-        names = names if names is not None else known(self.store, [entry])
+    def one(self, entry: GoldenQuestion) -> QuestionResult:
+        """Ask one question and compare its session with the entry (and the earlier run's)."""
+        return self._one(entry, known(self.store, [entry]), self._earlier(entry))
+
+    def _one(self, entry: GoldenQuestion, names: Known, earlier: str | None) -> QuestionResult:
         session, error = self._ask(entry.question)
         if session is None:
             return QuestionResult(entry, None, error=error or "no session was recorded")
@@ -208,8 +209,7 @@ class Replay:
                            f"collection {against.name}", failing=False, against=against.name)]
         before = freeze(observe(self.store, against, earlier).as_recorded())
         return compare(before, observed.as_recorded(), known(self.store, [before]),
-                       against=against.name,
-                       tolerate=self.tolerate)
+                       against=against.name, tolerate=self.tolerate)
 
     def _earlier(self, entry: GoldenQuestion) -> str | None:
         if self.against is None:

@@ -1,7 +1,7 @@
 """The tgsparql pytest plugin: stores, loaded stores, pipelines, the bundled sample in a store
 and under a pipeline, a conformance assertion, and golden questions (a test marked
-`tgsparql_golden("golden.yaml")` becomes one item per question). Every store a fixture opens is closed when
-its test ends.
+`tgsparql_golden("golden.yaml")` becomes one item per question). Every store a fixture opens is
+closed when its test ends.
 
 Registered through the `pytest11` entry point, so installing tgsparql is enough. It imports
 nothing of tgsparql, pyoxigraph or hypothesis until a fixture is used: test suites that never
