@@ -151,3 +151,21 @@ def test_an_endpoint_that_ignores_the_union_is_refused(
             assert f"error: {url} does not show the named graphs" in run.stderr, run.stderr
         named = cli("validate", "--endpoint", url, "--graph", "urn:graph:explainability")
     assert named.exit_code == 1, named.stderr
+
+
+def test_shapes_that_read_the_shapes_graph_are_refused_on_an_endpoint(
+    both: tuple[Path, str], oxigraph: Server, tmp_path: Path
+) -> None:
+    """`$shapesGraph` needs the shapes graph in the data's dataset, which validation never
+    writes to an endpoint: exit 2 with the reason, where the store itself validates."""
+    path, _ = both
+    shapes = tmp_path / "shapes.ttl"
+    shapes.write_text("""@prefix sh: <http://www.w3.org/ns/shacl#> .
+        <urn:S> a sh:NodeShape ; sh:targetNode <https://example.org/demo/entity/Marie_Curie> ;
+          sh:sparql [ sh:select
+            "SELECT $this WHERE { GRAPH $shapesGraph { $currentShape ?p ?o } }" ] .
+        """)
+    run = cli("validate", *endpoint(oxigraph), "--shapes", shapes)
+    assert run.exit_code == 2 and run.stdout == "", run.stdout
+    assert "$shapesGraph" in run.one_error_line and "endpoint" in run.one_error_line
+    assert cli("validate", "--store", path, "--shapes", shapes).exit_code == 1

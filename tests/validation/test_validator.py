@@ -375,8 +375,9 @@ def test_focus_restricts_the_targeted_nodes() -> None:
         ("ex:S sh:targetNode ex:a ; sh:in ex:notAList .", "well-formed RDF list"),
         ("ex:S sh:targetNode ex:a ; sh:node ex:T . ex:T sh:node ex:S .", "recursive"),
         ("ex:S sh:targetNode ex:a ; sh:sparql [ sh:ask \"ASK {}\" ] .", "sh:ask"),
-        ('ex:S sh:targetNode ex:a ; sh:sparql [ sh:select "SELECT $this WHERE { $this ?p $shapesGraph }" ] .',
-         "$shapesGraph"),
+        ('[] sh:targetNode ex:a ; '
+         'sh:sparql [ sh:select "SELECT $this WHERE { $this ?p $currentShape }" ] .',
+         "$currentShape of a blank-node shape cannot be pre-bound"),
         ('ex:S sh:targetNode ex:a ; sh:sparql [ sh:select "SELECT $this WHERE { $this ?p }" ] .',
          "does not parse"),
         ("ex:S sh:targetNode ex:a ; sh:nodeKind ex:Other .", "node kind"),

@@ -11,7 +11,6 @@ from tgsparql.rdf.templates import TemplateError, Templates
 from tgsparql.stores.store import query_form
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Constraint, Shape
-from tgsparql.validation.prebinding import substitute
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
 
@@ -125,11 +124,10 @@ def _sparql(
 
 
 def _check(shape: Shape, query: SparqlConstraint, text: str | None, per_node: str | None) -> None:
-    """A query that does not parse is an error of the shapes graph, not of the data. A query
-    run per focus node is valid once $this is a constant (an aggregate may then project it
-    without GROUP BY), so it is checked in that form."""
-    bound = None if per_node is None else substitute(per_node, {"this": "<urn:focus>"})
-    for checked in (text, bound):
+    """A query that does not parse is an error of the shapes graph, not of the data (SHACL
+    §5.2.1 has the processor report a failure). Pre-binding a focus node keeps it parsing, so
+    a query run per focus node is checked as written."""
+    for checked in (text, per_node):
         try:
             if checked is not None:
                 query_form(checked)

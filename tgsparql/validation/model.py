@@ -161,14 +161,38 @@ PATH_KINDS: dict[str, PathKind] = {
 }
 
 
+SHAPE_PROPERTIES = frozenset(
+    {
+        "path", "property", "deactivated", "severity", "message", "name", "description",
+        "order", "group", "defaultValue", "sparql", *TARGETS,
+        "class", "datatype", "nodeKind", "minCount", "maxCount", "minExclusive",
+        "minInclusive", "maxExclusive", "maxInclusive", "minLength", "maxLength", "pattern",
+        "flags", "languageIn", "uniqueLang", "equals", "disjoint", "lessThan",
+        "lessThanOrEquals", "not", "and", "or", "xone", "node", "qualifiedValueShape",
+        "qualifiedMinCount", "qualifiedMaxCount", "qualifiedValueShapesDisjoint", "closed",
+        "ignoredProperties", "hasValue", "in",
+    }
+)
+"""The `sh:` properties a shape may have."""
+
+
 class ShapesReader(Protocol):
     """What reading one part of a shape needs of the shapes graph and its reader."""
+
+    graph_name: ox.NamedNode
+    """The name the shapes graph has in the data's dataset while validation runs ($shapesGraph)."""
 
     def about(self, subject: Term) -> list[tuple[ox.NamedNode, Term]]: ...
 
     def objects(self, subject: Term, predicate: ox.NamedNode) -> list[Term]: ...
 
     def subjects(self, predicate: ox.NamedNode, obj: Term | None) -> list[Term]: ...
+
+    def instances(self, cls: ox.NamedNode) -> list[Term]: ...
+
+    def instance_of(self, node: Term, cls: ox.NamedNode) -> bool: ...
+
+    def is_shape(self, node: Term) -> bool: ...
 
     def fail(self, node: Term, feature: str) -> ShapesError: ...
 

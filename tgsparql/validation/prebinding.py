@@ -1,6 +1,6 @@
-"""Pre-bound variables of SHACL-SPARQL queries (SHACL §5.2.1, appendix "Pre-binding"): the
+"""Pre-bound variables of SHACL-SPARQL queries (SHACL §5.3.1, appendix A "Pre-binding"): the
 syntax the spec forbids, whether one query can serve every focus node at once, and the text of
-the query with a variable replaced by its value.
+the query with values pre-bound as the appendix defines it (values insertion).
 
 The query text is lexed (strings, IRIs and comments kept whole), never parsed: the engine parses
 what we build from it.
@@ -61,10 +61,14 @@ def tokens(text: str) -> list[Token]:
     ]
 
 
+OPTIONAL_IN_SUBQUERIES = frozenset({"shapesGraph", "currentShape"})
+"""The pre-bound variables a subquery need not return (SHACL appendix A)."""
+
+
 def refuse_forbidden(text: str, prebound: Collection[str], where: str) -> None:
     """ShapesError for what SHACL's appendix on pre-binding rules out: MINUS, VALUES, SERVICE
-    (never sent anywhere), `AS ?v` of a pre-bound variable, a subquery that does not project
-    every pre-bound variable."""
+    (never sent anywhere), `AS ?v` of a pre-bound variable, a subquery that does not return
+    every pre-bound variable ($shapesGraph and $currentShape aside)."""
     found = tokens(text)
     for index, token in enumerate(found):
         if token.word in FORBIDDEN:
@@ -73,21 +77,72 @@ def refuse_forbidden(text: str, prebound: Collection[str], where: str) -> None:
         if token.word == "AS" and index + 1 < len(found) and found[index + 1].variable in prebound:
             raise ShapesError(f"{where}: 'AS {found[index + 1].text}' rebinds a pre-bound variable "
                               "(SHACL appendix A, pre-binding)")
-    for index, (projection, star) in enumerate(zip(_projections(found), _stars(found))):
-        if index == 0 or star:
-            continue
-        projected = {t.variable for t in projection}
-        missing = sorted(set(prebound) - projected)
+    selects = [i for i, t in enumerate(found) if t.word == "SELECT"]
+    outer = next((t.word for t in found if t.word in ("SELECT", "ASK")), "")
+    for start in selects[1:] if outer == "SELECT" else selects:
+        star, returned = _returned(found, start)
+        missing = sorted(set(prebound) - OPTIONAL_IN_SUBQUERIES - returned)
+        if missing and star:
+            raise ShapesError(f"{where}: a subquery 'SELECT *' does not return the pre-bound "
+                              f"variable ${missing[0]}, as nothing in its WHERE clause binds it "
+                              "(SHACL appendix A: subqueries return every pre-bound variable)")
         if missing:
             raise ShapesError(f"{where}: a subquery does not project the pre-bound variable "
                               f"${missing[0]} (SHACL appendix A, pre-binding)")
 
 
-def _stars(found: list[Token]) -> Iterator[bool]:
-    """Whether each SELECT projects `*`."""
-    for start in (i for i, t in enumerate(found) if t.word == "SELECT"):
-        following = [t.text for t in found[start + 1:start + 3]]
-        yield "*" in following
+def projects(text: str, name: str) -> bool:
+    """Whether the outermost SELECT of the query returns the variable, by name or by `*`."""
+    found = tokens(text)
+    start = next((i for i, t in enumerate(found) if t.word == "SELECT"), None)
+    return start is not None and name in _returned(found, start)[1]
+
+
+def _returned(found: list[Token], start: int) -> tuple[bool, set[str]]:
+    """(whether it projects `*`, the variables it returns) of the SELECT at `found[start]`:
+    those its projection names, or with `*` those in scope of its WHERE group."""
+    projection: list[Token] = []
+    index = start + 1
+    while index < len(found) and found[index].word != "WHERE" and found[index].text != "{":
+        projection.append(found[index])
+        index += 1
+    if any(t.text == "*" for t in projection[:2]):
+        return True, _in_scope(found, index)
+    return False, {t.variable for t in _bare(projection) if t.variable}
+
+
+def _in_scope(found: list[Token], index: int) -> set[str]:
+    """The variables in scope of the group at or after `found[index]` (SPARQL 1.1 §18.2.1):
+    those of its triple patterns and GRAPH clauses, not those only filters or expressions use
+    (in parentheses after a keyword or function name, or in an EXISTS group). A subquery's are
+    all counted: it returns the pre-bound ones, as refuse_forbidden checks."""
+    while index < len(found) and found[index].text != "{":
+        index += 1
+    scope: set[str] = set()
+    depth = 0
+    expressions: list[bool] = []
+    exists: int | None = None
+    previous: Token | None = None
+    for token in found[index:]:
+        if token.text == "{":
+            depth += 1
+            if exists is None and previous is not None and previous.word == "EXISTS":
+                exists = depth
+        elif token.text == "}":
+            exists = None if exists == depth else exists
+            depth -= 1
+            if depth == 0:
+                break
+        elif token.text == "(":
+            keyword = previous is not None and previous.kind == "word" and previous.text != "a"
+            expressions.append(keyword or bool(expressions and expressions[-1]))
+        elif token.text == ")":
+            if expressions:
+                expressions.pop()
+        elif token.variable and exists is None and not (expressions and expressions[-1]):
+            scope.add(token.variable)
+        previous = token
+    return scope
 
 
 def _bare(projection: list[Token]) -> Iterator[Token]:
@@ -161,72 +216,46 @@ def _grouped_by(level: list[Token], names: Collection[str]) -> bool:
     return False
 
 
-def substitute(text: str, values: Mapping[str, str]) -> str:
-    """The query with each named variable replaced by its value (SPARQL text of a constant), as
-    the appendix on pre-binding defines. In the outermost projection it stays a column,
-    `(value AS ?v)`; a subquery's projection drops it (the outer query no longer has the
-    variable to join on); in GROUP BY and ORDER BY it becomes the expression `(value)`."""
+def insert_values(text: str, values: Mapping[str, str]) -> str:
+    """The query with `values` (SPARQL text of constants, by variable name) pre-bound as the
+    appendix on pre-binding defines it, "values insertion": every basic graph pattern, path and
+    GRAPH pattern joined with the one solution of those values. A one-row VALUES at the start of
+    every group graph pattern does just that (a group's patterns join it; a group of filters
+    alone, whose empty pattern the appendix joins too, gets it as well). The variables stay
+    variables: `bound($this)`, a projection or `GROUP BY $this`, a literal where only an IRI
+    fits (a predicate, a graph name) keep parsing and mean what they meant."""
+    if not values:
+        return text
+    names = " ".join(f"?{name}" for name in values)
+    row = " ".join(values.values())
+    inserted = f" VALUES ({names}) {{ ({row}) }} "
     out: list[str] = []
     position = 0
-    for start, end, name, form in _places(text, frozenset(values)):
+    for start in _group_starts(text):
         out.append(text[position:start])
-        out.append(form.replace(_VALUE, values[name]))
-        position = end
+        out.append(inserted)
+        position = start
     out.append(text[position:])
     return "".join(out)
 
 
-_VALUE = "\x00"
-"""Where the value goes in the text of a place of `_places` (no variable name holds it)."""
-
-
 @lru_cache(maxsize=256)
-def _places(text: str, names: frozenset[str]) -> tuple[tuple[int, int, str, str], ...]:
-    """Where `substitute` writes each of `names` into `text`: (start, end, name, the text there
-    with _VALUE for the value). Cached: a query run once per focus node is lexed once."""
+def _group_starts(text: str) -> tuple[int, ...]:
+    """Just after the `{` of each group graph pattern: every `{` but a subquery's own (whose
+    group is the `{` after its SELECT clause) and a VALUES block's (values inserted before).
+    Cached: a query run once per focus node is lexed once."""
     found = tokens(text)
-    places: list[tuple[int, int, str, str]] = []
-    clause = ""
-    depth = 0
-    selects = 0
-    dropped_all: set[int] = set()
-    for index, projection in enumerate(_projections(found)):
-        if index and projection and all(t.variable in names for t in projection):
-            dropped_all.add(index)
-    for token in found:
-        if token.word in ("SELECT", "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "OFFSET") or token.text == "{":
-            clause = token.word or "{"
-            depth = 0
-            selects += token.word == "SELECT"
-        elif token.text == "(":
-            depth += 1
-        elif token.text == ")":
-            depth -= 1
-        name = token.variable
-        if name is None or name not in names:
-            continue
-        if clause == "SELECT" and depth == 0 and selects == 1:
-            form = f"({_VALUE} AS ?{name})"
-        elif clause == "SELECT" and depth == 0:
-            form = "(true AS ?prebound)" if selects - 1 in dropped_all else ""
-            dropped_all.discard(selects - 1)
-        elif clause in ("GROUP", "ORDER") and depth == 0:
-            form = f"({_VALUE})"
-        else:
-            form = _VALUE
-        places.append((token.start, token.end, name, form))
-    return tuple(places)
-
-
-def _projections(found: list[Token]) -> Iterator[list[Token]]:
-    """The bare variables of each SELECT's projection, in order."""
-    for start in (i for i, t in enumerate(found) if t.word == "SELECT"):
-        items: list[Token] = []
-        for token in found[start + 1:]:
-            if token.word == "WHERE" or token.text == "{":
-                break
-            items.append(token)
-        yield list(_bare(items))
+    starts = []
+    data_block = False
+    for index, token in enumerate(found):
+        if token.word == "VALUES":
+            data_block = True
+        elif token.text == "{" and data_block:
+            data_block = False
+        elif token.text == "{":
+            if not (index + 1 < len(found) and found[index + 1].word == "SELECT"):
+                starts.append(token.end)
+    return tuple(starts)
 
 
 def uses(text: str, name: str) -> bool:

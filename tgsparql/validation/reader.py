@@ -7,7 +7,9 @@ Other engines skip what they do not understand and so pass data they never check
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable, Iterator
+from functools import cache
 
 import pyoxigraph as ox
 
@@ -15,27 +17,16 @@ from tgsparql.rdf import vocab
 from tgsparql.rdf.terms import Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import (
-    PATH_KINDS, RDF_FIRST, RDF_NIL, RDF_REST, SH, TARGETS, Constraint, Path, Shape, sh,
+    PATH_KINDS, RDF_FIRST, RDF_NIL, RDF_REST, SH, SHAPE_PROPERTIES, TARGETS, Constraint, Path,
+    Shape, sh,
 )
 from tgsparql.validation.sparql import (
-    component_constraints, read_components, read_sparql_constraint,
+    CONSTRAINT_KEYS, component_constraints, read_components, read_sparql_constraint,
 )
 
 RDFS_CLASS = ox.NamedNode(vocab.RDFS + "Class")
 RDFS_SUBCLASS = ox.NamedNode(vocab.RDFS + "subClassOf")
 XSD_BOOLEAN = vocab.XSD_BOOLEAN
-SHAPE_PROPERTIES = frozenset(
-    {
-        "path", "property", "deactivated", "severity", "message", "name", "description",
-        "order", "group", "defaultValue", "sparql", *TARGETS,
-        "class", "datatype", "nodeKind", "minCount", "maxCount", "minExclusive",
-        "minInclusive", "maxExclusive", "maxInclusive", "minLength", "maxLength", "pattern",
-        "flags", "languageIn", "uniqueLang", "equals", "disjoint", "lessThan",
-        "lessThanOrEquals", "not", "and", "or", "xone", "node", "qualifiedValueShape",
-        "qualifiedMinCount", "qualifiedMaxCount", "qualifiedValueShapesDisjoint", "closed",
-        "ignoredProperties", "hasValue", "in",
-    }
-)
 NODE_KINDS = frozenset(
     {"IRI", "BlankNode", "Literal", "BlankNodeOrIRI", "BlankNodeOrLiteral", "IRIOrLiteral"}
 )
@@ -61,12 +52,17 @@ class ShapesGraph:
     def __init__(self, statements: Iterable[ox.Triple | ox.Quad]) -> None:
         self.by_subject: dict[Term, list[tuple[ox.NamedNode, Term]]] = {}
         self.by_predicate: dict[ox.NamedNode, list[tuple[Term, Term]]] = {}
+        self.name = ox.NamedNode(f"urn:uuid:{uuid.uuid4()}")
+        """The name the graph has in the data's dataset while a run needs it ($shapesGraph): one
+        no store holds already."""
+        self.triples: list[ox.Triple] = []
         seen: set[tuple[Term, Term, Term]] = set()
         for st in statements:
             key = (st.subject, st.predicate, st.object)
             if key in seen:
                 continue
             seen.add(key)
+            self.triples.append(ox.Triple(*key))
             self.by_subject.setdefault(st.subject, []).append((st.predicate, st.object))
             self.by_predicate.setdefault(st.predicate, []).append((st.subject, st.object))
 
@@ -80,6 +76,7 @@ class Reader:
     def __init__(self, graph: ShapesGraph, origin: str) -> None:
         self.data = graph
         self.origin = origin
+        self.graph_name = graph.name
         self.parsed: dict[Term, Shape] = {}
         self.in_progress: list[Term] = []
         self.components = read_components(self)
@@ -97,6 +94,33 @@ class Reader:
 
     def has(self, subject: Term, predicate: ox.NamedNode, obj: Term) -> bool:
         return (predicate, obj) in self.data.about(subject)
+
+    @cache  # noqa: B019 - one reader reads one graph, once
+    def subclasses(self, cls: Term) -> frozenset[Term]:
+        """`cls` and its SHACL subclasses: rdfs:subClassOf* in the shapes graph, cycles and all."""
+        found = {cls}
+        pending = [cls]
+        while pending:
+            for sub in self.subjects(RDFS_SUBCLASS, pending.pop()):
+                if sub not in found:
+                    found.add(sub)
+                    pending.append(sub)
+        return frozenset(found)
+
+    def instances(self, cls: ox.NamedNode) -> list[Term]:
+        """The SHACL instances of `cls` in the shapes graph: rdf:type/rdfs:subClassOf*."""
+        return sorted({s for c in self.subclasses(cls) for s in self.subjects(vocab.RDF_TYPE, c)},
+                      key=str)
+
+    def instance_of(self, node: Term, cls: ox.NamedNode) -> bool:
+        classes = self.subclasses(cls)
+        return any(t in classes for t in self.objects(node, vocab.RDF_TYPE))
+
+    def is_shape(self, node: Term) -> bool:
+        """Whether the node is read as a shape: one being read or read, or a SHACL instance of
+        sh:NodeShape or sh:PropertyShape."""
+        return node in self.parsed or node in self.in_progress or any(
+            self.instance_of(node, sh(kind)) for kind in ("NodeShape", "PropertyShape"))
 
     def fail(self, node: Term, feature: str) -> ShapesError:
         return ShapesError(f"{self.origin}: shape {_show(node)}: {feature}")
@@ -122,8 +146,10 @@ class Reader:
     def read_all(self) -> list[Shape]:
         roots: set[Term] = set()
         for kind in ("NodeShape", "PropertyShape"):
-            for cls in self.subjects(RDFS_SUBCLASS, sh(kind)) + [sh(kind)]:
-                roots.update(self.subjects(vocab.RDF_TYPE, cls))
+            roots.update(self.instances(sh(kind)))
+        # A parameter declaration (sh:Parameter is a subclass of sh:PropertyShape) declares,
+        # it does not constrain: it is read as a shape only if it has targets.
+        roots -= {o for _, o in self.data.by_predicate.get(sh("parameter"), [])}
         for target in (*TARGETS, "target"):
             roots.update(self.subjects(sh(target), None))
         for node in sorted(roots, key=str):
@@ -152,10 +178,14 @@ class Reader:
     def _read(self, node: ox.NamedNode | ox.BlankNode) -> Shape:
         shape = Shape(node)
         values: dict[str, list[Term]] = {}
+        own_constraint = bool(self.subjects(sh("sparql"), node))
+        """Whether the shape is a SPARQL-based constraint too: its keys are read as such."""
         for predicate, obj in self.data.about(node):
             name = predicate.value
             if name.startswith(SH):
                 local = name[len(SH):]
+                if own_constraint and local in CONSTRAINT_KEYS - SHAPE_PROPERTIES:
+                    continue
                 if local not in SHAPE_PROPERTIES:
                     raise self.fail(node, f"sh:{local} is not supported")
                 values.setdefault(local, []).append(obj)
@@ -205,9 +235,7 @@ class Reader:
             if found:
                 shape.targets[target] = found
         for kind in ("NodeShape", "PropertyShape"):
-            if self.has(shape.node, vocab.RDF_TYPE, RDFS_CLASS) and self.has(
-                shape.node, vocab.RDF_TYPE, sh(kind)
-            ):
+            if self.instance_of(shape.node, RDFS_CLASS) and self.instance_of(shape.node, sh(kind)):
                 if isinstance(shape.node, ox.BlankNode):
                     raise self.fail(shape.node, "an implicit class target on a blank node")
                 shape.targets["targetClass"] = tuple(

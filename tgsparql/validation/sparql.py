@@ -3,7 +3,8 @@ constraint components (§6), as query text split where the focus nodes and $PATH
 
 Where one query serves every focus node (prebinding.one_query_for_all), the compiler's template
 joins the focus-node pattern at the start of the query's outermost group; otherwise the query
-runs once per focus node with $this written in. Parameters and $currentShape are written in here.
+runs once per focus node with $this pre-bound (prebinding.insert_values). Parameters,
+$currentShape and $shapesGraph are pre-bound here: the same for every focus node.
 """
 
 from __future__ import annotations
@@ -18,30 +19,17 @@ from tgsparql.rdf import vocab
 from tgsparql.rdf.templates import Sparql, render_term
 from tgsparql.rdf.terms import Term
 from tgsparql.validation.errors import ShapesError
-from tgsparql.validation.model import Shape, ShapesReader
+from tgsparql.validation.model import SHAPE_PROPERTIES, Shape, ShapesReader
 from tgsparql.validation.prebinding import (
-    one_query_for_all, refuse_forbidden, substitute, tokens, uses,
+    insert_values, one_query_for_all, projects, refuse_forbidden, tokens, uses,
 )
 
 SH = vocab.SH
 OWL_IMPORTS = ox.NamedNode("http://www.w3.org/2002/07/owl#imports")
-_TOKEN = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""'
-    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n]|\\.)*"'
-    r"|'(?:[^'\\\n]|\\.)*'"
-    r"|<[^<>\"{}|^`\\\x00-\x20]*>"
-    r"|#[^\n]*"
-    r"|[?$][A-Za-z0-9_\u00b7\u00c0-\uffff]+"
-    r"|\{",
-    re.DOTALL,
-)
 _PREFIX_NAME = re.compile(r"(?:[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9_-]|[A-Za-z])?")
-SHAPES_GRAPH_REFUSED = (
-    "$shapesGraph is not supported: this processor does not keep the shapes graph in the data's "
-    "dataset, and SHACL §5.3.1 has processors without it report a failure"
-)
 CONSTRAINT_KEYS = frozenset({"select", "prefixes", "message", "deactivated"})
+CONTEXT = ("this", "shapesGraph", "currentShape")
+"""The variables every SHACL-SPARQL query may have pre-bound (§5.3.1)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +48,8 @@ class SparqlConstraint:
     component: ox.NamedNode | None = None
     ask: bool = False
     parameters: tuple[tuple[str, Term], ...] = ()
+    shapes_graph: bool = False
+    """Whether the query reads $shapesGraph: the run needs the shapes graph in the dataset."""
 
     def text(self, path: str) -> str:
         """The whole query with $PATH as `path` (plain text: adding markup would escape it)."""
@@ -67,15 +57,17 @@ class SparqlConstraint:
 
 
 def read_sparql_constraint(reader: ShapesReader, shape: Shape, node: Term) -> SparqlConstraint | None:
-    """The constraint at `node`, or None when it is deactivated."""
+    """The constraint at `node`, or None when it is deactivated. The node may be a shape too
+    (its own constraint, even): its shape properties are the shape's, read as such."""
     owner = shape.node
     if not isinstance(node, (ox.NamedNode, ox.BlankNode)):
         raise reader.fail(owner, "sh:sparql must be an IRI or a blank node")
+    also_shape = reader.is_shape(node)
     values: dict[str, list[Term]] = {}
     for predicate, obj in reader.about(node):
         if predicate.value.startswith(SH):
             local = predicate.value[len(SH):]
-            if local not in CONSTRAINT_KEYS:
+            if local not in CONSTRAINT_KEYS and not (also_shape and local in SHAPE_PROPERTIES):
                 raise reader.fail(owner, f"sh:sparql with sh:{local} is not supported")
             values.setdefault(local, []).append(obj)
     if reader.boolean(owner, values.get("deactivated", []), "sh:deactivated"):
@@ -86,23 +78,30 @@ def read_sparql_constraint(reader: ShapesReader, shape: Shape, node: Term) -> Sp
     messages = reader.messages(owner, values.get("message", []))
     prefixes = prefixes_of(reader, owner, values.get("prefixes", []))
     where = f"{_name(owner)}: sh:sparql"
-    text = bind_current_shape(selects[0].value, owner, where)
-    refuse_forbidden(text, {"this"}, where)
-    head, body = split_select(text, owner_name=_name(owner))
+    text = selects[0].value
+    refuse_forbidden(text, CONTEXT, where)
+    if not projects(text, "this"):
+        raise ShapesError(f"{where}: sh:select must project $this (SHACL §5.2)")
+    one_query = one_query_for_all(text, {"this"})
+    head, body = split_select(insert_values(text, context(reader, text, owner, where)), where)
     if shape.path is None and len(body) > 1:
         raise reader.fail(owner, "$PATH in the sh:select of a node shape")
-    return SparqlConstraint(node, prefixes, head, body, messages, one_query_for_all(text, {"this"}))
+    return SparqlConstraint(node, prefixes, head, body, messages, one_query,
+                            shapes_graph=uses(text, "shapesGraph"))
 
 
-def bind_current_shape(text: str, shape: Term, where: str) -> str:
-    """The query with $currentShape replaced by the shape; $shapesGraph refused (§5.3.1)."""
+def context(reader: ShapesReader, text: str, shape: Term, where: str) -> dict[str, str]:
+    """The values of $currentShape and $shapesGraph, for those the query uses (§5.3.1): the
+    shape, and the name the shapes graph has in the data's dataset while validation runs."""
+    values = {}
+    if uses(text, "currentShape"):
+        if not isinstance(shape, ox.NamedNode):
+            raise ShapesError(f"{where}: $currentShape of a blank-node shape cannot be pre-bound "
+                              "in a query (a query's text cannot name a blank node)")
+        values["currentShape"] = render_term(shape, "rdf12")
     if uses(text, "shapesGraph"):
-        raise ShapesError(f"{where}: {SHAPES_GRAPH_REFUSED}")
-    if not uses(text, "currentShape"):
-        return text
-    if not isinstance(shape, ox.NamedNode):
-        raise ShapesError(f"{where}: $currentShape of a blank-node shape cannot be written in a query")
-    return substitute(text, {"currentShape": f"<{shape.value}>"})
+        values["shapesGraph"] = render_term(reader.graph_name, "rdf12")
+    return values
 
 
 def prefixes_of(
@@ -138,58 +137,37 @@ def prefixes_of(
     return tuple((Sparql(name), iri) for name, iri in sorted(declared.items()))
 
 
-def split_select(text: str, owner_name: str = "a shape") -> tuple[Sparql, tuple[Sparql, ...]]:
-    """(text up to and including the outermost `{`, the rest split at `$PATH`).
-
-    Raises ShapesError for a query that is not a SELECT, does not project `$this`, or needs a
-    pre-bound variable other than `$this` and `$PATH`.
-    """
-    opening: int | None = None
-    cuts: list[tuple[int, int]] = []
-    projects_this = False
-    for match in _TOKEN.finditer(text):
-        token = match.group(0)
-        if token == "{" and opening is None:
-            opening = match.end()
-        elif token[0] in "?$" and len(token) > 1:
-            name = token[1:]
-            if name == "PATH":
-                if opening is None:
-                    raise ShapesError(f"{owner_name}: $PATH before the WHERE clause")
-                cuts.append((match.start(), match.end()))
-            if name == "this" and opening is None:
-                projects_this = True
+def split_select(text: str, where: str) -> tuple[Sparql, tuple[Sparql, ...]]:
+    """(text up to and including the outermost `{`, the rest split at `$PATH`); ShapesError for
+    a query that is not a SELECT, or has $PATH before its WHERE clause."""
+    found = tokens(text)
+    opening = next((t for t in found if t.text == "{"), None)
     if opening is None:
-        raise ShapesError(f"{owner_name}: sh:select has no WHERE clause")
-    prologue = _strip_comments(text[: opening - 1])
-    select = re.search(r"\bSELECT\b", prologue, re.IGNORECASE)
-    if select is None or re.search(r"\b(ASK|CONSTRUCT|DESCRIBE)\b", prologue, re.IGNORECASE):
-        raise ShapesError(f"{owner_name}: sh:select must be a SELECT query")
-    if not projects_this and not re.search(r"\bSELECT\s+(DISTINCT\s+|REDUCED\s+)?\*", prologue, re.IGNORECASE):
-        raise ShapesError(f"{owner_name}: sh:select must project $this")
-    if "this" not in {m.group(0)[1:] for m in _TOKEN.finditer(text) if m.group(0)[0] in "?$"}:
-        raise ShapesError(f"{owner_name}: sh:select does not use $this")
+        raise ShapesError(f"{where}: sh:select has no WHERE clause")
+    forms = [t.word for t in found if t.word in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")]
+    if not forms or forms[0] != "SELECT":
+        raise ShapesError(f"{where}: sh:select must be a SELECT query")
     parts: list[Sparql] = []
-    start = opening
-    for begin, end in cuts:
-        parts.append(Sparql(text[start:begin]))
-        start = end
+    start = opening.end
+    for token in found:
+        if token.variable == "PATH":
+            if token.start < opening.start:
+                raise ShapesError(f"{where}: $PATH before the WHERE clause")
+            parts.append(Sparql(text[start:token.start]))
+            start = token.end
     parts.append(Sparql(text[start:]))
-    return Sparql(text[:opening]), tuple(parts)
-
-
-def _strip_comments(text: str) -> str:
-    """The text with comments blanked and strings emptied, so keywords are found only in code."""
-    return _TOKEN.sub(lambda m: " " if m.group(0)[0] in "#\"'" else m.group(0), text)
+    return Sparql(text[:opening.end]), tuple(parts)
 
 
 def _name(node: Term) -> str:
     return f"shape <{node.value}>" if isinstance(node, ox.NamedNode) else "a blank-node shape"
 
 
-RESERVED = frozenset({"this", "shapesGraph", "currentShape", "value", "PATH"})
+RESERVED = frozenset({"this", "shapesGraph", "currentShape", "path", "PATH", "value"})
+"""Names no parameter may have (§6.1.1)."""
 VALIDATOR_KINDS = {"validator": True, "nodeValidator": False, "propertyValidator": False}
 """Each validator property, and whether its validators are ASK (else SELECT) queries (§6.2)."""
+VALIDATOR_CLASSES = {True: "SPARQLAskValidator", False: "SPARQLSelectValidator"}
 
 
 @dataclass(frozen=True)
@@ -210,9 +188,10 @@ class Component:
 
 
 def read_components(reader: ShapesReader) -> list[Component]:
+    """Every SPARQL-based constraint component: each SHACL instance of sh:ConstraintComponent
+    (its type, or a subclass of it through rdfs:subClassOf in the shapes graph)."""
     found = []
-    kind = ox.NamedNode(SH + "ConstraintComponent")
-    for node in reader.subjects(vocab.RDF_TYPE, kind):
+    for node in reader.instances(ox.NamedNode(SH + "ConstraintComponent")):
         if not isinstance(node, ox.NamedNode):
             raise reader.fail(node, "a constraint component must be an IRI")
         parameters = []
@@ -268,6 +247,10 @@ def _validator(
     node = component.validators[key]
     where = f"{_name(shape.node)}: validator of <{component.node.value}>"
     ask = VALIDATOR_KINDS[key]
+    kind = ox.NamedNode(SH + VALIDATOR_CLASSES[ask])
+    if reader.objects(node, vocab.RDF_TYPE) and not reader.instance_of(node, kind):
+        raise ShapesError(f"{where}: the value of sh:{key} is typed, but not as a SHACL instance "
+                          f"of sh:{VALIDATOR_CLASSES[ask]} (SHACL §6.2)")
     texts = reader.objects(node, ox.NamedNode(SH + ("ask" if ask else "select")))
     if len(texts) != 1 or not isinstance(texts[0], ox.Literal):
         query = "sh:ask" if ask else "sh:select"
@@ -278,22 +261,21 @@ def _validator(
             raise ShapesError(f"{where}: the value of ${name} is not an IRI or a literal, so it "
                               "cannot be pre-bound in a query")
         constants[name] = render_term(value, "rdf12")
-    text = bind_current_shape(texts[0].value, shape.node, where)
-    refuse_forbidden(text, {"this", *parameters, *(["value"] if ask else [])}, where)
-    text = substitute(text, constants)
+    text = texts[0].value
+    names = [parameter.name for parameter in component.parameters]
+    refuse_forbidden(text, {*CONTEXT, *names, *(["value"] if ask else [])}, where)
+    if not ask and not projects(text, "this"):
+        raise ShapesError(f"{where}: sh:select must project $this (SHACL §6.2.2)")
+    one_query = ask or one_query_for_all(text, {"this"})
+    bound = insert_values(text, {**context(reader, text, shape.node, where), **constants})
     messages = reader.messages(shape.node, reader.objects(node, ox.NamedNode(SH + "message")))
     prefixes = prefixes_of(reader, shape.node, reader.objects(node, ox.NamedNode(SH + "prefixes")))
-    if ask:
-        head, body = _split_ask(text, where)
-        one_query = True
-    else:
-        head, body = split_select(text, owner_name=where)
-        one_query = one_query_for_all(text, {"this"})
+    head, body = _split_ask(bound, where) if ask else split_select(bound, where)
     if shape.path is None and len(body) > 1:
         raise ShapesError(f"{where}: $PATH in the validator of a node shape")
     return SparqlConstraint(
         node, prefixes, head, body, messages, one_query, component.node, ask,
-        tuple(sorted(parameters.items())),
+        tuple(sorted(parameters.items())), uses(text, "shapesGraph"),
     )
 
 

@@ -6,6 +6,7 @@ import re
 from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pyoxigraph as ox
@@ -13,14 +14,14 @@ import pyoxigraph as ox
 from tgsparql.rdf.lexical import BY_VALUE, stored_forms
 from tgsparql.rdf.templates import Sparql, render_term, templates_for, to_iri
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
-from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, Store
+from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, Store, open_store
 from tgsparql.validation.compiler import (
     FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
 )
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.model import Shape
-from tgsparql.validation.prebinding import substitute
+from tgsparql.validation.prebinding import insert_values
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
@@ -62,6 +63,13 @@ class Validator:
             wanted.setdefault(kind, set()).add(predicate)
         self._wanted = {kind: sorted(found, key=str) for kind, found in wanted.items()}
         """Every target of each kind that a run over a few nodes asks the store about."""
+        self._reads_shapes_graph = sorted(
+            shape.name for shape in shapes if shape.has_focus
+            for constraint in shape.constraints if constraint.component in SPARQL_BASED
+            and constraint.value.shapes_graph  # type: ignore[attr-defined]
+        )
+        """The shapes whose SHACL-SPARQL reads $shapesGraph: their runs need the shapes graph
+        in the data's dataset."""
 
     @property
     def scoped(self) -> list[CompiledQuery]:
@@ -95,6 +103,42 @@ class Validator:
         focus: Collection[str | ox.NamedNode] | None = None,
     ) -> ValidationReport:
         """Every result over the data graph; `focus` restricts the targeted focus nodes."""
+        with self._shapes_graph_beside(store, default_graph) as (dataset, data_graph):
+            return self._validate(dataset, data_graph, focus)
+
+    @contextmanager
+    def _shapes_graph_beside(
+        self, store: Store, default_graph: DataGraph
+    ) -> Iterator[tuple[Store, DataGraph]]:
+        """The store and data graph to validate, with the shapes graph as a named graph of the
+        dataset when a query reads $shapesGraph (SHACL §5.3.1): added to an in-memory store for
+        the run and removed after; an on-disk store (read-only, or written only by its owner) is
+        never written, the run reads an in-memory copy. The data graph leaves it out. An
+        endpoint's dataset cannot take it (validation writes nothing there): ShapesError."""
+        if not self._reads_shapes_graph:
+            yield store, default_graph
+            return
+        if not isinstance(store, EmbeddedStore):
+            raise ShapesError(
+                f"shape {self._reads_shapes_graph[0]}: its SHACL-SPARQL reads $shapesGraph, which "
+                "needs the shapes graph in the data's dataset, and an endpoint's dataset cannot "
+                "take it (validation writes nothing to an endpoint); validate the store itself "
+                "with --store")
+        name = self.shapes.graph.name
+        dataset = store if store.path is None and not store.read_only else _in_memory(store)
+        dataset.oxigraph.extend(ox.Quad(t.subject, t.predicate, t.object, name)
+                                for t in self.shapes.graph.triples)
+        try:
+            if default_graph == "union":
+                default_graph = [ox.DefaultGraph(), *sorted(
+                    (g for g in dataset.oxigraph.named_graphs() if g != name), key=str)]
+            yield dataset, default_graph
+        finally:
+            dataset.oxigraph.remove_graph(name)
+
+    def _validate(
+        self, store: Store, default_graph: DataGraph, focus: Collection[str | ox.NamedNode] | None
+    ) -> ValidationReport:
         queries: Iterable[CompiledQuery]
         lexical = store.run("validation/any_lexical").boolean
         if focus is None:
@@ -216,9 +260,9 @@ class Validator:
     def _per_focus_node(
         self, store: Store, text: str, focus_rows: list[Solution], default_graph: DataGraph
     ) -> list[Solution]:
-        """The query's rows for each focus node in turn, $this pre-bound to it: written into
-        the text as a constant, or (a blank node, which no query text can name) handed to the
-        embedded store as a substitution."""
+        """The query's rows for each focus node in turn, $this pre-bound to it: inserted into
+        the text as values (prebinding.insert_values), or (a blank node, which no query text
+        can name) handed to the embedded store as a substitution."""
         found: dict[Term, list[Solution]] = {}
         rows: list[Solution] = []
         for focus in focus_rows:
@@ -233,7 +277,7 @@ class Validator:
                     found[node] = store.select(text, default_graph=default_graph,
                                                substitutions={"this": node})
                 else:
-                    bound = substitute(text, {"this": render_term(node, self.templates.dialect)})
+                    bound = insert_values(text, {"this": render_term(node, self.templates.dialect)})
                     found[node] = store.select(bound, default_graph=default_graph)
             rows += [{**focus, **row, "this": node} for row in found[node]]
         return rows
@@ -377,6 +421,14 @@ ABSENT_VALUES_CONFORM = frozenset({
     "Not", "And", "Or", "Xone", "Closed",
 })
 """The Core components that find no violation at a focus node without value nodes."""
+
+
+def _in_memory(store: EmbeddedStore) -> EmbeddedStore:
+    """A copy of the store's quads in memory, in its dialect."""
+    copy = open_store()
+    copy.dialect = store.dialect
+    copy.oxigraph.bulk_extend(store.oxigraph.quads_for_pattern(None, None, None, None))
+    return copy
 
 
 def _value_edge(shape: Shape) -> tuple[str, Term] | None:
