@@ -13,7 +13,9 @@ from click.testing import CliRunner
 
 from tgsparql.cli import main
 from tgsparql.stores.store import open_store
-from tgsparql.validation import Shapes, ShapesError, ValidationReport, Validator
+from tgsparql.validation import (
+    Shapes, ShapesError, ValidationFailure, ValidationReport, Validator,
+)
 
 EX = "http://example.org/"
 SH = "http://www.w3.org/ns/shacl#"
@@ -581,3 +583,27 @@ def test_shapes_graph_is_refused_on_an_endpoint_before_any_request() -> None:
     validator = Validator(Shapes.from_text(PREFIXES + DECLARE + SHAPES_GRAPH))
     with pytest.raises(ShapesError, match=r"\$shapesGraph.*endpoint"):
         validator.validate(RemoteStore(Endpoint("http://127.0.0.1:9/sparql")))
+
+
+# --- ?failure: a failure, not a result (§5.3) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("focus", [None, [EX + "a", EX + "b", EX + "c"]], ids=["all", "focused"])
+def test_a_solution_with_failure_true_is_a_failure_not_a_result(focus: list[str] | None) -> None:
+    with pytest.raises(ValidationFailure, match=f"shape {EX}S: .*failure at focus node <{EX}c>"):
+        validate(sparql_shape("SELECT $this ((?o = $this) AS ?failure) WHERE { $this ex:p ?o }"),
+                 DATA, focus)
+    report = validate(sparql_shape("SELECT $this (false AS ?failure) WHERE { $this ex:p ?o }"),
+                      DATA, focus)
+    assert focus_nodes(report) == [EX + "a", EX + "c"]
+
+
+def test_a_failure_exits_2_and_reports_nothing(tmp_path: Path) -> None:
+    shapes = tmp_path / "failing.ttl"
+    shapes.write_text(PREFIXES + DECLARE + sparql_shape(
+        "SELECT $this (true AS ?failure) WHERE { }", target="sh:targetNode ex:a"))
+    store = tmp_path / "store"
+    open_store(store).close()
+    run = CliRunner().invoke(main, ["validate", "--store", str(store), "--shapes", str(shapes)])
+    assert run.exit_code == 2 and run.stdout == ""
+    assert "reported a failure" in run.stderr and run.stderr.count("\n") == 1

@@ -5,9 +5,12 @@ collections (validating one session is `tgsparql.record.conformance`); it uses o
 `tgsparql.stores` and `tgsparql.rdf`.
 """
 
-from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.errors import ShapesError, ValidationFailure
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.validator import Validator
 
-__all__ = ["Shapes", "ShapesError", "ValidationReport", "ValidationResult", "Validator"]
+__all__ = [
+    "Shapes", "ShapesError", "ValidationFailure", "ValidationReport", "ValidationResult",
+    "Validator",
+]

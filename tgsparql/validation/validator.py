@@ -18,7 +18,7 @@ from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, Store, ope
 from tgsparql.validation.compiler import (
     FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
 )
-from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.errors import ShapesError, ValidationFailure
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.model import Shape
 from tgsparql.validation.prebinding import insert_values
@@ -170,6 +170,8 @@ class Validator:
         for query, rows in _answered(store, requests, default_graph, overlapped):
             if query.per_focus_node is not None:
                 rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
+            if query.constraints[0].component in SPARQL_BASED:
+                _refuse_failure(query, rows)
             results.extend(self._result(query, row) for row in rows)
             checked.add(query.shape.key)
             run += 1
@@ -421,6 +423,20 @@ ABSENT_VALUES_CONFORM = frozenset({
     "Not", "And", "Or", "Xone", "Closed",
 })
 """The Core components that find no violation at a focus node without value nodes."""
+
+
+FAILURE = ox.Literal(True)
+
+
+def _refuse_failure(query: CompiledQuery, rows: list[Solution]) -> None:
+    """ValidationFailure when a solution binds ?failure to true (SHACL §5.3: a failure, not a
+    validation result)."""
+    for row in rows:
+        if row.get("failure") == FAILURE:
+            raise ValidationFailure(
+                f"shape {query.shape.name}: a SHACL-SPARQL query reported a failure at focus node "
+                f"{row['this']} (?failure is true), so the data could not be validated "
+                "(SHACL §5.3)")
 
 
 def _in_memory(store: EmbeddedStore) -> EmbeddedStore:
