@@ -5,8 +5,9 @@ A drawn query holds two markers: GROUP right after the `{` of every group graph 
 the braces around a subquery), PATH where `$PATH` stands. `shapes_text` writes the query as a
 shapes graph holds it; `meant` writes SHACL's definition of pre-binding (appendix A, "values
 insertion": every basic graph pattern, path and GRAPH pattern joined with the pre-bound values)
-as plain SPARQL: a one-row VALUES at the start of every group, the path written in. The two are
-written from one tree, so the validator's rewriting of the first is checked against the second.
+as plain SPARQL: the values bound (BIND, which is a join with the one solution at the start of a
+group) at the start of every group, the path written in. The two are written from one tree, so
+the validator's rewriting of the first is checked against the second.
 
 Queries are drawn within the class the appendix allows (no MINUS, SERVICE, VALUES, `AS` of a
 pre-bound variable; every subquery returns the pre-bound variables), with what makes text
@@ -140,8 +141,13 @@ def subquery(draw: st.DrawFn, ctx: Context, depth: int) -> Part:
     where = draw(group(ctx, depth - 1))
     star = set(ctx.prebound) <= where.scope and draw(st.booleans())
     plain = sorted(where.scope & set(PLAIN))
+    grouped = not star and draw(st.booleans())
     if star:
         projection, scope = "*", where.scope
+    elif grouped:  # an aggregate, grouped by the pre-bound variables as SPARQL requires
+        names = list(ctx.prebound)
+        projection = " ".join([*(draw(spelled(name)) for name in names), "(COUNT(*) AS ?n)"])
+        scope = frozenset([*names, "n"])
     else:
         extra = draw(st.lists(st.sampled_from(plain), unique=True)) if plain else []
         names = [*ctx.prebound, *extra]
@@ -149,7 +155,11 @@ def subquery(draw: st.DrawFn, ctx: Context, depth: int) -> Part:
         scope = frozenset(names)
     distinct = draw(st.sampled_from(["", "DISTINCT "]))
     keyword = draw(st.sampled_from(["WHERE ", ""]))
-    return Part(f"{{ SELECT {distinct}{projection} {keyword}{where.text} }}", scope)
+    tail = ""
+    if grouped:
+        tail = " GROUP BY " + " ".join(draw(spelled(name)) for name in ctx.prebound)
+        tail += draw(st.sampled_from(["", " HAVING (COUNT(*) > 1)"]))
+    return Part(f"{{ SELECT {distinct}{projection} {keyword}{where.text}{tail} }}", scope)
 
 
 @st.composite
@@ -237,7 +247,5 @@ def shapes_text(query: str) -> str:
 
 def meant(query: str, values: dict[str, ox.NamedNode | ox.Literal]) -> str:
     """The query SHACL evaluates with `values` pre-bound, in plain SPARQL."""
-    names = " ".join(f"?{name}" for name in values)
-    row = " ".join(str(value) for value in values.values())
-    inserted = f" VALUES ({names}) {{ ({row}) }} "
+    inserted = "".join(f" BIND({value} AS ?{name}) ." for name, value in values.items())
     return PREFIXES + query.replace(GROUP, inserted).replace(PATH, PATH_TEXT)

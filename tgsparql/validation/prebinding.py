@@ -219,16 +219,16 @@ def _grouped_by(level: list[Token], names: Collection[str]) -> bool:
 def insert_values(text: str, values: Mapping[str, str]) -> str:
     """The query with `values` (SPARQL text of constants, by variable name) pre-bound as the
     appendix on pre-binding defines it, "values insertion": every basic graph pattern, path and
-    GRAPH pattern joined with the one solution of those values. A one-row VALUES at the start of
-    every group graph pattern does just that (a group's patterns join it; a group of filters
-    alone, whose empty pattern the appendix joins too, gets it as well). The variables stay
-    variables: `bound($this)`, a projection or `GROUP BY $this`, a literal where only an IRI
-    fits (a predicate, a graph name) keep parsing and mean what they meant."""
+    GRAPH pattern joined with the one solution of those values. Binding them at the start of
+    every group graph pattern does just that (a group's patterns join them; a group of filters
+    alone, whose empty pattern the appendix joins too, gets them as well). BIND rather than a
+    one-row VALUES: Oxigraph evaluates `GRAPH ?g { VALUES ... }` as if the GRAPH were not
+    there. The variables stay variables: `bound($this)`, a projection or `GROUP BY $this`, a
+    literal where only an IRI fits (a predicate, a graph name) keep parsing and mean what they
+    meant."""
     if not values:
         return text
-    names = " ".join(f"?{name}" for name in values)
-    row = " ".join(values.values())
-    inserted = f" VALUES ({names}) {{ ({row}) }} "
+    inserted = "".join(f" BIND({value} AS ?{name})" for name, value in values.items()) + " "
     out: list[str] = []
     position = 0
     for start in _group_starts(text):
@@ -242,20 +242,13 @@ def insert_values(text: str, values: Mapping[str, str]) -> str:
 @lru_cache(maxsize=256)
 def _group_starts(text: str) -> tuple[int, ...]:
     """Just after the `{` of each group graph pattern: every `{` but a subquery's own (whose
-    group is the `{` after its SELECT clause) and a VALUES block's (values inserted before).
-    Cached: a query run once per focus node is lexed once."""
+    group is the `{` after its SELECT clause); VALUES, whose block is no group, is refused
+    before. Cached: a query run once per focus node is lexed once."""
     found = tokens(text)
-    starts = []
-    data_block = False
-    for index, token in enumerate(found):
-        if token.word == "VALUES":
-            data_block = True
-        elif token.text == "{" and data_block:
-            data_block = False
-        elif token.text == "{":
-            if not (index + 1 < len(found) and found[index + 1].word == "SELECT"):
-                starts.append(token.end)
-    return tuple(starts)
+    return tuple(
+        token.end for index, token in enumerate(found)
+        if token.text == "{" and (index + 1 == len(found) or found[index + 1].word != "SELECT")
+    )
 
 
 def uses(text: str, name: str) -> bool:
