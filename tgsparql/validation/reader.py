@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterable, Iterator
-from functools import cache
 
 import pyoxigraph as ox
 
@@ -77,6 +76,7 @@ class Reader:
         self.data = graph
         self.origin = origin
         self.graph_name = graph.name
+        self._subclasses: dict[Term, frozenset[Term]] = {}
         self.parsed: dict[Term, Shape] = {}
         self.in_progress: list[Term] = []
         self.components = read_components(self)
@@ -95,17 +95,19 @@ class Reader:
     def has(self, subject: Term, predicate: ox.NamedNode, obj: Term) -> bool:
         return (predicate, obj) in self.data.about(subject)
 
-    @cache  # noqa: B019 - one reader reads one graph, once
     def subclasses(self, cls: Term) -> frozenset[Term]:
-        """`cls` and its SHACL subclasses: rdfs:subClassOf* in the shapes graph, cycles and all."""
-        found = {cls}
-        pending = [cls]
-        while pending:
-            for sub in self.subjects(RDFS_SUBCLASS, pending.pop()):
-                if sub not in found:
-                    found.add(sub)
-                    pending.append(sub)
-        return frozenset(found)
+        """`cls` and its SHACL subclasses: rdfs:subClassOf* in the shapes graph, cycles and all
+        (found once per class)."""
+        if cls not in self._subclasses:
+            found = {cls}
+            pending = [cls]
+            while pending:
+                for sub in self.subjects(RDFS_SUBCLASS, pending.pop()):
+                    if sub not in found:
+                        found.add(sub)
+                        pending.append(sub)
+            self._subclasses[cls] = frozenset(found)
+        return self._subclasses[cls]
 
     def instances(self, cls: ox.NamedNode) -> list[Term]:
         """The SHACL instances of `cls` in the shapes graph: rdf:type/rdfs:subClassOf*."""
