@@ -216,9 +216,10 @@ def prologue() -> st.SearchStrategy[str]:
 
 
 @st.composite
-def select_queries(draw: st.DrawFn, path: bool = False) -> str:
-    """A SELECT query of a SPARQL-based constraint: it projects $this (and maybe ?value)."""
-    ctx = Context(("this", "currentShape"), path)
+def select_queries(draw: st.DrawFn, path: bool = False, parameters: tuple[str, ...] = ()) -> str:
+    """A SELECT query of a SPARQL-based constraint, or with `parameters` of a SELECT validator:
+    it projects $this (and maybe ?value)."""
+    ctx = Context(("this", "currentShape", *parameters), path)
     where = draw(group(ctx, 2))
     heads = ["$this ?value", "?this", "DISTINCT $this ?value", "?value $this",
              "$this (COUNT(*) AS ?value)"]

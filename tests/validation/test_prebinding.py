@@ -24,9 +24,11 @@ SHAPES_PREFIXES = f"""@prefix ex: <{EX}> .
 ex:decl sh:declare [ sh:prefix "ex" ; sh:namespace "{EX}"^^xsd:anyURI ] .
 """
 SHAPE = ox.NamedNode(EX + "S")
+PARAMETER = ox.NamedNode(EX + "b")
+"""The value of the parameter $k the drawn validators' shapes have (ex:k ex:b)."""
 FOCUS = [ox.NamedNode(EX + "a"), ox.NamedNode(EX + "b"), ox.NamedNode(EX + "c"), ox.Literal("lit")]
 TARGETS = 'sh:targetNode ex:a, ex:b, ex:c, "lit"'
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 NODES = [ox.NamedNode(EX + n) for n in "abc"]
@@ -100,6 +102,32 @@ def test_a_select_constraint_means_what_prebinding_means(query: str, quads: list
 
 
 @SETTINGS
+@given(query=st.booleans().flatmap(lambda path: select_queries(path=path, parameters=("k",))),
+       quads=data_graphs)
+def test_a_select_validator_means_what_prebinding_means(query: str, quads: list[ox.Quad]) -> None:
+    """A node or property validator of a component with the parameter $k."""
+    text = shapes_text(query)
+    property_shape = "$PATH" in text
+    assume(parses(PREFIXES + text.replace("$PATH", PATH_TEXT)))
+    kind = "propertyValidator" if property_shape else "nodeValidator"
+    shape = f"ex:S {TARGETS} ; ex:k ex:b" + (" ; sh:path ex:p ." if property_shape else " .")
+    shapes = Shapes.from_text(SHAPES_PREFIXES + f"""ex:C a sh:ConstraintComponent ;
+        sh:parameter [ sh:path ex:k ] ;
+        sh:{kind} [ sh:prefixes ex:decl ; sh:select \"\"\"{escaped(text)}\"\"\" ] .
+        {shape}""")
+    store = store_of(quads)
+    expected: Counter = Counter()
+    for focus in FOCUS:
+        pre_bound = meant(query, {"this": focus, "currentShape": SHAPE, "k": PARAMETER})
+        assert parses(pre_bound), pre_bound
+        for row in rows(store, pre_bound):
+            expected[(focus, row.get("value", None if property_shape else focus))] += 1
+    report = Validator(shapes).validate(store, default_graph=None)
+    limited = any(word in text for word in ("LIMIT", "OFFSET"))
+    check(Counter((r.focus_node, r.value) for r in report.results), expected, text, limited)
+
+
+@SETTINGS
 @given(query=ask_queries(), quads=data_graphs, property_shape=st.booleans())
 def test_an_ask_validator_means_what_prebinding_means(
     query: str, quads: list[ox.Quad], property_shape: bool
@@ -121,7 +149,7 @@ def test_an_ask_validator_means_what_prebinding_means(
         else:
             values = {focus}
         for value in values:
-            pre_bound = meant(query, {"this": focus, "value": value, "k": ox.NamedNode(EX + "b")})
+            pre_bound = meant(query, {"this": focus, "value": value, "k": PARAMETER})
             assert parses(pre_bound), pre_bound
             if not store.oxigraph.query(pre_bound):
                 expected[(focus, value)] += 1

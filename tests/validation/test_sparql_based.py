@@ -607,3 +607,24 @@ def test_a_failure_exits_2_and_reports_nothing(tmp_path: Path) -> None:
     run = CliRunner().invoke(main, ["validate", "--store", str(store), "--shapes", str(shapes)])
     assert run.exit_code == 2 and run.stdout == ""
     assert "reported a failure" in run.stderr and run.stderr.count("\n") == 1
+
+
+def test_results_read_only_the_variables_the_spec_names() -> None:
+    """§5.3.2: ?this, ?path (when an IRI), ?value, ?message; a query's own ?k, ?lexical or a
+    literal ?path are its business, and a component's parameter may be named k."""
+    report = validate(
+        sparql_shape('SELECT $this ?k ("x" AS ?path) ("1" AS ?lexical) '
+                     '(<http://www.w3.org/2001/XMLSchema#integer> AS ?lexicalDatatype) '
+                     'WHERE { $this ex:p ?k }'),
+        DATA,
+    )
+    assert [(r.focus_node, r.result_path, r.value) for r in report.results] == [
+        (ex("a"), None, ex("a")), (ex("c"), None, ex("c")),
+    ]
+    report = validate(
+        """ex:KComponent a sh:ConstraintComponent ; sh:parameter [ sh:path ex:k ] ;
+             sh:nodeValidator [ sh:select "SELECT $this WHERE { $this ?p $k }" ] .
+           ex:T a sh:NodeShape ; sh:targetClass ex:A ; ex:k ex:x .""",
+        DATA,
+    )
+    assert [(r.focus_node, r.value) for r in report.results] == [(ex("a"), ex("a"))]

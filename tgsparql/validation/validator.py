@@ -285,11 +285,19 @@ class Validator:
         return rows
 
     def _result(self, query: CompiledQuery, row: Solution) -> ValidationResult:
+        """The result of a row: a Core query's names its constraint by ?k; a SHACL-SPARQL
+        query's variables are the user's, read as §5.3.2 maps them (whatever else they are
+        named: ?k, ?lexical)."""
         shape = query.shape
-        if "k" in row:
+        path: Term | None
+        if query.constraints[0].component not in SPARQL_BASED:
             constraint = query.constraints[int(row["k"].value)]
             source_constraint = None
             messages = shape.messages
+            path, value = row.get("path"), row.get("value")
+            lexical, datatype = row.get("lexical"), row.get("lexicalDatatype")
+            if isinstance(lexical, ox.Literal) and isinstance(datatype, ox.NamedNode):
+                value = ox.Literal(lexical.value, datatype=datatype)  # as written
         else:
             constraint = query.constraints[0]
             sparql: SparqlConstraint = constraint.value  # type: ignore[assignment]
@@ -300,14 +308,10 @@ class Validator:
                 source_constraint = None
                 messages = shape.messages or sparql.messages
                 row = {**dict(sparql.parameters), **row}
-        path: Term | None = row.get("path")
+            path = row["path"] if isinstance(row.get("path"), ox.NamedNode) else None
+            value = row.get("value", row["this"] if shape.path is None else None)
         if path is None and shape.path is not None:
             path = shape.path.node
-        value = row.get("value")
-        if isinstance(row.get("lexical"), ox.Literal) and isinstance(row.get("lexicalDatatype"), ox.NamedNode):
-            value = ox.Literal(row["lexical"].value, datatype=row["lexicalDatatype"])  # as written
-        if value is None and "k" not in row and shape.path is None:
-            value = row["this"]
         if "message" in row and isinstance(row["message"], ox.Literal):
             messages = (row["message"],)
         messages = tuple(_substitute(m, row) for m in messages)
