@@ -44,6 +44,7 @@ from urllib.parse import quote, urlencode
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
+from tgsparql.rdf.iris import LLM_PREFIX
 from tgsparql.rdf.templates import Templates
 from tgsparql.serve.saved import saved_queries
 
@@ -67,18 +68,28 @@ def store_directory(work: Path, sessions: int, seed: int) -> Path:
     return work / f"serve-{sessions}-seed{seed}-v{FORMAT}"
 
 
-def generate(path: Path, sessions: int, seed: int, documents: int = 100) -> dict[str, Any]:
-    """TriG for the KG, its provenance and S sessions; returns counts."""
+def generate(path: Path, sessions: int, seed: int, documents: int = 100, *, days: int = 180,
+             current: bool = False, per_file: int | None = None) -> dict[str, Any]:
+    """TriG for the KG, its provenance and S sessions started over `days` days from 2024-01-01;
+    returns counts, and the files written (`path`, then one more after every `per_file`
+    sessions, so that each can be bulk loaded and removed in turn).
+
+    The records are as the templates wrote them before the fields BI reads were added; with
+    `current`, as they write them now: with those fields (what `tgsparql migrate` adds to the
+    former, tests/test_benchmarks.py) and the Answer's citation counts."""
     rng = random.Random(seed)
     chunks_per_doc, facts_per_chunk = 10, 5
     facts: list[str] = []
     start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
-    with path.open("w", encoding="utf-8") as out:
-        out.write("@prefix tg: <https://trustgraph.ai/ns/> .\n"
-                  "@prefix prov: <http://www.w3.org/ns/prov#> .\n"
-                  "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
-                  "@prefix dc: <http://purl.org/dc/elements/1.1/> .\n"
-                  "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n")
+    files = [path]
+    out = path.open("w", encoding="utf-8")
+    prefixes = ("@prefix tg: <https://trustgraph.ai/ns/> .\n"
+                "@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+                "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                "@prefix dc: <http://purl.org/dc/elements/1.1/> .\n"
+                "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n")
+    try:
+        out.write(prefixes)
         for d in range(documents):
             for c in range(chunks_per_doc):
                 for f in range(facts_per_chunk):
@@ -103,18 +114,30 @@ def generate(path: Path, sessions: int, seed: int, documents: int = 100) -> dict
                 out.write(f"  <https://trustgraph.ai/subgraph/bench{d}-{c}> a prov:Entity, "
                           f"tg:Subgraph ; prov:wasDerivedFrom {chunk} ; tg:contains {contained} .\n")
         out.write("}\nGRAPH <urn:graph:explainability> {\n")
-        cited = facts[: len(facts) * 9 // 10]  # the last documents are never cited
+        cited = len(facts) * 9 // 10  # the last documents are never cited
+        per_document = chunks_per_doc * facts_per_chunk
         for s in range(sessions):
+            if per_file and s and s % per_file == 0:
+                out.write("}\n")
+                out.close()
+                files.append(path.with_name(f"{path.stem}-{len(files)}{path.suffix}"))
+                out = files[-1].open("w", encoding="utf-8")
+                out.write(prefixes + "GRAPH <urn:graph:explainability> {\n")
             u = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-            began = start + dt.timedelta(seconds=rng.randrange(0, 180 * 86400))
+            began = start + dt.timedelta(seconds=rng.randrange(0, days * 86400))
             stamp = began.strftime("%Y-%m-%dT%H:%M:%SZ")
+            day = began.strftime("%Y-%m-%d")
             ended = (began + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            edges = rng.sample(cited, 8)
+            chosen_facts = rng.sample(range(cited), 8)
+            edges = [facts[n] for n in chosen_facts]
             failed = s % 20 == 19
             session = f"<urn:trustgraph:session:{u}>"
             out.write(f"  {session} a prov:Activity ; rdfs:label \"GraphRAG query session\" ; "
                       f"prov:startedAtTime \"{stamp}\"^^xsd:dateTime ; tg:query \"question {s}\" ; "
                       f"prov:endedAtTime \"{ended}\"^^xsd:dateTime ; ")
+            if current:
+                out.write(f"tg:day \"{day}\"^^xsd:date ; "
+                          f"tg:{'failedDay' if failed else 'completeDay'} \"{day}\"^^xsd:date ; ")
             out.write(f"tg:status \"failed\" ; tg:error \"the LLM timed out (run {s})\" .\n"
                       if failed else "tg:status \"complete\" .\n")
             retrieved = " , ".join(f"<<( {e} )>>" for e in edges)
@@ -125,23 +148,47 @@ def generate(path: Path, sessions: int, seed: int, documents: int = 100) -> dict
                 continue
             model = MODELS[s % len(MODELS)]
             chosen = edges[:3]
+            stating = [f"<urn:trustgraph:doc:bench{n // per_document}>" for n in chosen_facts[:3]]
             selection = f"<urn:trustgraph:prov:selection:{u}>"
             ids = " , ".join(f"<urn:trustgraph:prov:edge:{u}:{i}>" for i in range(len(chosen)))
+            selection_in, selection_out = rng.randrange(300, 900), rng.randrange(20, 99)
             out.write(f"  {selection} a prov:Entity ; rdfs:label \"Selected edges\" ; "
                       f"prov:wasDerivedFrom <urn:trustgraph:prov:retrieval:{u}> ; "
                       f"tg:selectedEdge {ids} ; tg:llmModel \"{model}\" ; "
-                      f"tg:inToken {rng.randrange(300, 900)} ; tg:outToken {rng.randrange(20, 99)} ; "
-                      "tg:invalidIdCount 0 .\n")
+                      f"tg:inToken {selection_in} ; tg:outToken {selection_out} ; ")
+            if current:
+                documents_once = sorted(set(stating))
+                out.write(f"tg:selectedEdgeCount {len(chosen)} ; "
+                          f"tg:sourceDocumentCount {len(documents_once)} ; "
+                          f"tg:sourceDocument {' , '.join(documents_once)} ; ")
+            out.write("tg:invalidIdCount 0 .\n")
             for i, edge in enumerate(chosen):
                 out.write(f"  <urn:trustgraph:prov:edge:{u}:{i}> a tg:EdgeSelection ; "
-                          f"tg:edge <<( {edge} )>> ; tg:reasoning \"matches the question\" .\n")
+                          f"tg:edge <<( {edge} )>> ; tg:reasoning \"matches the question\" "
+                          + (f"; tg:factDocument {stating[i]} .\n" if current else ".\n"))
+            answer_in, answer_out = rng.randrange(200, 600), rng.randrange(30, 200)
             out.write(f"  <urn:trustgraph:prov:answer:{u}> a prov:Entity ; rdfs:label "
                       f"\"GraphRAG answer\" ; prov:wasDerivedFrom {selection} ; "
-                      f"tg:llmModel \"{model}\" ; tg:inToken {rng.randrange(200, 600)} ; "
-                      f"tg:outToken {rng.randrange(30, 200)} ; "
-                      f"tg:document <urn:trustgraph:answer:{u}> .\n")
+                      f"tg:llmModel \"{model}\" ; tg:inToken {answer_in} ; "
+                      f"tg:outToken {answer_out} ; ")
+            if current:
+                cites = s % 10 != 3  # one answer in ten cites nothing
+                out.write((f"tg:cites <urn:trustgraph:prov:edge:{u}:0> ; tg:citedEdgeCount 1 ; "
+                           if cites else "tg:citedEdgeCount 0 ; ")
+                          + f"tg:invalidCitationCount 0 ; tg:uncitedSentenceCount {int(not cites)} ; ")
+            out.write(f"tg:document <urn:trustgraph:answer:{u}> .\n")
+            if current:
+                llm = f"<{LLM_PREFIX}{quote(model, safe='')}>"
+                out.write(f"  {llm} tg:modelName \"{model}\" .\n"
+                          f"  {session} tg:selectionUsage <<( {llm} tg:inToken {selection_in} )>> ,"
+                          f" <<( {llm} tg:outToken {selection_out} )>> ;\n"
+                          f"    tg:answerUsage <<( {llm} tg:inToken {answer_in} )>> ,"
+                          f" <<( {llm} tg:outToken {answer_out} )>> .\n")
         out.write("}\n")
-    return {"sessions": sessions, "facts": len(facts), "documents": documents}
+    finally:
+        out.close()
+    return {"sessions": sessions, "facts": len(facts), "documents": documents, "days": days,
+            "files": [str(file) for file in files]}
 
 
 def build(work: Path, sessions: int, seed: int) -> tuple[Path, Path, dict[str, Any]]:
