@@ -124,6 +124,7 @@ def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     assert objects(store, second, "day") == [day("2024-03-02")]
     assert objects(store, second, "completeDay") + objects(store, second, "failedDay") == []
     assert objects(store, third, "failedDay") == [day("2024-03-02")]
+    assert objects(store, "urn:trustgraph:day:2024-03-02", "date") == [day("2024-03-02")]
     assert objects(store, "urn:trustgraph:prov:selection:aaaaaaaa-0000-4000-8000-000000000001",
                    "selectedEdgeCount") == [ox.Literal("0", datatype=vocab.XSD_INTEGER)]
     # it selected nothing, so no document states its facts: it says so
@@ -150,23 +151,25 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     runner = CliRunner()
     dry = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert ("dry run: 3 sessions, 1 selections, 2 LLM calls and the documents of 1 selections "
-            "would be migrated") in dry.output
+    assert ("dry run: 3 sessions, 1 selections, 2 LLM calls, the documents of 1 selections and "
+            "0 days would be migrated") in dry.output
     again = EmbeddedStore(str(tmp_path / "store"))
     assert set(again.oxigraph) == before
     again.close()
     first = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
-    assert first.exit_code == 0 and ("migrated 3 sessions, 1 selections, 2 LLM calls and the "
-                                     "documents of 1 selections in 1 updates") in first.output
+    assert first.exit_code == 0 and ("migrated 3 sessions, 1 selections, 2 LLM calls, the "
+                                     "documents of 1 selections and 0 days in 1 updates"
+                                     ) in first.output
     migrated = EmbeddedStore(str(tmp_path / "store"))
     after = set(migrated.oxigraph)
     migrated.close()
     # 6 days and counts; the model's label, the selection's two numbers, the answer's name; the
-    # selection's count of documents
-    assert len(after) == len(before) + 11
+    # selection's count of documents; the day saying it holds sessions
+    assert len(after) == len(before) + 12
     second = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
-    assert second.exit_code == 0 and ("migrated 0 sessions, 0 selections, 0 LLM calls and the "
-                                      "documents of 0 selections in 0 updates") in second.output
+    assert second.exit_code == 0 and ("migrated 0 sessions, 0 selections, 0 LLM calls, the "
+                                      "documents of 0 selections and 0 days in 0 updates"
+                                      ) in second.output
     final = EmbeddedStore(str(tmp_path / "store"))
     assert set(final.oxigraph) == after
     final.close()

@@ -11,7 +11,7 @@ import click
 
 from tgsparql.cli.ask import demo, query
 from tgsparql.cli.checks import doctor, validate
-from tgsparql.cli.data import export, index, ingest, load, migrate
+from tgsparql.cli.data import export, index, ingest, load, migrate, rollup
 from tgsparql.cli.golden import check, golden
 from tgsparql.cli.llm import llm
 from tgsparql.cli.records import explain, sessions, trace
@@ -28,6 +28,6 @@ def main() -> None:
     """
 
 
-for _command in (demo, query, load, export, ingest, index, migrate, sessions, explain, trace,
-                 validate, doctor, golden, check, serve, llm):
+for _command in (demo, query, load, export, ingest, index, migrate, rollup, sessions, explain,
+                 trace, validate, doctor, golden, check, serve, llm):
     main.add_command(_command)

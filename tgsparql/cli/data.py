@@ -1,7 +1,9 @@
-"""Putting data in and getting it out: `load`, `ingest`, `index`, `migrate`, `export`."""
+"""Putting data in and getting it out: `load`, `ingest`, `index`, `migrate`, `rollup`,
+`export`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import os
 import sys
@@ -12,12 +14,13 @@ import click
 
 from tgsparql.asking.grounding import rebuild_label_index, update_label_index
 from tgsparql.cli.options import (
-    Failure, StoreTarget, backend_from, constrain_option, llm_log, llm_options, opened,
-    progress_bars, reply_options, store_option,
+    Failure, StoreTarget, backend_from, collection_option, constrain_option, llm_log, llm_options,
+    opened, progress_bars, reply_options, store_option,
 )
 from tgsparql.data.linking import DEFAULT_LINK_MODE, LINK_MODES, LinkMode
 from tgsparql.data.loader import load_files
 from tgsparql.rdf.terms import Dialect
+from tgsparql.rdf.vocab import Collection
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import StoreError
 
@@ -248,9 +251,9 @@ def index(target: StoreTarget, rebuild: bool) -> None:
               help="Records per update (each update is all or nothing).")
 def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
     """Add to sessions recorded by older versions the fields BI reads (tg:day, tg:completeDay,
-    tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage, and the documents of
-    the selected facts: tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount). Safe to
-    interrupt and to run again."""
+    tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage, the documents of
+    the selected facts: tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount, and each
+    day's tg:date). Safe to interrupt and to run again."""
     from tgsparql.record.migrate import migrate as run_migration
     from tgsparql.record.migrate import pending
 
@@ -258,8 +261,8 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
         try:
             todo = pending(store)
             summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections, "
-                       f"{len(todo.calls)} LLM calls and the documents of "
-                       f"{len(todo.sourced)} selections")
+                       f"{len(todo.calls)} LLM calls, the documents of "
+                       f"{len(todo.sourced)} selections and {len(todo.days)} days")
             if dry_run:
                 click.echo(f"dry run: {summary} would be migrated")
                 return
@@ -268,6 +271,35 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
         except StoreError as error:
             raise Failure(str(error)) from None
     click.echo(f"migrated {summary} in {updates} updates")
+
+
+@click.command()
+@store_option
+@collection_option
+@click.option("--through", metavar="YYYY-MM-DD",
+              help="The last day to roll up (default: the last UTC day over for an hour).")
+def rollup(target: StoreTarget, collection: Collection, through: str | None) -> None:
+    """Write the collection's rollup: the BI figures of the days that are over (sessions per
+    day, tokens by model, citations per document, selections per fact), computed from the record
+    and put in place of the last rollup in one update, so that the saved BI queries read only
+    the later days' sessions. Run it daily; running it again repairs one that no longer sums the
+    record."""
+    from tgsparql.asking.provenance import now
+    from tgsparql.record.rollup import RollupError, roll_up
+
+    try:
+        last = dt.date.fromisoformat(through) if through is not None else None
+    except ValueError:
+        raise click.BadParameter(f"{through!r} is not a date (YYYY-MM-DD)",
+                                 param_hint="--through") from None
+    with opened(target) as store:
+        try:
+            rolled = roll_up(store, collection, at=now(), through=last)
+        except RollupError as error:
+            raise click.BadParameter(str(error), param_hint="--through") from None
+        except StoreError as error:
+            raise Failure(str(error)) from None
+    click.echo(rolled.summary())
 
 
 def _finish(labels_indexed: int, errors: list[str]) -> None:

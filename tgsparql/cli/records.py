@@ -60,10 +60,13 @@ def sessions(ctx: click.Context, target: StoreTarget, collection: Collection, li
 def sessions_delete(target: StoreTarget, collection: Collection, older_than: str | None,
                     session_iris: tuple[str, ...], dry_run: bool) -> None:
     """Delete sessions with every triple they own (session, retrieval, selection, edge
-    selections, answer, failure fields) and their answer documents; nothing else."""
+    selections, answer, failure fields) and their answer documents; nothing else but the
+    collection's rollup, which sums them and is rolled up again."""
+    from tgsparql.asking.provenance import now
     from tgsparql.record.retention import (
         RetentionError, delete_sessions, parse_duration, select_sessions,
     )
+    from tgsparql.record.rollup import has_rollup, roll_up
 
     if (older_than is None) == (not session_iris):
         raise click.UsageError("give either --older-than DURATION or --session IRI")
@@ -75,7 +78,9 @@ def sessions_delete(target: StoreTarget, collection: Collection, older_than: str
         try:
             chosen = select_sessions(store, collection, older_than=duration,
                                      sessions=session_iris)
+            rolled_up = not dry_run and bool(chosen) and has_rollup(store, collection)
             removed = 0 if dry_run else delete_sessions(store, collection, chosen)
+            rolled = roll_up(store, collection, at=now()) if rolled_up else None
         except (RetentionError, StoreError) as error:
             raise Failure(str(error)) from None
     for item in chosen:
@@ -86,6 +91,8 @@ def sessions_delete(target: StoreTarget, collection: Collection, older_than: str
         click.echo(f"dry run: {len(chosen)} sessions ({quads} quads) would be deleted", err=True)
     else:
         click.echo(f"deleted {len(chosen)} sessions ({removed} quads)", err=True)
+    if rolled is not None:
+        click.echo(rolled.summary(), err=True)
 
 
 @click.command()

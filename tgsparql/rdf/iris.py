@@ -14,10 +14,16 @@ UUID derived from the document's SHA-256 by `stable_uuid`):
   `urn:trustgraph:prov:seed:{uuid}:{n}`, citation `urn:trustgraph:prov:citation:{uuid}:{n}`
 - reification dialect: statement `urn:trustgraph:stmt:{h}`, `h` the SHA-256 of the triple's
   canonical N-Triples line
+- a day that holds sessions `urn:trustgraph:day:{YYYY-MM-DD}`; a collection's rollup
+  `urn:trustgraph:rollup`, its figures `urn:trustgraph:rollup:day:{YYYY-MM-DD}`,
+  `urn:trustgraph:rollup:usage:{stage}:{model}` (the model percent-encoded),
+  `urn:trustgraph:rollup:document:{h}` and `urn:trustgraph:rollup:fact:{h}` (`h` the SHA-256 of
+  the document's IRI, of the fact's N-Triples term)
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import re
 import uuid
@@ -63,6 +69,38 @@ def relation_iri(name: str) -> ox.NamedNode:
 def llm_iri(model: str) -> ox.NamedNode:
     """The model's name, percent-encoded, so any name the server reports makes a valid IRI."""
     return ox.NamedNode(LLM_PREFIX + quote(model, safe=""))
+
+
+def day_iri(day: dt.date) -> ox.NamedNode:
+    """The day sessions started on (UTC), which each of them names, so that readers find the
+    days not yet rolled up without reading every session (docs/spec.md §2)."""
+    return ox.NamedNode(f"urn:trustgraph:day:{day.isoformat()}")
+
+
+ROLLUP = ox.NamedNode("urn:trustgraph:rollup")
+"""A collection's rollup (docs/spec.md §2); one per collection graph, replaced whole."""
+
+
+def rollup_day_iri(day: dt.date) -> ox.NamedNode:
+    return ox.NamedNode(f"{ROLLUP.value}:day:{day.isoformat()}")
+
+
+def rollup_usage_iri(stage: str, model: ox.NamedNode) -> ox.NamedNode:
+    """A stage's calls to a model; the model's IRI already percent-encodes its name."""
+    return ox.NamedNode(f"{ROLLUP.value}:usage:{stage}:{model.value[len(LLM_PREFIX):]}")
+
+
+def rollup_document_iri(document: ox.NamedNode) -> ox.NamedNode:
+    return ox.NamedNode(f"{ROLLUP.value}:document:{_sha256(document.value)}")
+
+
+def rollup_fact_iri(fact: ox.Triple | ox.NamedNode) -> ox.NamedNode:
+    """A fact as edge selections refer to it: a triple term, or a statement IRI."""
+    return ox.NamedNode(f"{ROLLUP.value}:fact:{_sha256(str(fact))}")
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def stable_uuid(*parts: str) -> str:

@@ -27,7 +27,7 @@ import pyoxigraph as ox
 from markupsafe import Markup
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import statement_iri
+from tgsparql.rdf.iris import day_iri, statement_iri
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect, TemplateError, check_text
 
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -198,6 +198,7 @@ def _environment() -> jinja2.Environment:
         "iri": _iri,
         "literal": lambda value, lang=None: Sparql(str(to_literal(value, lang))),
         "utc_day": lambda value: Sparql(str(utc_day(value))),
+        "day_iri": lambda value: Sparql(str(day_iri(dt.date.fromisoformat(utc_day(value).value)))),
         "integer": _integer,
         "var": _var,
         "statement": lambda value: Sparql(str(statement_iri(value))),

@@ -4,7 +4,8 @@ The current record carries fields that exist only so that BI aggregates read one
 session instead of joining: the session's UTC day (tg:day, and tg:completeDay or tg:failedDay
 once it is closed), the Selection's tg:selectedEdgeCount, each LLM call's model with its
 token counts on the session (tg:selectionUsage, tg:answerUsage), and the documents that state
-the selected facts (tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount). Each is derived
+the selected facts (tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount), and each day
+that holds sessions saying so (tg:date). Each is derived
 from its own session's record alone (the documents from the extraction provenance as it is when
 migrating), so adding it is safe beside live writers and `sessions delete`. A migration finds
 the records that lack them, and adds them in batches: each batch is one INSERT DATA (all or
@@ -41,9 +42,11 @@ class Pending:
     selections: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     sourced: list[dict[str, Any]] = field(default_factory=list)
+    days: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.sessions) + len(self.selections) + len(self.calls) + len(self.sourced)
+        return (len(self.sessions) + len(self.selections) + len(self.calls) + len(self.sourced)
+                + len(self.days))
 
 
 def pending(store: Store) -> Pending:
@@ -66,21 +69,28 @@ def pending(store: Store) -> Pending:
         for row in store.run("migrate/pending_usage").rows
         if isinstance(row["model"], ox.Literal)
     ]
+    days = [
+        {"graph": row["graph"], "started": dt.datetime.combine(
+            dt.date.fromisoformat(row["day"].value), dt.time(), dt.timezone.utc)}
+        for row in store.run("migrate/pending_days").rows
+        if isinstance(row["day"], ox.Literal) and row["day"].datatype == vocab.XSD_DATE
+    ]
     return Pending(sessions, selections, calls, _sourced(
         store.run("migrate/pending_documents").rows,
-        lambda: store.run("migrate/fact_documents").rows))
+        lambda: store.run("migrate/fact_documents").rows), days)
 
 
 def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
             progress: Callable[[int], None] | None = None) -> int:
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
-    for sessions, selections, calls, sourced in _batches(todo, batch):
+    for sessions, selections, calls, sourced, days in _batches(todo, batch):
         store.run("migrate/record_fields", dated_sessions=sessions,
-                  counted_selections=selections, used_models=calls, sourced_selections=sourced)
+                  counted_selections=selections, used_models=calls, sourced_selections=sourced,
+                  days=days)
         updates += 1
         if progress is not None:
-            progress(len(sessions) + len(selections) + len(calls) + len(sourced))
+            progress(len(sessions) + len(selections) + len(calls) + len(sourced) + len(days))
     return updates
 
 
@@ -114,7 +124,7 @@ def _sourced(
     ]
 
 
-_KINDS = ("session", "selection", "call", "sourced")
+_KINDS = ("session", "selection", "call", "sourced", "day")
 
 
 def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
@@ -122,6 +132,7 @@ def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
     items += [("selection", s) for s in todo.selections]
     items += [("call", c) for c in todo.calls]
     items += [("sourced", s) for s in todo.sourced]
+    items += [("day", d) for d in todo.days]
     chunks = [items[start : start + size] for start in range(0, len(items), size)]
     return [tuple([i for kind, i in chunk if kind == wanted] for wanted in _KINDS)
             for chunk in chunks]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from tgsparql.asking.provenance import now
-from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.iris import ROLLUP, SessionIds
 from tgsparql.rdf.vocab import Collection
 from tgsparql.stores.store import Store
 
@@ -89,11 +89,13 @@ def select_sessions(
 
 
 def delete_sessions(store: Store, collection: Collection, selected: Sequence[Selected]) -> int:
-    """Delete the sessions with every quad they own; the number of quads removed."""
+    """Delete the sessions with every quad they own, and the collection's rollup with the first
+    of them (it sums them: `tgsparql.record.rollup.roll_up` writes it again); the number of
+    quads removed."""
     graph = collection.graph
     for start in range(0, len(selected), BATCH):
         batch = [s.ids for s in selected[start : start + BATCH]]
-        store.run("sessions_delete", graph=graph, sessions=batch)
+        store.run("sessions_delete", graph=graph, sessions=batch, rollup=ROLLUP)
     return sum(s.quads for s in selected)
 
 
