@@ -58,7 +58,7 @@ QUERIES = [("sessions_per_day", {}), ("tokens_by_model", {}),
 BASELINE = "4c5b6b2625a66c2b2875641275861c85769e2da1"
 """The revision whose saved queries the current ones are measured against (before tg:day)."""
 FORMAT = 2
-MIGRATION = 3
+MIGRATION = 4
 """The record fields `tgsparql migrate` adds; a cached copy migrated for another is migrated
 again from the cached old store."""
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "qwen2.5-7b"]
@@ -175,7 +175,8 @@ def generate(path: Path, sessions: int, seed: int, documents: int = 100, *, days
                 cites = s % 10 != 3  # one answer in ten cites nothing
                 out.write((f"tg:cites <urn:trustgraph:prov:edge:{u}:0> ; tg:citedEdgeCount 1 ; "
                            if cites else "tg:citedEdgeCount 0 ; ")
-                          + f"tg:invalidCitationCount 0 ; tg:uncitedSentenceCount {int(not cites)} ; ")
+                          + "tg:invalidCitationCount 0 ; "
+                          + f"tg:uncitedSentenceCount {int(not cites)} ; ")
             out.write(f"tg:document <urn:trustgraph:answer:{u}> .\n")
             if current:
                 llm = f"<{LLM_PREFIX}{quote(model, safe='')}>"

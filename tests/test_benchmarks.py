@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from tests.asking.llm.fake_openai import (  # noqa: F401  (fixture)
     FakeOpenAI, Reply, fake_openai, prompt_facts,
 )
 from tgsparql.rdf import vocab
+from tgsparql.serve.saved import saved_queries
 
 # The tiny sizes (`--tiny`) of the pipeline and remote benchmarks, and of validate --session's
 # samples in the validation benchmark.
@@ -177,8 +179,8 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
         assert float(row[2]) > 0 and float(row[3]) > 0, row
     store = numbers(text, "store")
     assert store[:3] == [200, 5000, 100]  # sessions, facts, documents
-    # migrated: sessions, selections, LLM calls, the documents of selections, in updates
-    assert store[-5:] == [200, 190, 380, 190, 1]
+    # migrated: sessions, selections, LLM calls, the documents of selections, days, in updates
+    assert store[-6:] == [200, 190, 380, 190, 0, 1]
     assert len(numbers(text, "load average")) == 2
 
 
@@ -191,6 +193,31 @@ def test_tiny_serve_benchmark_measures_the_saved_queries_it_is_asked_for(tmp_pat
     names = [line.split("|")[1].strip() for line in out.read_text(encoding="utf-8").splitlines()
              if "| tgsparql serve |" in line]
     assert names == ["edges_per_session", "sessions_per_day"]
+
+
+def test_tiny_growth_sessions_benchmark_measures_every_step_at_every_size(tmp_path: Path) -> None:
+    out = tmp_path / "growth-sessions.md"
+    done = run_module("benchmarks.growth_sessions", "--tiny", "--work", tmp_path / "work",
+                      "--out", out, timeout=600)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = {tuple(cell.strip() for cell in line.split("|")[1:3]): line
+            for line in text.splitlines() if line.startswith("| ") and "| step |" not in line}
+    ways = ["in process", "tgsparql serve"]
+    if shutil.which("oxigraph") or (Path(sys.executable).parent / "oxigraph").exists():
+        ways.append("oxigraph serve-read-only")
+    for name in saved_queries():
+        for way in ways:
+            assert ("saved query " + name, way) in rows, (name, way)
+    for step in ("migrate", "rollup", "serve"):
+        assert (step, "") in rows and "peak" in rows[(step, "")], step
+    assert ("trace", "tgsparql trace SESSION, in process, 2 sessions") in rows
+    assert ("validate --session", "in process, 1 sessions") in rows
+    # every size measured, the larger with its ratio to the smaller
+    assert all(line.count(" ms (p95 ") == 2 and "(×" in line for key, line in rows.items()
+               if key[0].startswith("saved query"))
+    assert "rolled up 0 sessions of 0 days" in text
+    assert len(numbers(text, "load average")) == 2
 
 
 def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_engine(

@@ -59,6 +59,7 @@ DATATYPE_OF = {
     TG + "selectedEdgeCount": XSD + "integer",
     TG + "sourceDocumentCount": XSD + "integer",
     TG + "day": XSD + "date",
+    TG + "date": XSD + "date",
     TG + "completeDay": XSD + "date",
     TG + "failedDay": XSD + "date",
     TG + "inToken": XSD + "integer",
@@ -192,6 +193,8 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
     citations = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:citation:"))
     assert citations == sorted(
         f"urn:trustgraph:prov:citation:{uuid}:{i}" for i in range(len(citations)))
+    # and the session's day, which says it holds sessions (shared by the day's sessions)
+    (day,) = [t.object.value for t in triples if t.predicate.value == vocab.TG + "day"]
     assert subjects == {
         f"urn:trustgraph:session:{uuid}",
         f"urn:trustgraph:prov:retrieval:{uuid}",
@@ -200,12 +203,14 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
         *edges,
         *cuts,
         *citations,
+        f"urn:trustgraph:day:{day}",
     }
     session_namespace = [
         term.value
         for t in triples
         for term in (t.subject, t.object)
         if isinstance(term, ox.NamedNode) and term.value.startswith("urn:trustgraph:")
+        and not term.value.startswith("urn:trustgraph:day:")
     ]
     assert {re.search(UUID, iri).group(0) for iri in session_namespace} == {uuid}
     document = only(objects(triples, f"urn:trustgraph:prov:answer:{uuid}", TG + "document"))

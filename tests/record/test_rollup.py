@@ -87,6 +87,17 @@ def test_a_rollup_is_replaced_whole_and_holds_only_the_days_up_to_its_last() -> 
     assert rollup_violations(store) == []
 
 
+def test_a_day_whose_sessions_are_all_deleted_is_forgotten_by_the_next_rollup() -> None:
+    store = recorded()
+    first_day = ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)
+    store.update("DELETE WHERE { GRAPH ?g { ?session <https://trustgraph.ai/ns/day> "
+                 '"2024-01-01"^^<http://www.w3.org/2001/XMLSchema#date> } }')
+    roll_up(store, COLLECTION, at=LATER, through=dt.date(2024, 1, 4))
+    dates = {q.object for q in store.oxigraph.quads_for_pattern(
+        None, ox.NamedNode(TG + "date"), None, GRAPH)}
+    assert first_day not in dates and len(dates) == DAYS - 1
+
+
 def test_a_day_not_over_for_an_hour_is_not_rolled_up() -> None:
     at = dt.datetime(2024, 5, 2, 0, 30, tzinfo=dt.timezone.utc)
     assert settled(at) == dt.date(2024, 4, 30)

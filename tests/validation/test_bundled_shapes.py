@@ -445,7 +445,8 @@ SESSION_CASES = {
             INSERT {{ GRAPH ?g {{ <{SESSION}> tg:day "2000-01-01"^^xsd:date }} }}
             WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}""",
         (violation(SESSION, "Session", "SessionDayIsItsStartDay", "2000-01-01"),
-         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY),
+         violation(SESSION, "Session", "SessionDayHoldsSessions", "2000-01-01")),
         ("not on that day (UTC)", "does not agree with its status and tg:day"),
     ),
     "the day is missing (a record of an older version)": Case(
@@ -459,7 +460,8 @@ SESSION_CASES = {
             INSERT {{ GRAPH ?g {{ <{SESSION}> tg:day ?t }} }}
             WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d ; prov:startedAtTime ?t }} }}""",
         (violation(SESSION, "Session-day", "Datatype", ANY),
-         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY)),
+         violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY),
+         violation(SESSION, "Session", "SessionDayHoldsSessions", ANY)),
     ),
     "a complete session has no complete day": Case(
         f"DELETE WHERE {{ GRAPH ?g {{ <{SESSION}> tg:completeDay ?d }} }}",
@@ -992,7 +994,7 @@ EDGE_FILES = {"rdf12": "edges-triple-terms.ttl", "rdfstar": "edges-triple-terms.
 EDGE_CONSTRAINTS = {
     "RetrievedEdgeIsAFact", "SelectedEdgeIsATriple", "SelectedEdgeIsAFact",
     "SelectedEdgeWasRetrieved", "ContainedTripleIsAFact", "FactHasProvenance",
-    "SessionUsageMatchesItsCalls",
+    "SessionUsageMatchesItsCalls", "RollupUsageSumsTheRecord",
 }
 SPARQL_12 = re.compile(r"\b(isTRIPLE|SUBJECT|PREDICATE|OBJECT|TRIPLE)\s*\(", re.IGNORECASE)
 

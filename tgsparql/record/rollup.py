@@ -78,7 +78,7 @@ def roll_up(store: Store, collection: Collection, *, at: dt.datetime,
     days = [
         {"iri": rollup_day_iri(dt.date.fromisoformat(row["day"].value)), "day": row["day"],
          "sessions": _count(row, "sessions"), "complete": _count(row, "complete"),
-         "failed": _count(row, "failed")}
+         "failed": _count(row, "failed"), "uncited": _count(row, "uncited")}
         for row in store.run("rollup/days", graph=graph, through=day).rows
         if isinstance(row.get("day"), ox.Literal) and row["day"].datatype == vocab.XSD_DATE
     ]

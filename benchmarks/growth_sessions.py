@@ -1,0 +1,335 @@
+"""Growth benchmark, sessions side: what the record's readers cost as sessions accumulate.
+
+Builds (once, cached under the work directory) an on-disk store of S sessions in the record's
+form before the days said they hold sessions (tg:date), SESSIONS_PER_DAY of them a day (so 1 M
+sessions span 1,000 days), with benchmarks.serve_bench's generator, bulk loaded PER_FILE
+sessions at a time so that neither the TriG nor the loader's batches grow with S; a build
+interrupted resumes with the files not loaded yet.
+
+Then, per size: `tgsparql migrate` (which adds tg:date) and `tgsparql rollup` through the day
+before the last, so that the last day's sessions are the live part the saved queries read from
+the record (each a process of its own: time and peak memory); every saved BI query in process
+(pyoxigraph on the same store, read-only, as `tgsparql serve`'s workers open it) and over HTTP,
+on `tgsparql serve` and on `oxigraph serve-read-only` side by side, the query measured on each
+server back to back; `tgsparql trace` and `tgsparql validate --session` of sampled sessions in
+process; and the peak memory of `tgsparql serve` (its processes together).
+
+Run: python -m benchmarks.growth_sessions --sessions 10000,100000,1000000
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.client
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+from benchmarks.growth_rows import GrowthRow
+from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
+from benchmarks.serve_bench import free_port, generate, wait_for
+from tgsparql.rdf.templates import Templates
+from tgsparql.rdf.vocab import DEFAULT_COLLECTION, TG_QUERY
+from tgsparql.record.conformance import validate_session
+from tgsparql.record.trace import trace
+from tgsparql.serve.saved import saved_queries
+from tgsparql.stores.store import EmbeddedStore
+
+SESSIONS_PER_DAY = 1000
+PER_FILE = 50_000
+FORMAT = 1
+SIZES = {
+    "sessions": Size("10000,100000,1000000", "200,400", "session counts, comma-separated",
+                     least=None),
+    "runs": Size(7, 1, "runs of each saved query per way (after one warm-up)"),
+    "traced": Size(20, 2, "sessions traced per size"),
+    "validated": Size(3, 1, "sessions validated per size (`validate --session` takes minutes on "
+                            "a large store)"),
+}
+START = dt.date(2024, 1, 1)
+"""The generator's first day (benchmarks.serve_bench.generate)."""
+
+
+def store_directory(work: Path, sessions: int, seed: int) -> Path:
+    return work / f"growth-sessions-{sessions}-seed{seed}-v{FORMAT}"
+
+
+def days(sessions: int) -> int:
+    return max(1, sessions // SESSIONS_PER_DAY)
+
+
+def build(work: Path, sessions: int, seed: int) -> tuple[Path, dict[str, Any]]:
+    """The cached store of `sessions` sessions (built if missing, or finished if a build was
+    interrupted) and its build record."""
+    directory = store_directory(work, sessions, seed)
+    record = directory / "build.json"
+    generated = directory / "generated.json"
+    if record.exists():
+        print(f"using the cached store {directory}", file=sys.stderr)
+        return directory / "store", json.loads(record.read_text())
+    if not generated.exists():
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        began = time.perf_counter()
+        info = generate(directory / "records.trig", sessions, seed, current=True,
+                        days=days(sessions), per_file=PER_FILE)
+        info["generate_s"] = round(time.perf_counter() - began, 1)
+        generated.write_text(json.dumps(info, indent=1))
+    info = json.loads(generated.read_text())
+    began = time.perf_counter()
+    store = ox.Store(str(directory / "store"))
+    # a file is removed once loaded; one a stopped build was loading is loaded again whole
+    # (quads are a set, so what it had loaded is not doubled)
+    for number, file in enumerate(info.pop("files"), 1):
+        if Path(file).exists():
+            store.bulk_load(path=file, format=ox.RdfFormat.TRIG)
+            Path(file).unlink()
+            print(f"loaded file {number} ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
+    info["load_s"] = round(time.perf_counter() - began + info.get("load_s", 0), 1)
+    began = time.perf_counter()
+    store.optimize()
+    info["optimize_s"] = round(time.perf_counter() - began, 1)
+    info["quads"] = len(store)
+    store.flush()
+    del store
+    info["build_peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    record.write_text(json.dumps(info, indent=1))
+    return directory / "store", info
+
+
+def measure(sizes: list[int], work: Path, seed: int, runs: int = 7, traced: int = 20,
+            validated: int = 3) -> list[GrowthRow]:
+    """Every step at every size (docs in the module's text), smallest size first."""
+    rows: list[GrowthRow] = []
+    for sessions in sorted(sizes):
+        path, info = build(work, sessions, seed)
+        rows += _maintenance(path, sessions)
+        rows += _saved_queries(path, sessions, runs)
+        rows += _sessions_read(path, sessions, seed, traced, validated)
+    return rows
+
+
+def _maintenance(path: Path, sessions: int) -> list[GrowthRow]:
+    """`tgsparql migrate`, then `tgsparql rollup` through the day before the generator's last."""
+    through = START + dt.timedelta(days=days(sessions) - 2)
+    rows = []
+    for step, extra in (("migrate", []), ("rollup", ["--through", through.isoformat()])):
+        seconds, peak, said = _run_measured(
+            [sys.executable, "-m", "tgsparql.cli", step, "--store", str(path), *extra])
+        rows.append(GrowthRow("sessions", sessions, step, seconds=seconds, peak_mb=peak,
+                              note=said.splitlines()[-1] if said else ""))
+    return rows
+
+
+def _run_measured(command: Sequence[str]) -> tuple[float, float, str]:
+    """Run a command to its end: its wall time, its peak resident memory in MB, its output."""
+    began = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    said = process.stdout.read() if process.stdout is not None else ""
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {said[-500:]}")
+    return time.perf_counter() - began, usage.ru_maxrss / 1024, said.strip()
+
+
+def _texts() -> dict[str, str]:
+    """Each saved BI query rendered with its defaults, as any tool would run it."""
+    return {name: Templates().render(saved.template, **saved.bind({}))
+            for name, saved in saved_queries().items()}
+
+
+def _saved_queries(path: Path, sessions: int, runs: int) -> list[GrowthRow]:
+    """Each saved query in process, then over HTTP on both servers side by side."""
+    texts = _texts()
+    store = ox.Store.read_only(str(path))
+    rows = []
+    for name, text in texts.items():
+        latencies = _timed(lambda text=text: list(store.query(text)), runs)
+        rows.append(_row(sessions, f"saved query {name}", latencies, "in process"))
+    del store
+    serve_port, oxigraph_port = free_port(), free_port()
+    servers = [("tgsparql serve", serve_port, subprocess.Popen(
+        [sys.executable, "-m", "tgsparql.cli", "serve", "--store", str(path), "--port",
+         str(serve_port), "--timeout", "600", "--max-results", "1000000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))]
+    oxigraph = shutil.which("oxigraph") or shutil.which(
+        "oxigraph", path=str(Path(sys.executable).parent))
+    if oxigraph is not None:
+        servers.append(("oxigraph serve-read-only", oxigraph_port, subprocess.Popen(
+            [oxigraph, "serve-read-only", "--location", str(path), "--bind",
+             f"127.0.0.1:{oxigraph_port}", "--timeout-s", "600"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    try:
+        for _, port, _ in servers:
+            wait_for(port)
+        for name, text in texts.items():
+            for server, port, _ in servers:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                if server == "tgsparql serve":
+                    request = ("GET", f"/queries/{name}.csv", None)
+                else:  # the text in the body: Oxigraph takes 8 KiB of headers at most
+                    request = ("POST", "/query", text.encode("utf-8"))
+                measured = _timed(lambda: _send(connection, *request), runs)
+                connection.close()
+                rows.append(_row(sessions, f"saved query {name}", measured, server))
+        peak = sum(_peak_mb(pid) for pid in _process_tree(servers[0][2].pid))
+        rows.append(GrowthRow("sessions", sessions, "serve", peak_mb=peak,
+                              note="tgsparql serve and its query workers, after every query"))
+    finally:
+        for *_, process in servers:
+            process.terminate()
+            process.wait()
+    return rows
+
+
+def _send(connection: http.client.HTTPConnection, method: str, path: str,
+          query: bytes | None) -> bytes:
+    """One request on a kept-alive connection (a query in the body as
+    application/sparql-query), its answer read whole; an error answer stops the run."""
+    headers = {"Accept": "text/csv"}
+    if query is not None:
+        headers["Content-Type"] = "application/sparql-query"
+    connection.request(method, path, body=query, headers=headers)
+    reply = connection.getresponse()
+    body = reply.read()
+    if reply.status != 200:
+        raise RuntimeError(f"{method} {path}: {reply.status} {body[:200]!r}")
+    return body
+
+
+def _sessions_read(path: Path, sessions: int, seed: int, traced: int,
+                   validated: int) -> list[GrowthRow]:
+    """`tgsparql trace` and `tgsparql validate --session` of sessions sampled from the store."""
+    store = EmbeddedStore(path, read_only=True)
+    found = [quad.subject.value for quad in ox.Store.read_only(str(path)).quads_for_pattern(
+        None, TG_QUERY, None, DEFAULT_COLLECTION.graph)]
+    chosen = random.Random(seed).sample(sorted(found), min(max(traced, validated), len(found)))
+    traces = _timed_each(lambda iri: trace(store, DEFAULT_COLLECTION, iri), chosen[:traced])
+    validations = _timed_each(lambda iri: validate_session(store, iri), chosen[:validated])
+    return [_row(sessions, "trace", traces, f"tgsparql trace SESSION, in process, {len(traces)} "
+                 "sessions"),
+            _row(sessions, "validate --session", validations,
+                 f"in process, {len(validations)} sessions")]
+
+
+def _timed(run: Callable[[], object], runs: int) -> list[float]:
+    """Milliseconds of each of `runs` runs, after one run not counted."""
+    run()
+    return _timed_each(lambda _: run(), range(runs))
+
+
+def _timed_each(run: Callable[[Any], object], items: Sequence[Any]) -> list[float]:
+    latencies = []
+    for item in items:
+        began = time.perf_counter()
+        run(item)
+        latencies.append((time.perf_counter() - began) * 1000)
+    return latencies
+
+
+def _row(sessions: int, step: str, latencies: list[float], note: str) -> GrowthRow:
+    ordered = sorted(latencies)
+    return GrowthRow("sessions", sessions, step, p50_ms=ordered[len(ordered) // 2],
+                     p95_ms=ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
+                     note=note)
+
+
+def _process_tree(pid: int) -> list[int]:
+    pids, found = [pid], []
+    while pids:
+        current = pids.pop()
+        found.append(current)
+        try:
+            pids += [int(child) for child in
+                     Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _peak_mb(pid: int) -> float:
+    """The peak resident memory of a running process (VmHWM), 0 where /proc cannot tell."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def table(rows: Sequence[GrowthRow]) -> list[str]:
+    """One line per step and way, each size's figures beside the smaller size's, and the ratio
+    of each to the one before."""
+    sizes = sorted({row.size for row in rows})
+    steps = list(dict.fromkeys((row.step, row.note if row.p50_ms is not None else "")
+                               for row in rows))
+    found = {(row.step, row.note if row.p50_ms is not None else "", row.size): row
+             for row in rows}
+    out = ["| step | way | " + " | ".join(f"{size:,} sessions" for size in sizes) + " |",
+           "|---|---|" + "---|" * len(sizes)]
+    for step, way in steps:
+        cells, before = [], None
+        for size in sizes:
+            row = found.get((step, way, size))
+            value = None if row is None else _value(row)
+            cell = "–" if row is None else _cell(row)
+            if value and before:
+                cell += f" (×{value / before:.1f})"
+            cells.append(cell)
+            before = value
+        out.append(f"| {step} | {way} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _value(row: GrowthRow) -> float | None:
+    return row.p50_ms if row.p50_ms is not None else row.seconds or row.peak_mb
+
+
+def _cell(row: GrowthRow) -> str:
+    if row.p50_ms is not None:
+        return f"{row.p50_ms:.0f} ms (p95 {row.p95_ms:.0f})"
+    parts = []
+    if row.seconds is not None:
+        parts.append(f"{row.seconds:.1f} s")
+    if row.peak_mb is not None:
+        parts.append(f"peak {row.peak_mb:.0f} MB")
+    return ", ".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = BenchParser("benchmarks.growth_sessions", __doc__.split("\n")[0], SIZES,
+                         out="growth-sessions.md", seed=20240601, work="cache of built stores")
+    args = parser.parse(argv)
+    sizes = [int(size) for size in args.sessions.split(",")]
+    before = load_average()
+    rows = measure(sizes, args.work, args.seed, args.runs, args.traced, args.validated)
+    notes = [f"- {row.size:,} sessions, {row.step}: {row.note}" for row in rows
+             if row.p50_ms is None and row.note]
+    text = "\n".join([
+        *head("Growth benchmark: sessions", "python -m benchmarks.growth_sessions"), "",
+        f"Each size: `tgsparql migrate`, `tgsparql rollup` through the day before the last "
+        f"({SESSIONS_PER_DAY:,} sessions a day), so the saved queries read the last day from "
+        f"the record; every saved BI query {args.runs} times after a warm-up, in process and "
+        f"over HTTP (one client; on each server back to back); trace of {args.traced} sessions and "
+        f"`validate --session` of {args.validated}; ratios (×) to the size before, measured in "
+        "this one run.", "",
+        *table(rows), "", *notes, load_line(before)]) + "\n"
+    print(write(args.out, text), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
