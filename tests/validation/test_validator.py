@@ -305,7 +305,7 @@ def test_queries_run_does_not_depend_on_the_number_of_focus_nodes() -> None:
                   sh:node [ sh:nodeKind sh:IRI ] ] ."""
     few = validate(shapes, "ex:a a ex:A .")
     many = validate(shapes, " ".join(f"ex:a{i} a ex:A ; ex:p ex:x{i} ." for i in range(200)))
-    assert few.queries_run == many.queries_run == 3
+    assert few.queries_run == many.queries_run == 1  # the property shape's Core constraints, one query
     assert len(many.results) == 200
 
 

@@ -1,4 +1,5 @@
-"""Shapes compiled to SPARQL: one query per (shape, component) over all focus nodes at once."""
+"""Shapes compiled to SPARQL: per shape, one query for its Core constraints and one for each
+SHACL-SPARQL constraint, each over all its focus nodes at once."""
 
 from __future__ import annotations
 
@@ -73,23 +74,18 @@ def compile_shape(
     scoped: bool = False,
     lexical: bool = False,
 ) -> Iterator[CompiledQuery]:
-    """The queries of one shape. Over all focus nodes, one query per component of a shape keeps
-    each query simple for the engine; for a few focus nodes, where each query costs little but
-    its round trip, one query per shape."""
+    """The queries of one shape: its Core constraints in one query, whose sh:minCount and
+    sh:maxCount share one count of the value nodes and whose checks of each value node share one
+    walk of the path (validation/_constraint), then each SHACL-SPARQL constraint alone."""
     focus_nodes = FOCUS_STAND_IN if scoped else None
-    groups: dict[str, list[Constraint]] = {}
     for constraint in shape.constraints:
-        key = constraint.component if focus_nodes is None else "all"
-        groups.setdefault("" if constraint.component in SPARQL_BASED else key, []).append(constraint)
-    for key in sorted(groups):
-        found = groups[key]
-        if not key:
-            for constraint in found:
-                yield _sparql(shape, constraint, templates, focus_nodes, check=False)
-            continue
+        if constraint.component in SPARQL_BASED:
+            yield _sparql(shape, constraint, templates, focus_nodes, check=False)
+    core = [c for c in shape.constraints if c.component not in SPARQL_BASED]
+    if core:
         text = _render(templates, "validation/_constraint", shape, shape=shape,
-                       constraints=found, focus_nodes=focus_nodes, lexical=lexical)
-        yield CompiledQuery(shape, found[0].component_iri, tuple(found), text)
+                       constraints=core, focus_nodes=focus_nodes, lexical=lexical)
+        yield CompiledQuery(shape, core[0].component_iri, tuple(core), text)
 
 
 def _sparql(
