@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -357,11 +357,57 @@ def run_pyrudof(store_dir: Path, dialect: str, scratch: Path) -> str:
     return rudof.serialize_shacl_validation_results(format=pyrudof.ResultShaclValidationFormat.Turtle)
 
 
-RUNNERS: dict[str, Callable[[Path, str, Path], str]] = {
+FLOOR_QUERIES = """
+PREFIX sh: <http://www.w3.org/ns/shacl#>
+PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
+SELECT DISTINCT ?kind ?target ?path ?select WHERE {
+  { ?node ?kind ?target FILTER(?kind IN (sh:targetClass, sh:targetSubjectsOf))
+    ?node (sh:property|sh:or/rdf:rest*/rdf:first) ?property . ?property sh:path ?path }
+  UNION { ?constraint sh:select ?select }
+}"""
+"""What the floor reads, from the shapes graph: each property shape's path with the targets of
+its node shape (sh:property, or a member of sh:or), and each SHACL-SPARQL query."""
+
+
+def floor_queries(dialect: str) -> list[str]:
+    """The least any validator on pyoxigraph runs for the benchmark's shapes: each SHACL-SPARQL
+    query as written (its own first pattern finds the focus nodes), and, for each property
+    shape, one read of every value of every focus node, counted in the engine (no rows to
+    Python, nothing compared)."""
+    shapes = ox.Store()
+    shapes.load(shapes_text(dialect).encode(), ox.RdfFormat.TURTLE)
+    queries = []
+    for row in shapes.query(FLOOR_QUERIES):  # type: ignore[union-attr]
+        if row["select"] is not None:
+            queries.append(row["select"].value)
+            continue
+        kind, target, path = row["kind"].value, row["target"], row["path"]
+        focus = f"?this a {target}" if kind == SH + "targetClass" else f"?this {target} ?t"
+        queries.append(f"SELECT (COUNT(*) AS ?n) WHERE {{ {{ SELECT DISTINCT ?this WHERE {{ {focus} }} }} "
+                       f"OPTIONAL {{ ?this {path} ?value }} }}")
+    return queries
+
+
+def run_floor(store_dir: Path, dialect: str, scratch: Path) -> None:
+    """The floor's queries on the on-disk store, two at a time (as tgsparql runs them on two
+    CPUs), each answer read to its end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = ox.Store.read_only(str(store_dir))
+
+    def answer(query: str) -> int:
+        return len(list(store.query(query, use_default_graph_as_union=True)))  # type: ignore[arg-type]
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(answer, floor_queries(dialect)))
+
+
+RUNNERS: dict[str, Callable[[Path, str, Path], str | None]] = {
     "tgsparql": run_tgsparql,
     "pyshacl": run_pyshacl,
     "shacl": run_shacl,
     "pyrudof": run_pyrudof,
+    "floor": run_floor,
 }
 
 
@@ -543,12 +589,14 @@ def measure_cli(store: Path, samples: int, source: Path | None) -> dict[str, flo
 
 
 def engine_main(engine: str, store_dir: Path, dialect: str, scratch: Path) -> None:
-    """Run one engine once and print one JSON line: wall time, results, peak memory."""
-    start = time.perf_counter()
+    """Run one engine once and print one JSON line: wall time, CPU time (every thread of the
+    process), results, peak memory."""
+    start, cpu = time.perf_counter(), time.process_time()
     report = RUNNERS[engine](store_dir, dialect, scratch)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"wall_s": wall, "peak_mb": peak_kb / 1024, "results": results_of(report)}))
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_kb / 1024,
+                      "results": None if report is None else results_of(report)}))
 
 
 @dataclass
@@ -559,37 +607,53 @@ class Measured:
     peak_mb: float
     results: list[list[str | None]] | None
     error: str | None = None
+    cpus: list[float] = field(default_factory=list)
+    load: float | None = None
+    """The 1-minute load average when the last run ended."""
 
     @property
     def wall(self) -> float:
         return statistics.median(self.walls)
 
+    @property
+    def cpu(self) -> float | None:
+        return statistics.median(self.cpus) if self.cpus else None
 
-def measure(engine: str, dialect: str, build: Build, runs: int, timeout: float) -> Measured:
-    walls, peaks, results = [], [], None
+
+def measure(engines: list[str], dialect: str, build: Build, runs: int, timeout: float) -> list[Measured]:
+    """Each engine's runs on one dialect, interleaved (a round runs each engine once), so a
+    change of the machine's load falls on all of them alike; an engine that failed, or took
+    more than SLOW_S (or is pyshacl), runs no more rounds."""
+    measured = {engine: Measured(engine, dialect, [], 0.0, None) for engine in engines}
     scratch = build.directory / "scratch"
     scratch.mkdir(exist_ok=True)
-    for _ in range(runs):
-        command = [
-            sys.executable, "-m", "benchmarks.validation_bench", "--engine", engine,
-            "--dialect", dialect, "--store", str(build.directory / dialect / "store"),
-            "--scratch", str(scratch),
-        ]
-        try:
-            done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return Measured(engine, dialect, walls, max(peaks, default=0.0), results, f"no result within {timeout:.0f} s")
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
-            return Measured(engine, dialect, walls, max(peaks, default=0.0), results, last[:200])
-        line = json.loads(done.stdout.strip().splitlines()[-1])
-        walls.append(line["wall_s"])
-        peaks.append(line["peak_mb"])
-        results = line["results"]
-        log(f"{engine} on {dialect}: {line['wall_s']:.2f} s, {len(results)} results")
-        if line["wall_s"] > SLOW_S:
-            break
-    return Measured(engine, dialect, walls, max(peaks), results)
+    for round_ in range(runs):
+        for engine, m in measured.items():
+            if m.error is not None or (round_ and (engine == "pyshacl" or max(m.walls) > SLOW_S)):
+                continue
+            command = [
+                sys.executable, "-m", "benchmarks.validation_bench", "--engine", engine,
+                "--dialect", dialect, "--store", str(build.directory / dialect / "store"),
+                "--scratch", str(scratch),
+            ]
+            try:
+                done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True,
+                                      timeout=timeout)
+            except subprocess.TimeoutExpired:
+                m.error = f"no result within {timeout:.0f} s"
+                continue
+            if done.returncode != 0:
+                m.error = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:200]
+                continue
+            line = json.loads(done.stdout.strip().splitlines()[-1])
+            m.walls.append(line["wall_s"])
+            m.cpus.append(line["cpu_s"])
+            m.peak_mb = max(m.peak_mb, line["peak_mb"])
+            m.results = line["results"]
+            m.load = os.getloadavg()[0]
+            log(f"{engine} on {dialect}: {line['wall_s']:.2f} s wall, {line['cpu_s']:.2f} s CPU, "
+                f"{'—' if m.results is None else len(m.results)} results, load {m.load:.1f}")
+    return list(measured.values())
 
 
 # ---- the report ------------------------------------------------------------------------------
@@ -604,6 +668,8 @@ def expected_components(per_kind: int) -> Counter[str]:
 
 
 SCOPED_TARGET_MS = 50.0
+RATE_TARGET = 200_000
+"""Quads per second of wall time a full-store tgsparql run reaches (issue 34), on 2 CPUs."""
 
 
 def scoped_report(scoped: list[Scoped], measured: list[Measured], main_sessions: int) -> list[str]:
@@ -683,28 +749,44 @@ def report(build: Build, measured: list[Measured], runs: int, load_before: Load)
     for dialect in DIALECTS:
         rows = [m for m in measured if m.dialect == dialect]
         ours = next((m for m in rows if m.engine == "tgsparql" and m.error is None), None)
-        fastest = min((m.wall for m in rows if m.error is None and m.walls), default=None)
+        engines = [m for m in rows if m.engine != "floor"]
+        fastest = min((m.wall for m in engines if m.error is None and m.walls), default=None)
         lines += [
             f"## {dialect}",
             "",
-            "| engine | wall s | results | same results as tgsparql | as seeded | peak MB | × tgsparql time |",
-            "|---|---|---|---|---|---|---|",
+            "| engine | wall s | results | same results as tgsparql | as seeded | peak MB "
+            "| × tgsparql time | CPU s | k quads/s | load |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in rows:
             if m.error is not None and not m.walls:
-                lines.append(f"| {m.engine} | — | — | — | — | — | failed: {m.error} |")
+                lines.append(f"| {m.engine} | — | — | — | — | — | failed: {m.error} | — | — | — |")
+                continue
+            ratio = f"{m.wall / ours.wall:.1f}" if ours else "—"
+            rate = f"{build.quads[dialect] / m.wall / 1000:.0f}"
+            cpu = "—" if m.cpu is None else f"{m.cpu:.2f}"
+            load = "—" if m.load is None else f"{m.load:.1f}"
+            if m.results is None:  # the floor: no report
+                lines.append(f"| {m.engine} | {m.wall:.2f} | — | — | — | {m.peak_mb:.0f} | {ratio} "
+                             f"| {cpu} | {rate} | {load} |")
                 continue
             same = "yes" if ours and m.results == ours.results else "**no**"
             seeded = "yes" if by_component(m.results or []) == expected else "**no**"
-            ratio = f"{m.wall / ours.wall:.1f}" if ours else "—"
             lines.append(
-                f"| {m.engine} | {m.wall:.2f} | {len(m.results or [])} | {same} | {seeded} | {m.peak_mb:.0f} | {ratio} |"
+                f"| {m.engine} | {m.wall:.2f} | {len(m.results or [])} | {same} | {seeded} | {m.peak_mb:.0f} "
+                f"| {ratio} | {cpu} | {rate} | {load} |"
             )
         if ours and fastest:
             lines += ["", f"tgsparql / fastest: {ours.wall / fastest:.2f} (target ≤ 2)"]
             pyshacl = next((m for m in rows if m.engine == "pyshacl" and m.walls), None)
             if pyshacl:
                 lines.append(f"pyshacl / tgsparql: {pyshacl.wall / ours.wall:.1f} (target ≥ 20)")
+            rate = build.quads[dialect] / ours.wall
+            lines.append(f"tgsparql: {rate / 1000:.0f} k quads/s wall (target ≥ {RATE_TARGET // 1000} k)")
+            floor = next((m for m in rows if m.engine == "floor" and m.walls), None)
+            if floor and floor.cpu and ours.cpu:
+                lines.append(f"tgsparql / floor: {ours.wall / floor.wall:.2f} wall, "
+                             f"{ours.cpu / floor.cpu:.2f} CPU")
         lines.append("")
     return "\n".join(lines)
 
@@ -757,10 +839,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     built = build(sessions, args.seed, args.work)
     wanted = args.engines.split(",")
     measured = [] if args.session_only else [
-        measure(engine, dialect, built, 1 if engine == "pyshacl" else args.runs, args.timeout)
-        for dialect in DIALECTS
-        for engine in ENGINES_BY_DIALECT[dialect]
-        if engine in wanted
+        m for dialect in DIALECTS
+        for m in measure([e for e in ENGINES_BY_DIALECT[dialect] if e in wanted]
+                         + (["floor"] if "tgsparql" in wanted else []),
+                         dialect, built, args.runs, args.timeout)
     ]
     scoped = []
     for size in session_sizes(args):
