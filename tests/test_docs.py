@@ -89,10 +89,12 @@ def cli_options() -> dict[str, list[click.Option]]:
     """Every long flag of every `tgsparql` command, group and subcommand, with its options."""
     found: dict[str, list[click.Option]] = {"--help": []}
     commands: list[click.Command] = [main]
+    context = click.Context(main)
     while commands:
         command = commands.pop()
         if isinstance(command, click.Group):
-            commands.extend(command.commands.values())
+            commands.extend(sub for name in command.list_commands(context)
+                            if (sub := command.get_command(context, name)) is not None)
         for option in command.params:
             if isinstance(option, click.Option):
                 for flag in [*option.opts, *option.secondary_opts]:

@@ -13,8 +13,8 @@ from tgsparql.cli.options import (
     CannotCheck, Failure, StoreTarget, open_remote, reading, refuse_non_store, remote_options,
     store_option, write_report,
 )
+from tgsparql.rdf.iris import SessionNotFound
 from tgsparql.rdf.terms import Dialect
-from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import Store, StoreError
 from tgsparql.validation.report import SEVERITIES
@@ -97,7 +97,10 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
 
 def _union_shown(store: Store) -> None:
     """Validation reads the union of all graphs; an endpoint must show it whole (UnionNotShown,
-    a StoreError, when it does not), or the report would be of the default graph alone."""
+    a StoreError, when it does not), or the report would be of the default graph alone. The
+    embedded store always does (and its validation need not load the HTTP stack)."""
+    if isinstance(store, EmbeddedStore):
+        return
     from tgsparql.stores.remote import RemoteStore
 
     if isinstance(store, RemoteStore):

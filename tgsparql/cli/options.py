@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from tgsparql.asking.llm import LLMError, make_backend
 from tgsparql.asking.llm.base import (
     DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT, DEFAULT_MAX_TOKENS,
-    STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS, Backend,
+    STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS, Backend, LLMError,
 )
 from tgsparql.asking.pipeline import OutputLimits
 from tgsparql.asking.retrieval import RetrievalLimits
@@ -412,6 +411,8 @@ def reply_options(function: F) -> F:
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
                  api_key: str | None, constrain: str, *, max_tokens: int | None = None,
                  log: LLMLog | None = None) -> Backend:
+    from tgsparql.asking.llm.factory import make_backend  # the backends: only for commands that ask
+
     context = click.get_current_context(silent=True)
     waits = context.meta.get(LLM_WAIT, {}) if context else {}
     try:

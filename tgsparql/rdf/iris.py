@@ -165,6 +165,10 @@ class ExtractionIds:
         return ox.NamedNode(f"urn:mention:{key}")
 
 
+class SessionNotFound(LookupError):
+    """No session with that IRI in the collection."""
+
+
 @dataclass(frozen=True)
 class SessionIds:
     """The IRIs of one session; all share its UUID (docs/spec.md §2)."""

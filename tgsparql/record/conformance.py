@@ -18,9 +18,8 @@ from xml.sax.saxutils import escape, quoteattr
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.iris import SessionIds, SessionNotFound
 from tgsparql.rdf.terms import Dialect, Term
-from tgsparql.record.explain import SessionNotFound
 from tgsparql.stores.store import DataGraph, Store
 from tgsparql.validation.report import VIOLATION, ValidationReport, ValidationResult, show_term
 from tgsparql.validation.shapes import Shapes

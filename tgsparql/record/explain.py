@@ -16,16 +16,12 @@ from tgsparql.asking.librarian import Document
 from tgsparql.asking.messages import GroundedName
 from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import SessionIds, trailing_index
+from tgsparql.rdf.iris import SessionIds, SessionNotFound, trailing_index
 from tgsparql.rdf.terms import Term, edge_of, term_integer, term_text
 from tgsparql.record.readback import AnswerCitation, Explanation, RecordedEdge, UnselectedEdge
 from tgsparql.record.terminal import one_line, visible
 from tgsparql.record.trace import sources_by_edge_selection
 from tgsparql.stores.store import Solution, Store
-
-
-class SessionNotFound(LookupError):
-    """No session with that IRI in the collection."""
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import jinja2
 import pyoxigraph as ox
 
-from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.llm.usage import Usage
 from tgsparql.rdf.redact import redacted_text
+
+if TYPE_CHECKING:
+    from tgsparql.asking.labels import LabeledEdge
 
 DEFAULT_LLM_TIMEOUT = 120.0
 """Seconds to wait for the first token of a reply: the connection, the model reading the prompt
