@@ -160,7 +160,14 @@ def _var(name: Any) -> Sparql:
 class _BytecodeCache(jinja2.FileSystemBytecodeCache):
     """Templates compiled once for every process: compiling the validation macros costs each
     `tgsparql validate` about 0.4 s. jinja2 keeps the cache in a directory of the user's own
-    (mode 0700, refused otherwise); one that cannot be read or written is no cache, not an error."""
+    (mode 0700, refused otherwise); one that cannot be read or written is no cache, not an error.
+    Each template's entry is keyed by its text too, so versions installed side by side (two
+    environments, or a new version while an old one runs) keep their own entries rather than
+    each compiling again over the other's."""
+
+    def get_bucket(self, environment: jinja2.Environment, name: str, filename: str | None,
+                   source: str) -> jinja2.bccache.Bucket:
+        return super().get_bucket(environment, name, self.get_source_checksum(source), source)
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         try:
