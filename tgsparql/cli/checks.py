@@ -16,7 +16,7 @@ from tgsparql.cli.options import (
 from tgsparql.rdf.iris import SessionNotFound
 from tgsparql.rdf.terms import Dialect
 from tgsparql.stores.endpoint import Endpoint
-from tgsparql.stores.store import Store, StoreError
+from tgsparql.stores.store import EmbeddedStore, Store, StoreError
 from tgsparql.validation.report import SEVERITIES
 
 

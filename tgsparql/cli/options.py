@@ -17,8 +17,6 @@ from tgsparql.asking.llm.base import (
     DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT, DEFAULT_MAX_TOKENS,
     STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS, Backend, LLMError,
 )
-from tgsparql.asking.pipeline import OutputLimits
-from tgsparql.asking.retrieval import RetrievalLimits
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
@@ -448,6 +446,10 @@ def limit_options(function: F) -> F:
     """How far retrieval reaches and how much of the LLM's output is kept, as `query` takes
     them; handed to the command as `limits` (RetrievalLimits) and `output_limits`
     (OutputLimits)."""
+    # The pipeline loads only with the commands that ask: `validate` and its kin do not need it.
+    from tgsparql.asking.pipeline import OutputLimits
+    from tgsparql.asking.retrieval import RetrievalLimits
+
     options = [
         click.option("--max-path-length", type=click.IntRange(1), default=2, show_default=True),
         click.option("--triple-limit", type=click.IntRange(1), default=30, show_default=True,
