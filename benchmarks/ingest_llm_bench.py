@@ -146,11 +146,12 @@ def sample(corpus: Path, questions_path: Path, questions: int, paragraphs: int,
 def load_kg(store: Store, entities: dict[str, set[str]]) -> None:
     """The user's KG: each entity labelled with its name, its other names as aliases; indexed
     as `tgsparql load` indexes it."""
+    kg = store.oxigraph  # type: ignore[attr-defined]
     for name, aliases in entities.items():
         entity = ox.NamedNode(KG + quote(name, safe=""))
-        store.oxigraph.add(ox.Quad(entity, vocab.RDFS_LABEL, ox.Literal(name)))  # type: ignore[attr-defined]
+        kg.add(ox.Quad(entity, vocab.RDFS_LABEL, ox.Literal(name)))
         for alias in sorted(aliases - {name}):
-            store.oxigraph.add(ox.Quad(entity, SKOS_ALT_LABEL, ox.Literal(alias)))  # type: ignore[attr-defined]
+            kg.add(ox.Quad(entity, SKOS_ALT_LABEL, ox.Literal(alias)))
     update_label_index(store)
 
 
