@@ -58,7 +58,7 @@ QUERIES = [("sessions_per_day", {}), ("tokens_by_model", {}),
 BASELINE = "4c5b6b2625a66c2b2875641275861c85769e2da1"
 """The revision whose saved queries the current ones are measured against (before tg:day)."""
 FORMAT = 2
-MIGRATION = 4
+MIGRATION = 5
 """The record fields `tgsparql migrate` adds; a cached copy migrated for another is migrated
 again from the cached old store."""
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "qwen2.5-7b"]

@@ -25,7 +25,9 @@ from tgsparql.rdf.terms import Dialect
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.remote import RemoteStore
 
-STARTUP_SECONDS = 20
+STARTUP_SECONDS = 120
+"""The longest a server may take to answer after it starts: Virtuoso making its database on a
+2-core machine shared with other work takes well over 20 s; a server that is up is used at once."""
 
 
 def free_port() -> int:

@@ -179,8 +179,9 @@ def test_tiny_serve_benchmark_writes_a_row_per_query_and_server(tmp_path: Path) 
         assert float(row[2]) > 0 and float(row[3]) > 0, row
     store = numbers(text, "store")
     assert store[:3] == [200, 5000, 100]  # sessions, facts, documents
-    # migrated: sessions, selections, LLM calls, the documents of selections, days, in updates
-    assert store[-6:] == [200, 190, 380, 190, 0, 1]
+    # migrated: sessions, selections, LLM calls, the documents of selections, days, the checks
+    # of answers (none with its text: the generated answers have none), in updates
+    assert store[-8:] == [200, 190, 380, 190, 0, 190, 190, 1]
     assert len(numbers(text, "load average")) == 2
 
 
@@ -459,8 +460,9 @@ def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
 def test_tiny_real_llm_ingest_benchmark_reports_both_modes_and_the_questions_asked(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Against the fake server: the constrained mode answers in lines, the other in prose; the
-    question then finds the constrained mode's facts and its answer cites them."""
+    """Against the fake server: the constrained mode answers in lines, the other in prose; ingest
+    links the constrained mode's names to the KG's entities, and the question then finds its
+    facts and its answer cites them."""
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps([
         {"title": "Ada Lovelace", "text": "Ada Lovelace was born in London in 1815."},
@@ -485,7 +487,9 @@ def test_tiny_real_llm_ingest_benchmark_reports_both_modes_and_the_questions_ask
             return Reply("Sure! Here are some facts about the passage:\n- London")
         title = "Ada Lovelace" if "Ada" in user else "Lord Byron"
         fact = {"s": title, "p": "born in", "o": "London", "evidence": "born in London"}
-        return Reply(json.dumps(fact) + "\n" + json.dumps({**fact, "evidence": "not there"}))
+        unfound = {"s": title, "p": "wrote", "o": "poems", "evidence": "not there"}
+        loop = {"s": title, "p": "known as", "o": title, "evidence": title}
+        return Reply("\n".join(json.dumps(f) for f in (fact, unfound, loop)))
 
     fake_openai.script(*[reply] * 7)
     out = tmp_path / "ingest_llm.md"
@@ -494,12 +498,18 @@ def test_tiny_real_llm_ingest_benchmark_reports_both_modes_and_the_questions_ask
                       "--model", "fake-model", "--out", out)
     assert done.returncode == 0, done.stderr
     rows = table_rows(out.read_text(encoding="utf-8"))
-    assert rows["reply lines that parse as facts"] == ["0/4 (0 %)", "4/4 (100 %)"]
-    assert rows["facts per paragraph (distinct, written)"] == ["0.00", "1.00"]
-    assert rows["paragraphs with 0 facts"] == ["2/2", "0/2"]
-    assert rows["evidence located in the chunk"] == ["0/0 (–)", "2/4 (50 %)"]
-    assert rows["facts linked to the KG (gold evidence entities)"] == ["0/0 (–)", "2/2 (100 %)"]
-    assert rows["facts dropped: repeated"] == ["0/0 (–)", "2/4 (50 %)"]
+    # ingest's own counts: each paragraph's reply states three facts, one supported
+    assert rows["facts stated per paragraph"] == ["0.00", "3.00"]
+    assert rows["facts written per paragraph (distinct)"] == ["0.00", "1.00"]
+    assert rows["paragraphs with 0 facts written"] == ["2/2", "0/2"]
+    assert rows["stated facts written, evidence located"] == ["0/0 (–)", "2/6 (33 %)"]
+    assert rows["stated facts dropped: evidence not found"] == ["0/0 (–)", "2/6 (33 %)"]
+    assert rows["stated facts dropped: self-loop"] == ["0/0 (–)", "2/6 (33 %)"]
+    assert rows["stated facts dropped: prompt or page marker"] == ["0/0 (–)", "0/6 (0 %)"]
+    # both names of each written fact are the KG's: "Lord Byron", "London", "Ada Lovelace"
+    assert rows["names linked to the KG"] == ["0/0 (–)", "4/4 (100 %)"]
+    assert rows["names minted an IRI of their own"] == ["0/0 (–)", "0/4 (0 %)"]
+    assert rows["reply lines with no JSON object, per paragraph"] == ["2.00", "0.00"]
     assert all(float(cell) >= 0 for cell in rows["seconds per paragraph, median"])
     assert rows["sessions complete"] == ["1/1 (100 %)", "1/1 (100 %)"]
     assert rows["answered with citations (cites a selected edge)"] == ["0/1 (0 %)", "1/1 (100 %)"]

@@ -165,9 +165,9 @@ def test_facts_and_labels_go_to_the_default_graph_with_minted_iris(
     assert (london, ox.Literal("London")) in labels
     assert len(labels) == 7  # 3 entities, 4 predicates; literal objects get none
     assert report.labels_indexed == 7
-    assert [(d.pages, d.chunks, d.facts, d.evidence_found, d.linked, d.minted, d.dropped)
-            for d in report.documents] == [
-        (2, 2, 4, 4, 0, 4, Counter({Unsupported.EVIDENCE_NOT_FOUND: 1}))
+    assert [(d.pages, d.chunks, d.stated, d.facts, d.evidence_found, d.linked, d.minted,
+             d.dropped) for d in report.documents] == [
+        (2, 2, 5, 4, 4, 0, 4, Counter({Unsupported.EVIDENCE_NOT_FOUND: 1}))
     ]  # minted: Ada Lovelace, London, Lord Byron in the first chunk, Ada Lovelace in the second
 
 

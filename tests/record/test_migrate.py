@@ -4,6 +4,7 @@ queries then answer as the old queries did on the old records."""
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 from pathlib import Path
 
@@ -16,10 +17,14 @@ from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.asking.sources import facts_sources
 from tgsparql.cli import main
+from tgsparql.data.ingest import ingest_files
+from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.record.migrate import migrate, needs_migration, pending
 from tgsparql.serve.app import ServerConfig, TgsparqlServer
-from tgsparql.stores.store import EmbeddedStore, StoreError
+from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
+from tgsparql.testing.fakes import Script, ScriptedBackend
+from tgsparql.validation import Shapes, ValidationResult, Validator
 
 TG = vocab.TG
 GRAPH = vocab.DEFAULT_COLLECTION.graph
@@ -113,8 +118,8 @@ def objects(store: EmbeddedStore, subject: str, predicate: str) -> list[ox.Term]
 def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     store = old_store()
     todo = pending(store)
-    assert (len(todo.sessions), len(todo.selections), len(todo.calls), len(todo.sourced)) == (
-        3, 1, 2, 1)
+    assert (len(todo.sessions), len(todo.selections), len(todo.calls), len(todo.sourced),
+            len(todo.answers)) == (3, 1, 2, 1, 1)
     migrate(store, todo)
     first, second, third = (f"urn:trustgraph:session:aaaaaaaa-0000-4000-8000-00000000000{i}"
                             for i in (1, 2, 3))
@@ -140,6 +145,10 @@ def test_migration_adds_the_days_counts_and_usage_each_record_implies() -> None:
     assert objects(store, second, "selectionUsage") + objects(store, second, "answerUsage") == []
     assert [q.object for q in store.oxigraph.quads_for_pattern(model, ox.NamedNode(TG + "modelName"), None,
                                                                GRAPH)] == [ox.Literal("m")]
+    # its answer cites nothing; its text is not in the librarian, so its sentences go uncounted
+    answer = "urn:trustgraph:prov:answer:aaaaaaaa-0000-4000-8000-000000000001"
+    assert objects(store, answer, "citedEdgeCount") == [integer(0)]
+    assert objects(store, answer, "uncitedSentenceCount") == []
     assert len(pending(store)) == 0
     assert not needs_migration(store, GRAPH)
 
@@ -151,25 +160,28 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     runner = CliRunner()
     dry = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert ("dry run: 3 sessions, 1 selections, 2 LLM calls, the documents of 1 selections and "
-            "0 days would be migrated") in dry.output
+    assert ("dry run: 3 sessions, 1 selections, 2 LLM calls, the documents of 1 selections, "
+            "0 days and the checks of 1 answers (1 without their text in the librarian: their "
+            "uncited sentences are not counted) would be migrated") in dry.output
     again = EmbeddedStore(str(tmp_path / "store"))
     assert set(again.oxigraph) == before
     again.close()
     first = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
     assert first.exit_code == 0 and ("migrated 3 sessions, 1 selections, 2 LLM calls, the "
-                                     "documents of 1 selections and 0 days in 1 updates"
-                                     ) in first.output
+                                     "documents of 1 selections, 0 days and the checks of 1 "
+                                     "answers (1 without") in first.output
+    assert first.output.rstrip().endswith("in 1 updates")
     migrated = EmbeddedStore(str(tmp_path / "store"))
     after = set(migrated.oxigraph)
     migrated.close()
     # 6 days and counts; the model's label, the selection's two numbers, the answer's name; the
-    # selection's count of documents; the day saying it holds sessions
-    assert len(after) == len(before) + 12
+    # selection's count of documents; the day saying it holds sessions; the answer's count of
+    # cited edges (its text is not there)
+    assert len(after) == len(before) + 13
     second = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
     assert second.exit_code == 0 and ("migrated 0 sessions, 0 selections, 0 LLM calls, the "
-                                      "documents of 0 selections and 0 days in 0 updates"
-                                      ) in second.output
+                                      "documents of 0 selections, 0 days and the checks of 0 "
+                                      "answers in 0 updates") in second.output
     final = EmbeddedStore(str(tmp_path / "store"))
     assert set(final.oxigraph) == after
     final.close()
@@ -222,7 +234,7 @@ def test_an_interrupted_migration_keeps_whole_batches_and_a_rerun_finishes_it() 
     with pytest.raises(StoreError, match="the disk is full"):
         migrate(store, pending(store), batch=2)
     left = pending(store)
-    assert len(left) == 5  # the first batch of two landed whole, the second not at all
+    assert len(left) == 6  # the first batch of two landed whole, the second not at all
     store.left = 10
     assert migrate(store, left, batch=2) == 3
     assert len(pending(store)) == 0
@@ -278,3 +290,132 @@ def test_every_saved_query_answers_on_migrated_records_as_its_old_text_did_on_ol
         assert [row["selections"] for row in after] == [row["selections"] for row in before]
         assert all(row in everything for row in after for everything in [
             new.select(current_text("most_selected_facts", {"limit": "1000"}))])
+
+
+CHECKS = (vocab.TG_CITED_EDGE_COUNT, vocab.TG_UNCITED_SENTENCE_COUNT)
+BORN = ("Marie Curie", "born in", "Warsaw")
+CITING = {
+    "Where was Marie Curie born?": Script([(BORN, "the birthplace")], "Somewhere far away."),
+    "When was Marie Curie born?": Script([(BORN, "it is not")], "In Warsaw [a4a3a483]."),
+    "Was Marie Curie born in Warsaw?": Script(
+        [(BORN, "the birthplace")],
+        "Yes. Marie Curie was born in Warsaw. [a4a3a483] She moved to Paris; she liked cats."),
+    # three sentences uncited: "Yes.", and both halves of the last
+    "Who is Nobody Atall?": Script(),  # nothing selected
+}
+"""Answers citing nothing, everything, and some sentences but not others."""
+
+
+def answer_checks(store: EmbeddedStore) -> set[ox.Quad]:
+    return {quad for predicate in CHECKS
+            for quad in store.oxigraph.quads_for_pattern(None, predicate, None, GRAPH)}
+
+
+def citing_nothing(store: Store) -> list[str]:
+    rows = store.run("bi/answers_citing_nothing", collection=vocab.DEFAULT_COLLECTION,
+                     limit=10).rows
+    return [row["question"].value for row in rows]
+
+
+def test_answers_recorded_before_their_checks_get_the_counts_the_recorder_writes(
+    tgsparql_demo_store: EmbeddedStore,
+) -> None:
+    """An Answer written before tg:citedEdgeCount and tg:uncitedSentenceCount (its citations, its
+    text in the librarian, nothing more) gets both, counted from its text and its recorded
+    citations as `query` counts them, and the saved query then finds it when it cites nothing."""
+    rag = GraphRag(tgsparql_demo_store, ScriptedBackend(CITING))
+    for question in CITING:
+        assert list(rag.query(question))[-1].error is None
+    recorded = answer_checks(tgsparql_demo_store)
+    assert len(recorded) == 2 * len(CITING)
+    assert citing_nothing(tgsparql_demo_store) == ["Where was Marie Curie born?"]
+    for quad in recorded:  # the record as the version before the checks wrote it
+        tgsparql_demo_store.oxigraph.remove(quad)
+    assert citing_nothing(tgsparql_demo_store) == []
+    assert needs_migration(tgsparql_demo_store, GRAPH)
+
+    todo = pending(tgsparql_demo_store)
+    assert (len(todo.answers), todo.answers_without_text) == (len(CITING), 0)
+    assert len(todo) == len(CITING)  # nothing else is missing
+    migrate(tgsparql_demo_store, todo)
+    assert answer_checks(tgsparql_demo_store) == recorded
+    assert citing_nothing(tgsparql_demo_store) == ["Where was Marie Curie born?"]
+    uncited = {row["question"].value: int(row["uncited"].value) for row in
+               tgsparql_demo_store.select("""PREFIX tg: <https://trustgraph.ai/ns/>
+                   PREFIX prov: <http://www.w3.org/ns/prov#>
+                   SELECT ?question ?uncited WHERE { GRAPH <urn:graph:explainability> {
+                     ?answer tg:uncitedSentenceCount ?uncited ;
+                         prov:wasDerivedFrom/prov:wasDerivedFrom/prov:wasGeneratedBy ?session .
+                     ?session tg:query ?question } }""")}
+    assert uncited == {"Where was Marie Curie born?": 1, "When was Marie Curie born?": 0,
+                       "Was Marie Curie born in Warsaw?": 3, "Who is Nobody Atall?": 1}
+    assert not needs_migration(tgsparql_demo_store, GRAPH)
+    after = set(tgsparql_demo_store.oxigraph)
+    assert len(pending(tgsparql_demo_store)) == 0
+    assert migrate(tgsparql_demo_store, pending(tgsparql_demo_store)) == 0
+    assert set(tgsparql_demo_store.oxigraph) == after
+
+
+def test_an_answer_recorded_before_citations_cites_nothing_once_migrated(
+    tgsparql_demo_store: EmbeddedStore,
+) -> None:
+    """Before citations were recorded an Answer had its text and nothing of what it cites: it
+    cites nothing, and each of its sentences goes uncited."""
+    script = {"Where was Marie Curie born?": Script([(BORN, "the birthplace")],
+                                                    "Warsaw. In the Russian Empire.")}
+    assert list(GraphRag(tgsparql_demo_store, ScriptedBackend(script)).query(
+        "Where was Marie Curie born?"))[-1].error is None
+    store = tgsparql_demo_store
+    for predicate in (*CHECKS, ox.NamedNode(TG + "invalidCitationCount")):
+        for quad in list(store.oxigraph.quads_for_pattern(None, predicate, None, GRAPH)):
+            store.oxigraph.remove(quad)
+    migrate(store, pending(store))
+    assert citing_nothing(store) == ["Where was Marie Curie born?"]
+    (count,) = [quad.object for quad in store.oxigraph.quads_for_pattern(
+        None, vocab.TG_UNCITED_SENTENCE_COUNT, None, GRAPH)]
+    assert count == integer(2)
+
+
+SH_VIOLATION = "http://www.w3.org/ns/shacl#Violation"
+PAINTERS = Path(__file__).parents[1] / "fixtures" / "linking" / "painters.ttl"
+MILKMAID = "Vermeer painted The Milkmaid in Delft, said the catalogue."
+
+
+def test_extraction_provenance_written_before_linking_and_checks_needs_nothing(
+    tmp_path: Path,
+) -> None:
+    """Ingest's records before names were linked and facts checked had no tg:Mention, no
+    tg:linkMode and no tg:unsupported (a fact whose evidence was not found was written as any
+    other): they still conform, nothing is pending, and the document is recognised as ingested
+    and can be extracted again in place."""
+    store = open_store()
+    load_files(store, [PAINTERS])
+    path = tmp_path / "milkmaid.txt"
+    path.write_text(MILKMAID, encoding="utf-8")
+    facts = [{"s": "Vermeer", "p": "painted", "o": "The Milkmaid", "evidence": "Vermeer painted"},
+             {"s": "The Milkmaid", "p": "painted in", "o": "Delft", "evidence": "not there"}]
+    backend = ScriptedBackend({}, extractions={MILKMAID: "\n".join(map(json.dumps, facts))})
+    assert ingest_files(store, backend, [path], keep_unsupported=True).documents[0].facts == 2
+    store.update("""PREFIX tg: <https://trustgraph.ai/ns/>
+        DELETE { GRAPH <urn:graph:source> { ?mention ?p ?o } }
+        WHERE { GRAPH <urn:graph:source> { ?mention a tg:Mention ; ?p ?o } } ;
+        DELETE WHERE { GRAPH <urn:graph:source> { ?activity tg:linkMode ?mode } } ;
+        DELETE WHERE { GRAPH <urn:graph:source> { ?subgraph tg:unsupported ?why } }""")
+    assert not store.select("""PREFIX tg: <https://trustgraph.ai/ns/>
+        SELECT * WHERE { GRAPH ?g { ?x a tg:Mention } }""")
+
+    assert len(pending(store)) == 0
+    assert violations(store) == []
+    again = ingest_files(store, backend, [path])
+    assert again.documents[0].already_present and again.documents[0].facts == 2
+    replaced = ingest_files(store, backend, [path], force=True).documents[0]
+    # the fact without its evidence is dropped now, and its two names are linked
+    assert replaced.replaced and (replaced.facts, replaced.linked) == (1, 2)
+    assert violations(store) == []
+
+
+def violations(store: Store) -> list[ValidationResult]:
+    """What the bundled shapes find wrong; the KG's own facts, loaded without provenance, are
+    only warned of."""
+    report = Validator(Shapes.bundled(store.dialect), store.dialect).validate(store)
+    return [result for result in report.results if result.severity.value == SH_VIOLATION]

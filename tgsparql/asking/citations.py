@@ -14,7 +14,7 @@ as warnings by every face that shows an answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -72,11 +72,21 @@ def find_citations(text: str, selected_ids: Sequence[str]) -> Citations:
             elif (start, index[token]) not in seen:
                 seen.add((start, index[token]))
                 found.citations.append(Citation(index[token], text[start:end], start, end - start))
-    citing = {citation.offset for citation in found.citations}
-    cited_words = {word for c in found.citations for word in _words(c.sentence)}
-    found.uncited_sentences = sum(1 for start, end in spans if start not in citing
-                                  and not _words(text[start:end]) <= cited_words)
+    found.uncited_sentences = uncited_sentences(
+        text, [(citation.offset, citation.sentence) for citation in found.citations], spans)
     return found
+
+
+def uncited_sentences(text: str, citing: Iterable[tuple[int, str]],
+                      spans: Sequence[tuple[int, int]] | None = None) -> int:
+    """The sentences of the answer `text` that cite nothing and say more than the citing ones
+    (`citing`: each citation's sentence offset and sentence, as recorded); an answer recorded
+    before they were counted is counted from its citations so."""
+    citing = list(citing)
+    offsets = {offset for offset, _ in citing}
+    cited_words = {word for _, sentence in citing for word in _words(sentence)}
+    return sum(1 for start, end in (_sentences(text) if spans is None else spans)
+               if start not in offsets and not _words(text[start:end]) <= cited_words)
 
 
 def _words(text: str) -> set[str]:

@@ -113,6 +113,8 @@ class DocumentReport:
     """Ingested before, and extracted again in place of what it gave then."""
     pages: int = 0
     chunks: int = 0
+    stated: int = 0
+    """Facts the LLM's replies stated, before the checks and de-duplication."""
     facts: int = 0
     """Distinct facts written to the default graph."""
     evidence_found: int = 0
@@ -379,6 +381,7 @@ def _extract_chunk(store: Store, backend: Backend, path: Path, source: SourceTex
     parsed = parse_facts(output.text)
     report.skipped_lines += parsed.skipped_lines
     report.rejected += parsed.rejected + parsed.truncated
+    report.stated += len(parsed.facts)
     extraction.stated += [_Stated(fact, chunk, chunk_iri, _span(fact, chunk))
                           for fact in parsed.facts]
 

@@ -3,14 +3,18 @@
 The current record carries fields that exist only so that BI aggregates read one triple per
 session instead of joining: the session's UTC day (tg:day, and tg:completeDay or tg:failedDay
 once it is closed), the Selection's tg:selectedEdgeCount, each LLM call's model with its
-token counts on the session (tg:selectionUsage, tg:answerUsage), and the documents that state
-the selected facts (tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount), and each day
-that holds sessions saying so (tg:date). Each is derived
-from its own session's record alone (the documents from the extraction provenance as it is when
-migrating), so adding it is safe beside live writers and `sessions delete`. A migration finds
-the records that lack them, and adds them in batches: each batch is one INSERT DATA (all or
-nothing), and a record is pending until its batch lands, so an interrupted run is finished by
-running it again, and a run with nothing pending changes nothing.
+token counts on the session (tg:selectionUsage, tg:answerUsage), the documents that state
+the selected facts (tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount), each day that
+holds sessions saying so (tg:date), and each Answer's checks (tg:citedEdgeCount, and
+tg:uncitedSentenceCount from its text in the librarian and its recorded citations of its
+selection's edges, as `tgsparql.asking.citations` counts them). Each is derived from its own
+session's record alone (the documents from the extraction provenance as it is when migrating),
+so adding it is safe beside live writers and `sessions delete`. A migration finds the records
+that lack them, and adds them in batches: each batch is one INSERT DATA (all or nothing), and a
+record is pending until its batch lands, so an interrupted run is finished by running it again,
+and a run with nothing pending changes nothing. Extraction provenance written before names were
+linked and facts checked (no tg:Mention, no tg:linkMode, no tg:unsupported) needs nothing: those
+are absent where nothing was decided.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from tgsparql.asking.citations import uncited_sentences
 from tgsparql.asking.provenance import call_usage, document_iris
 from tgsparql.rdf import vocab
 from tgsparql.rdf.terms import term_text
@@ -35,18 +40,25 @@ MIGRATE_HINT = "run `tgsparql migrate --store DIR` once to bring them up to date
 
 @dataclass
 class Pending:
-    """What a migration would add: the sessions, selections and LLM calls missing a field, and
-    the selections whose facts' documents are not recorded (`sourced`)."""
+    """What a migration would add: the sessions, selections and LLM calls missing a field, the
+    selections whose facts' documents are not recorded (`sourced`), and the answers not checked
+    (`answers`)."""
 
     sessions: list[dict[str, Any]] = field(default_factory=list)
     selections: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     sourced: list[dict[str, Any]] = field(default_factory=list)
     days: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (len(self.sessions) + len(self.selections) + len(self.calls) + len(self.sourced)
-                + len(self.days))
+                + len(self.days) + len(self.answers))
+
+    @property
+    def answers_without_text(self) -> int:
+        """Answers whose text the librarian lacks: their uncited sentences cannot be counted."""
+        return sum(1 for answer in self.answers if answer["uncited"] is None)
 
 
 def pending(store: Store) -> Pending:
@@ -77,20 +89,22 @@ def pending(store: Store) -> Pending:
     ]
     return Pending(sessions, selections, calls, _sourced(
         store.run("migrate/pending_documents").rows,
-        lambda: store.run("migrate/fact_documents").rows), days)
+        lambda: store.run("migrate/fact_documents").rows), days,
+        _checked(store.run("migrate/pending_answers").rows))
 
 
 def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
             progress: Callable[[int], None] | None = None) -> int:
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
-    for sessions, selections, calls, sourced, days in _batches(todo, batch):
+    for sessions, selections, calls, sourced, days, answers in _batches(todo, batch):
         store.run("migrate/record_fields", dated_sessions=sessions,
                   counted_selections=selections, used_models=calls, sourced_selections=sourced,
-                  days=days)
+                  days=days, checked_answers=answers)
         updates += 1
         if progress is not None:
-            progress(len(sessions) + len(selections) + len(calls) + len(sourced) + len(days))
+            progress(len(sessions) + len(selections) + len(calls) + len(sourced) + len(days)
+                     + len(answers))
     return updates
 
 
@@ -124,7 +138,28 @@ def _sourced(
     ]
 
 
-_KINDS = ("session", "selection", "call", "sourced", "day")
+def _checked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per pending Answer (`rows`: its text, the edge selections it cites and its citations),
+    the checks the current recorder writes: the edge selections cited, and the sentences that
+    cite none (None without the text)."""
+    answers: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for row in rows:
+        answer = answers.setdefault((row["graph"], row["answer"]), {
+            "text": term_text(row.get("content")), "cites": set(), "citations": {}})
+        if row.get("cites") is not None:
+            answer["cites"].add(row["cites"])
+        if row.get("citation") is not None and _integer(row.get("offset")) is not None:
+            answer["citations"][row["citation"]] = (_integer(row["offset"]),
+                                                    term_text(row.get("sentence")) or "")
+    return [
+        {"graph": graph, "answer": iri, "cited": len(answer["cites"]),
+         "uncited": None if answer["text"] is None
+         else uncited_sentences(answer["text"], answer["citations"].values())}
+        for (graph, iri), answer in answers.items()
+    ]
+
+
+_KINDS = ("session", "selection", "call", "sourced", "day", "answer")
 
 
 def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
@@ -133,6 +168,7 @@ def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
     items += [("call", c) for c in todo.calls]
     items += [("sourced", s) for s in todo.sourced]
     items += [("day", d) for d in todo.days]
+    items += [("answer", a) for a in todo.answers]
     chunks = [items[start : start + size] for start in range(0, len(items), size)]
     return [tuple([i for kind, i in chunk if kind == wanted] for wanted in _KINDS)
             for chunk in chunks]

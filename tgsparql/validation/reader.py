@@ -392,22 +392,35 @@ _INTEGER_RANGES: dict[str, tuple[int | None, int | None]] = {
     "unsignedLong": (0, 2**64 - 1), "unsignedInt": (0, 2**32 - 1),
     "unsignedShort": (0, 2**16 - 1), "unsignedByte": (0, 255),
 }
+_INTEGER_LEXICAL = "^[+-]?[0-9]+$"
 _CASTABLE = ("boolean", "decimal", "float", "double", "dateTime", "date", "time", "duration",
              "dayTimeDuration", "yearMonthDuration")
 
 
 def datatype_check(datatype: ox.NamedNode) -> dict[str, object] | None:
     """How SPARQL tells a well-formed literal of `datatype`: the cast that fails on ill-formed
-    lexical forms, with the value range of derived integer types; None when there is no cast."""
+    lexical forms, with the value range of derived integer types and the lexical space the cast
+    is tried on (integers: digits; a cast some engines cannot make fails their whole query);
+    None when there is no cast."""
     if not datatype.value.startswith(XSD):
         return None
     local = datatype.value[len(XSD):]
     if local in _INTEGER_RANGES:
         low, high = _INTEGER_RANGES[local]
-        return {"cast": ox.NamedNode(XSD + "integer"), "minimum": low, "maximum": high}
+        return {"cast": ox.NamedNode(XSD + "integer"), "minimum": low, "maximum": high,
+                "lexical": _INTEGER_LEXICAL}
     if local in _CASTABLE:
-        return {"cast": datatype, "minimum": None, "maximum": None}
+        return {"cast": datatype, "minimum": None, "maximum": None, "lexical": None}
     return None
+
+
+_NUMERIC = frozenset({*_INTEGER_RANGES, "decimal", "float", "double"})
+
+
+def _is_numeric(term: object) -> bool:
+    """A literal of an XSD numeric datatype: only numbers compare with it."""
+    return (isinstance(term, ox.Literal) and term.datatype.value.startswith(XSD)
+            and term.datatype.value[len(XSD):] in _NUMERIC)
 
 
 def _extra(key: str, parameter: object) -> dict[str, object]:
@@ -415,6 +428,8 @@ def _extra(key: str, parameter: object) -> dict[str, object]:
         return {"check": datatype_check(parameter)}  # type: ignore[arg-type]
     if key == "nodeKind":
         return {"kinds": [k for k in ("IRI", "BlankNode", "Literal") if k in str(parameter)]}
+    if key in ("minExclusive", "minInclusive", "maxExclusive", "maxInclusive"):
+        return {"numeric": _is_numeric(parameter)}
     return {}
 
 
