@@ -18,6 +18,7 @@ from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, SessionNotFound, trailing_index
 from tgsparql.rdf.terms import Term, edge_of, term_integer, term_text
+from tgsparql.record.drift import held_edges
 from tgsparql.record.readback import AnswerCitation, Explanation, RecordedEdge, UnselectedEdge
 from tgsparql.record.terminal import one_line, visible
 from tgsparql.record.trace import sources_by_edge_selection
@@ -67,8 +68,9 @@ def explain_session(
     store: Store, collection: vocab.Collection, session: str, unselected: int = 0
 ) -> Explanation:
     """The session as recorded, from one query (`explain_session.rq`): its record, the labels
-    of its seed entities and edges, its edges' sources and its answer's text. `unselected` asks
-    for the first that many retrieved edges the selector did not choose, labelled alike."""
+    of its seed entities and edges, its edges' sources and its answer's text; then whether each
+    selected edge is still a KG fact (`held_edges`, one more request). `unselected` asks for
+    the first that many retrieved edges the selector did not choose, labelled alike."""
     ids = SessionIds.from_session_iri(session)
     read = _Read.of(store.run(
         "explain_session", graph=collection.graph, session=ids.session,
@@ -105,6 +107,9 @@ def explain_session(
                 citations=[c for c in out.citations if c.edge_index == index],
             )
         )
+    held = held_edges(store, [edge.edge for edge in out.selected])
+    for edge in out.selected:
+        edge.holds = edge.edge in held
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
     document = read.documents.get(document_iri) if document_iri is not None else None
     if document is not None:
@@ -236,7 +241,8 @@ def render_text(e: Explanation) -> str:
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + visible(" — ".join(edge.labels or ())))
+            + visible(" — ".join(edge.labels or ()))
+            + (click.style("  [no longer a KG fact]", fg="red") if edge.holds is False else ""))
         cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
         add(_wrap("why: " + (edge.reasoning or "") + cut, 8))
         for sentence in edge.cited_sentences:
