@@ -21,6 +21,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from tgsparql.asking.labels import LabelTriple, fetch_labels, label_of, label_terms
+from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.messages import rdf_text
 from tgsparql.rdf.iris import trailing_index
 from tgsparql.rdf.terms import Term, term_text
@@ -194,7 +195,8 @@ def find_drift(store: Store, collection: Collection) -> Drift:
         session.edges.append(StaleEdge(row["edgeSelection"].value, edge, labels=(
             label_of(edge.subject, labels), label_of(edge.predicate, labels),
             label_of(edge.object, labels))))
-    documents = _drifted_documents(store.run("drift_documents", graph=collection.graph).rows)
+    documents = _drifted_documents(
+        store, store.run("drift_documents", graph=collection.graph).rows)
     if documents:
         _add_sources(store, collection, sessions, documents)
     for session in sessions.values():
@@ -242,18 +244,29 @@ class _DocumentRow:
     since: ox.Literal | None
 
 
-def _drifted_documents(rows: Iterable[Solution]) -> dict[str, DriftedDocument]:
-    """The named documents that drifted, by IRI, with why (`_drift.rq` judges); a document with
-    two extraction activities is judged by the later."""
+def _drifted_documents(store: Store, rows: Iterable[Solution]) -> dict[str, DriftedDocument]:
+    """The named documents that drifted, by IRI, with why (`_drift.rq` judges; a text whose
+    hash the store computed otherwise than over UTF-8 is hashed here before it is called
+    changed); a document with two extraction activities is judged by the later."""
     found: dict[str, DriftedDocument] = {}
     for row in rows:
         iri = row["document"].value
-        since = term_text(row.get("since"))
+        reason, since = SourceDrift(row["reason"].value), term_text(row.get("since"))
+        if reason is SourceDrift.TEXT_CHANGED and row.get("hashNotNamed") != ox.Literal(True) \
+                and _intact(store, row["document"]):
+            if row.get("ingested") is None:
+                continue
+            reason, since = SourceDrift.REINGESTED, term_text(row.get("ingested"))
         known = found.get(iri)
         if known is None or (since or "") > (known.since or ""):
-            found[iri] = DriftedDocument(iri, term_text(row.get("title")),
-                                         SourceDrift(row["reason"].value), since)
+            found[iri] = DriftedDocument(iri, term_text(row.get("title")), reason, since)
     return found
+
+
+def _intact(store: Store, document: Term) -> bool:
+    """Whether the librarian holds the document's text with the SHA-256 of its UTF-8 bytes."""
+    text = StoreLibrarian(store).get(document) if isinstance(document, ox.NamedNode) else None
+    return text is not None and text.intact
 
 
 def _session(sessions: dict[str, DriftedSession], row: Solution) -> DriftedSession:
