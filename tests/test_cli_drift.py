@@ -10,29 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliRun, cli
+from tests.conftest import cli
+from tests.test_cli_golden import BORN, CURIE_DOC, asked, ok  # noqa: F401  (fixture)
 from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.stores.store import open_store
 
-EX = "https://example.org/demo/"
-BORN = f"<{EX}entity/Marie_Curie> <{EX}rel/bornIn> <{EX}entity/Warsaw>"
-CURIE_DOC = f"{EX}doc/marie-curie"
-
 pytestmark = pytest.mark.usefixtures("no_settings")
-
-
-def ok(*args: object) -> CliRun:
-    run = cli(*args)
-    assert run.exit_code == 0, run.stderr
-    return run
-
-
-@pytest.fixture
-def asked(tgsparql_demo_store_dir: Path) -> Path:
-    """The demo store with the demo question and one more asked and recorded."""
-    for question in (DEMO_QUESTION, "Who discovered radium?"):
-        ok("query", "--store", tgsparql_demo_store_dir, question)
-    return tgsparql_demo_store_dir
 
 
 def change(store_dir: Path, update: str) -> None:
