@@ -685,7 +685,6 @@ EVERY_PARAM: dict[str, Any] = {
     "counted_selections": [{"graph": GRAPH, "selection": IDS.selection, "selected": 2}],
     "used_models": [{"graph": GRAPH, "session": IDS.session, "stage": "answer",
                      "call": call_usage("test-model", None, 95)}],
-    "edges": [LIT_TRIPLE, IRI_TRIPLE],
     "drifted": [{"iri": DOCUMENT, "since": None},
                 {"iri": ox.NamedNode("urn:trustgraph:doc:other"),
                  "since": ox.Literal("2024-01-01T12:00:00Z", datatype=vocab.XSD_DATETIME)}],

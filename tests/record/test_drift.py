@@ -1,5 +1,5 @@
 """Drift: recorded sessions whose explanation no longer holds once the KG, the source graph or
-the librarian changed (docs/spec.md §2, "Drift")."""
+the librarian changed (docs/spec.md §2.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Drift of what was recorded (docs/spec.md §2, "Drift"): the recorded sessions whose
+"""Drift of what was recorded (docs/spec.md §2.1): the recorded sessions whose
 explanation no longer holds now that the KG, the source graph or the librarian changed.
 
 A session drifted when an edge it selected is no longer a fact of the KG, or when a document
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -207,14 +207,6 @@ def find_drift(store: Store, collection: Collection) -> Drift:
         sorted(sessions.values(), key=lambda s: (s.started or "", s.session)),
         sorted((d for d in documents.values() if d.sessions), key=lambda d: d.document),
     )
-
-
-def held_edges(store: Store, edges: Sequence[ox.Triple]) -> set[ox.Triple]:
-    """Which of `edges` are facts of the KG now (one request; none for no edges)."""
-    if not edges:
-        return set()
-    rows = store.run("edges_held", edges=list(edges)).rows
-    return {ox.Triple(row["s"], row["p"], row["o"]) for row in rows}  # type: ignore[arg-type]
 
 
 def _add_sources(store: Store, collection: Collection, sessions: dict[str, DriftedSession],

@@ -18,7 +18,6 @@ from tgsparql.asking.sources import ChunkSource
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, SessionNotFound, trailing_index
 from tgsparql.rdf.terms import Term, edge_of, term_integer, term_text
-from tgsparql.record.drift import held_edges
 from tgsparql.record.readback import AnswerCitation, Explanation, RecordedEdge, UnselectedEdge
 from tgsparql.record.terminal import one_line, visible
 from tgsparql.record.trace import sources_by_edge_selection
@@ -68,9 +67,9 @@ def explain_session(
     store: Store, collection: vocab.Collection, session: str, unselected: int = 0
 ) -> Explanation:
     """The session as recorded, from one query (`explain_session.rq`): its record, the labels
-    of its seed entities and edges, its edges' sources and its answer's text; then whether each
-    selected edge is still a KG fact (`held_edges`, one more request). `unselected` asks for
-    the first that many retrieved edges the selector did not choose, labelled alike."""
+    of its seed entities and edges, its edges' sources, its answer's text and which of its
+    selected edges are still KG facts. `unselected` asks for the first that many retrieved
+    edges the selector did not choose, labelled alike."""
     ids = SessionIds.from_session_iri(session)
     read = _Read.of(store.run(
         "explain_session", graph=collection.graph, session=ids.session,
@@ -107,9 +106,8 @@ def explain_session(
                 citations=[c for c in out.citations if c.edge_index == index],
             )
         )
-    held = held_edges(store, [edge.edge for edge in out.selected])
     for edge in out.selected:
-        edge.holds = edge.edge in held
+        edge.holds = edge.edge in read.held
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
     document = read.documents.get(document_iri) if document_iri is not None else None
     if document is not None:
@@ -129,6 +127,8 @@ class _Read:
     sources: dict[str, list[ChunkSource]]
     documents: dict[Term, Document]
     """The answer's text, by its document's IRI."""
+    held: set[ox.Triple]
+    """The selected edges that are facts of the KG now."""
 
     @classmethod
     def of(cls, rows: list[Solution]) -> _Read:
@@ -136,18 +136,22 @@ class _Read:
         named: list[tuple[Term, Term | None]] = []
         sources: list[Solution] = []
         documents: dict[Term, Document] = {}
+        held: set[ox.Triple] = set()
         for row in rows:
             if "s" in row:
                 triples[ox.Triple(row["s"], row["p"], row["o"])] = None  # type: ignore[arg-type]
             elif "term" in row:
                 named.append((row["term"], row.get("label")))
+            elif "factSubject" in row:
+                held.add(ox.Triple(row["factSubject"], row["factPredicate"],  # type: ignore[arg-type]
+                                   row["factObject"]))
             elif "answerDocument" in row:
                 iri = row["answerDocument"]
                 if isinstance(iri, ox.NamedNode):
                     documents.setdefault(iri, Document.from_row(iri, row))
             else:
                 sources.append(row)
-        return cls(list(triples), named, sources_by_edge_selection(sources), documents)
+        return cls(list(triples), named, sources_by_edge_selection(sources), documents, held)
 
     def labels(self, store: Store, terms: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, str]:
         """One label per term of `terms`, as `fetch_labels` chooses it: from the rows, and for
