@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import pyoxigraph as ox
-
 from benchmarks.harness import (
     BenchParser, Size, bulk_loaded_store, head, load_average, load_line, write,
 )
