@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import pyoxigraph as ox
-
-from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
+from benchmarks.harness import (
+    BenchParser, Size, bulk_loaded_store, head, load_average, load_line, write,
+)
 from tgsparql.rdf.iris import LLM_PREFIX
 from tgsparql.rdf.templates import Templates
 from tgsparql.serve.saved import saved_queries
@@ -204,21 +204,7 @@ def build(work: Path, sessions: int, seed: int) -> tuple[Path, Path, dict[str, A
             info.update(migrated_copy(directory))
             record.write_text(json.dumps(info, indent=1))
         return directory / "store", directory / "migrated", info
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    trig = directory / "records.trig"
-    began = time.perf_counter()
-    info = generate(trig, sessions, seed)
-    info["generate_s"] = round(time.perf_counter() - began, 1)
-    began = time.perf_counter()
-    store = ox.Store(str(directory / "store"))
-    store.bulk_load(path=str(trig), format=ox.RdfFormat.TRIG)
-    store.optimize()
-    info["quads"] = len(store)
-    store.flush()
-    del store
-    info["load_s"] = round(time.perf_counter() - began, 1)
-    trig.unlink()
+    info = bulk_loaded_store(directory, lambda trig: generate(trig, sessions, seed))
     info.update(migrated_copy(directory))
     record.write_text(json.dumps(info, indent=1))
     return directory / "store", directory / "migrated", info

@@ -532,3 +532,26 @@ def test_tiny_golden_benchmark_checks_alone_serial_and_parallel(tmp_path: Path) 
         assert float(per_question) == pytest.approx(1000 * float(serial) / 4, abs=1)
         assert float(speedup) == pytest.approx(float(serial) / float(parallel), rel=0.1)
     assert numbers(out.read_text(encoding="utf-8"), "questions") == [4, 4, 1]
+
+
+def test_tiny_drift_benchmark_finds_the_sessions_the_change_drifted_beside_its_floors(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "drift.md"
+    done = run_module("benchmarks.drift_bench", "--tiny", "--work", tmp_path / "work",
+                      "--out", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    sessions, edges, distinct, facts, documents, _ = numbers(text, "store")
+    assert (sessions, facts, documents) == (200, 2000, 20) and distinct < edges <= 5 * sessions
+    assert numbers(text, "change") == [20, 1]  # 1 % of the facts, 1 % of the documents
+    drifted, stale_edges, stale_sources, drifted_documents, stale_rows = numbers(text, "drifted")
+    assert drifted == stale_rows and drifted_documents == 1 and stale_sources >= 1
+    rows = table_rows(text)
+    assert set(rows) == {"tgsparql drift (find_drift)", "stale_sessions (saved query)",
+                         "scan of tg:edge", "distinct selected edges",
+                         "every distinct edge looked up", "every edge selection looked up"}
+    assert rows["tgsparql drift (find_drift)"][1:] == [f"{drifted:,.0f}", "1.00"]
+    assert rows["scan of tg:edge"][1] == f"{edges:,.0f}"
+    assert rows["every edge selection looked up"][1] == f"{stale_edges:,.0f}"
+    assert all(float(row[0]) > 0 for row in rows.values())

@@ -73,6 +73,12 @@ def test_the_loop_freeze_change_the_kg_check_names_the_edge_and_its_document(
         f"the KG; stated in {CURIE_DOC}, page 1, chunk 0: \"Marie Curie was born Maria "
         "Skłodowska in Warsaw in 1867.\"")
     assert "ok    Who discovered radium?" in lines
+    drifted = cli("drift", "--store", asked)
+    assert drifted.exit_code == 1, drifted.stderr
+    [session] = [line.split()[0] for line in drifted.stdout.splitlines()
+                 if line.endswith(DEMO_QUESTION)]
+    assert f": no longer a KG fact  <<( {BORN} )>>" in drifted.stdout
+    assert drifted.stdout.splitlines()[-1].startswith("1 session drifted")
 
 
 def test_the_record_is_untouched_unless_a_collection_is_named(asked: Path, frozen: Path) -> None:

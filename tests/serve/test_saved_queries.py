@@ -13,6 +13,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
+from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
@@ -28,7 +29,7 @@ from .conftest import FAILED_ERROR, FAILED_QUESTION, Served
 
 NAMES = ["answers_citing_nothing", "documents_never_cited", "edges_per_session",
          "failed_sessions", "most_cited_documents", "most_selected_facts", "sessions_per_day",
-         "tokens_by_model"]
+         "stale_sessions", "tokens_by_model"]
 EVIL = ['") } DELETE WHERE { ?s ?p ?o } #', "x'} }>\n<urn:a> ; DROP ALL", "\\\"\u2028}"]
 
 
@@ -109,6 +110,38 @@ def test_a_question_cannot_plant_a_formula_in_a_csv(tmp_path: Path) -> None:
 
     assert cells(config) == ("'" + formula, "'-1 tokens left")
     assert cells(replace(config, csv_raw=True)) == (formula, "-1 tokens left")
+
+
+def test_stale_sessions_lists_the_session_whose_selected_fact_was_deleted(
+    tmp_path: Path, tgsparql_demo_file: Path,
+) -> None:
+    """Served as JSON and CSV like every saved query: the same sessions and counts as
+    `tgsparql drift`, none before the KG changed."""
+    from tgsparql.data.loader import load_files
+    from tgsparql.record.drift import find_drift
+
+    store = open_store(tmp_path / "store")
+    load_files(store, [tgsparql_demo_file])
+    GraphRag(store, OfflineBackend()).ask("Where was the scientist who discovered polonium born?")
+    config = ServerConfig(store=tmp_path / "store")
+
+    def served(extension: str) -> str:
+        with open_served(config) as readonly:
+            return SavedJob("stale_sessions", {}, extension).answer(readonly, config).body.decode()
+
+    store.close()
+    assert json.loads(served("json"))["results"]["bindings"] == []
+    store = open_store(tmp_path / "store")
+    born = "<https://example.org/demo/entity/Marie_Curie> <https://example.org/demo/rel/bornIn> " \
+           "<https://example.org/demo/entity/Warsaw>"
+    store.update(f"DELETE DATA {{ {born} }}")
+    [drifted] = find_drift(store, vocab.DEFAULT_COLLECTION).sessions
+    store.close()
+    [row] = csv.DictReader(io.StringIO(served("csv")))
+    assert (row["session"], row["question"], row["staleEdges"], row["staleSources"]) == \
+        (drifted.session, drifted.question, "1", "0")
+    [binding] = json.loads(served("json"))["results"]["bindings"]
+    assert binding["staleEdges"]["value"] == "1"
 
 
 def test_pandas_reads_the_csv_url(served: Served) -> None:

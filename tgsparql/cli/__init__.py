@@ -16,7 +16,7 @@ COMMANDS = {
     "load": "data", "export": "data", "ingest": "data", "index": "data", "migrate": "data",
     "rollup": "data",
     "sessions": "records", "explain": "records", "trace": "records",
-    "validate": "checks", "doctor": "checks",
+    "validate": "checks", "drift": "checks", "doctor": "checks",
     "golden": "golden", "check": "golden",
     "serve": "serving",
     "llm": "llm",

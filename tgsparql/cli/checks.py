@@ -1,4 +1,5 @@
-"""Checking: `validate` (a store against SHACL shapes) and `doctor` (an endpoint)."""
+"""Checking: `validate` (a store against SHACL shapes), `drift` (recorded explanations against
+the KG and its sources as they are now) and `doctor` (an endpoint)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from pathlib import Path
 import click
 
 from tgsparql.cli.options import (
-    CannotCheck, Failure, StoreTarget, open_remote, reading, refuse_non_store, remote_options,
-    store_option, write_report,
+    CannotCheck, Failure, StoreTarget, collection_option, open_remote, reading, refuse_non_store,
+    remote_options, store_option, write_report,
 )
 from tgsparql.rdf.iris import SessionNotFound
 from tgsparql.rdf.terms import Dialect
+from tgsparql.rdf.vocab import Collection
 from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError
 from tgsparql.validation.report import SEVERITIES
@@ -92,6 +94,43 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     write_report(render(judgement, format_), output,
                  verdict(judgement.report, judgement.fail_on))
     if judgement.failing:
+        sys.exit(1)
+
+
+@click.command()
+@store_option
+@collection_option
+@click.option("--format", "format_", type=click.Choice(["text", "json", "csv"]), default="text",
+              show_default=True, help="csv: one row per stale edge or source of a session.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the report to FILE (the one-line summary goes to stderr).")
+def drift(target: StoreTarget, collection: Collection, format_: str,
+          output: Path | None) -> None:
+    """List the recorded sessions whose explanation no longer holds, for CI: a selected edge
+    that is no longer a KG fact, or a source document removed, ingested again since the
+    session, or whose text changed; counted per session and per document.
+
+    Exit 0 when nothing drifted, 1 when a session did, 2 when the record could not be read
+    (no store, a store error).
+    """
+    from tgsparql.record.drift import find_drift
+
+    if target is None:
+        raise CannotCheck("no store to check: give --store PATH or --endpoint URL")
+    if isinstance(target, Path):
+        refuse_non_store(target)
+    try:
+        with reading(target) as store:
+            found = find_drift(store, collection)
+    except StoreError as error:
+        raise CannotCheck(str(error)) from None
+    text = {
+        "json": lambda: json.dumps(found.to_json(), ensure_ascii=False, indent=2) + "\n",
+        "csv": found.to_csv,
+        "text": lambda: found.to_text() + "\n",
+    }[format_]()
+    write_report(text, output, found.summary())
+    if found.drifted:
         sys.exit(1)
 
 

@@ -67,8 +67,9 @@ def explain_session(
     store: Store, collection: vocab.Collection, session: str, unselected: int = 0
 ) -> Explanation:
     """The session as recorded, from one query (`explain_session.rq`): its record, the labels
-    of its seed entities and edges, its edges' sources and its answer's text. `unselected` asks
-    for the first that many retrieved edges the selector did not choose, labelled alike."""
+    of its seed entities and edges, its edges' sources, its answer's text and which of its
+    selected edges are still KG facts. `unselected` asks for the first that many retrieved
+    edges the selector did not choose, labelled alike."""
     ids = SessionIds.from_session_iri(session)
     read = _Read.of(store.run(
         "explain_session", graph=collection.graph, session=ids.session,
@@ -105,6 +106,8 @@ def explain_session(
                 citations=[c for c in out.citations if c.edge_index == index],
             )
         )
+    for edge in out.selected:
+        edge.holds = edge.edge in read.held
     document_iri = facts.one(ids.answer, vocab.TG_DOCUMENT)
     document = read.documents.get(document_iri) if document_iri is not None else None
     if document is not None:
@@ -124,6 +127,8 @@ class _Read:
     sources: dict[str, list[ChunkSource]]
     documents: dict[Term, Document]
     """The answer's text, by its document's IRI."""
+    held: set[ox.Triple]
+    """The selected edges that are facts of the KG now."""
 
     @classmethod
     def of(cls, rows: list[Solution]) -> _Read:
@@ -131,18 +136,22 @@ class _Read:
         named: list[tuple[Term, Term | None]] = []
         sources: list[Solution] = []
         documents: dict[Term, Document] = {}
+        held: set[ox.Triple] = set()
         for row in rows:
             if "s" in row:
                 triples[ox.Triple(row["s"], row["p"], row["o"])] = None  # type: ignore[arg-type]
             elif "term" in row:
                 named.append((row["term"], row.get("label")))
+            elif "factSubject" in row:
+                held.add(ox.Triple(row["factSubject"], row["factPredicate"],  # type: ignore[arg-type]
+                                   row["factObject"]))
             elif "answerDocument" in row:
                 iri = row["answerDocument"]
                 if isinstance(iri, ox.NamedNode):
                     documents.setdefault(iri, Document.from_row(iri, row))
             else:
                 sources.append(row)
-        return cls(list(triples), named, sources_by_edge_selection(sources), documents)
+        return cls(list(triples), named, sources_by_edge_selection(sources), documents, held)
 
     def labels(self, store: Store, terms: Sequence[ox.NamedNode]) -> dict[ox.NamedNode, str]:
         """One label per term of `terms`, as `fetch_labels` chooses it: from the rows, and for
@@ -236,7 +245,8 @@ def render_text(e: Explanation) -> str:
     add(f"  selected   {len(e.selected)} edges{invalid}{usage}")
     for edge in e.selected:
         add(click.style(f"    [{edge.index}] ", fg="cyan")
-            + visible(" — ".join(edge.labels or ())))
+            + visible(" — ".join(edge.labels or ()))
+            + (click.style("  [no longer a KG fact]", fg="red") if edge.holds is False else ""))
         cut = " [cut: the LLM's reason was longer]" if edge.reasoning_truncated else ""
         add(_wrap("why: " + (edge.reasoning or "") + cut, 8))
         for sentence in edge.cited_sentences:

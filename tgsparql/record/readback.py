@@ -52,6 +52,8 @@ class RecordedEdge:
     """The LLM's reason was longer than the limit: this is its beginning (tg:truncated)."""
     citations: list[AnswerCitation] = field(default_factory=list)
     """The answer's citations of the edge, in answer order."""
+    holds: bool | None = None
+    """Whether the edge is still a fact of the KG (False: it drifted); None where unchecked."""
 
     @property
     def index(self) -> int:
@@ -178,6 +180,7 @@ def _edge_json(edge: RecordedEdge) -> dict[str, Any]:
         "labels": list(edge.labels or ()),
         "reasoning": edge.reasoning,
         "reasoning_truncated": edge.reasoning_truncated,
+        "holds": edge.holds,
         "citations": edge.cited_sentences,
         "sources": [source.to_json() for source in edge.answer_sources()],
     }
