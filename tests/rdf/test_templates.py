@@ -21,7 +21,15 @@ from tgsparql.asking.grounding import IndexEntry, Probe, RunQuery
 from tgsparql.asking.provenance import EdgeSelectionRecord, NameGrounding, SeedCut, call_usage
 from tgsparql.asking.retrieval import RANKING_RULE
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import SessionIds
+from tgsparql.rdf.iris import (
+    ROLLUP,
+    SessionIds,
+    day_iri,
+    rollup_day_iri,
+    rollup_document_iri,
+    rollup_fact_iri,
+    rollup_usage_iri,
+)
 from tgsparql.rdf.templates import (
     Sparql,
     TemplateError,
@@ -688,6 +696,22 @@ EVERY_PARAM: dict[str, Any] = {
     "drifted": [{"iri": DOCUMENT, "since": None},
                 {"iri": ox.NamedNode("urn:trustgraph:doc:other"),
                  "since": ox.Literal("2024-01-01T12:00:00Z", datatype=vocab.XSD_DATETIME)}],
+    "session_days": [{"graph": GRAPH,
+                      "started": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}],
+    "checked_answers": [{"graph": GRAPH, "answer": IDS.answer, "cited": 1, "uncited": None}],
+    "rollup": ROLLUP,
+    "through": ox.Literal("2024-01-01", datatype=ox.NamedNode(XSD + "date")),
+    "computed": dt.datetime(2024, 1, 2, 1, 0, tzinfo=dt.timezone.utc),
+    "day_figures": [{"iri": rollup_day_iri(dt.date(2024, 1, 1)),
+                     "day": ox.Literal("2024-01-01", datatype=ox.NamedNode(XSD + "date")),
+                     "sessions": 2, "complete": 1, "failed": 1, "uncited": 0}],
+    "usage_figures": [{"iri": rollup_usage_iri("answer", ox.NamedNode("urn:trustgraph:llm:m")),
+                       "llm": ox.NamedNode("urn:trustgraph:llm:m"), "stage": "answer",
+                       "calls": 2, "in_tokens": 812, "out_tokens": 95}],
+    "document_figures": [{"iri": rollup_document_iri(DOCUMENT), "document": DOCUMENT,
+                          "citations": 3, "sessions": 2}],
+    "fact_figures": [{"iri": rollup_fact_iri(LIT_TRIPLE), "edge": LIT_TRIPLE, "selections": 2,
+                      "sessions": 1}],
     "sourced_selections": [{"graph": GRAPH, "selection": IDS.selection,
                             "edges": [{"iri": IDS.edge_selection(0), "documents": [DOCUMENT]}],
                             "documents": [DOCUMENT]}],
@@ -900,10 +924,14 @@ def test_hostile_text_in_real_records_adds_only_the_intended_triples(
         (ox.NamedNode(tg + "day"), ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)),
         (ox.NamedNode(tg + "failedDay"), ox.Literal("2024-01-01", datatype=vocab.XSD_DATE)),
     }
+    day = ox.Quad(day_iri(started.date()), ox.NamedNode(tg + "date"),
+                  ox.Literal("2024-01-01", datatype=vocab.XSD_DATE), GRAPH)
     quads = all_quads(store)
-    assert len(quads) == 9
-    assert all(q.subject == IDS.session and q.graph_name == GRAPH for q in quads)
-    assert {(q.predicate, q.object) for q in quads} == expected
+    assert day in quads
+    session_quads = [q for q in quads if q != day]
+    assert len(session_quads) == 9
+    assert all(q.subject == IDS.session and q.graph_name == GRAPH for q in session_quads)
+    assert {(q.predicate, q.object) for q in session_quads} == expected
 
 
 def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:

@@ -100,7 +100,7 @@ def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
     for sessions, selections, calls, sourced, days, answers in _batches(todo, batch):
         store.run("migrate/record_fields", dated_sessions=sessions,
                   counted_selections=selections, used_models=calls, sourced_selections=sourced,
-                  days=days, checked_answers=answers)
+                  session_days=days, checked_answers=answers)
         updates += 1
         if progress is not None:
             progress(len(sessions) + len(selections) + len(calls) + len(sourced) + len(days)

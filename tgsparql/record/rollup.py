@@ -103,7 +103,8 @@ def roll_up(store: Store, collection: Collection, *, at: dt.datetime,
         if isinstance(row.get("edge"), ox.Triple | ox.NamedNode) and _count(row, "selections")
     ]
     store.run("rollup/write", graph=graph, rollup=ROLLUP, through=day, computed=at,
-              days=days, usages=usages, documents=documents, facts=facts)
+              day_figures=days, usage_figures=usages, document_figures=documents,
+              fact_figures=facts)
     return Rolled(through, len(days), sum(d["sessions"] for d in days), len(usages),
                   len(documents), len(facts))
 
