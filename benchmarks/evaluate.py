@@ -47,7 +47,8 @@ as median and 90th percentile.
 
 Names as people say them (`--names`): the questions that name a person by a full name, then the
 same questions with that name cut short (by surname, by given name, or without the middle
-names: `shortened`), and every question in lower case; scored as above.
+names: `shortened`), as written and in lower case, and every question in lower case; scored as
+above.
 
 Run: python -m benchmarks.evaluate [--corpus F] [--questions F] [--redocred F] [--rel-info F]
      [--out benchmarks/results/evaluation.md] [--limit N]
@@ -634,6 +635,8 @@ class NamesEvaluation:
     variants: list[ShortName]
     full: list[QuestionResult]
     short: list[QuestionResult]
+    lower_short: list[QuestionResult]
+    """The questions with the name cut short, in lower case."""
     written: list[QuestionResult]
     """Every question as the file writes it."""
     lower: list[QuestionResult]
@@ -642,8 +645,8 @@ class NamesEvaluation:
 
 def evaluate_names(corpus: Path, questions: Path, docs: Path, rel_info: Path,
                    limit: int | None = None, progress: bool = False) -> NamesEvaluation:
-    """The questions that name a person in full, then the same with that name cut; and every
-    question as written, then in lower case."""
+    """The questions that name a person in full, then the same with that name cut, as written
+    and in lower case; and every question as written, then in lower case."""
     with tempfile.TemporaryDirectory() as work:
         store, twowiki, _ = build_store(corpus, questions, docs, rel_info, Path(work))
     rag = GraphRag(store, OfflineBackend())
@@ -660,6 +663,7 @@ def evaluate_names(corpus: Path, questions: Path, docs: Path, rel_info: Path,
         variants,
         run([v.full for v in variants], "full names"),
         run([v.short for v in variants], "short names"),
+        run([lower_case(v.short) for v in variants], "short names in lower case"),
         run(chosen, "as written"),
         run([lower_case(q) for q in chosen], "lower case"),
     )
@@ -681,9 +685,14 @@ def _names_row(name: str, results: Sequence[QuestionResult]) -> str:
 
 def render_names(ev: NamesEvaluation) -> str:
     verdict = lambda ok: "pass" if ok else "**FAIL**"  # noqa: E731
-    by_kind: dict[str, list[QuestionResult]] = defaultdict(list)
-    for variant, result in zip(ev.variants, ev.short):
-        by_kind[variant.kind].append(result)
+    def by_kind(results: Sequence[QuestionResult]) -> list[str]:
+        """A row per kind of cut, of those the questions took."""
+        kinds: dict[str, list[QuestionResult]] = defaultdict(list)
+        for variant, result in zip(ev.variants, results):
+            kinds[variant.kind].append(result)
+        return [_names_row(f"— by {kind}" if kind != NAME_KINDS[2] else f"— {kind}", kinds[kind])
+                for kind in NAME_KINDS if kinds[kind]]
+
     full_recall = _mean([r.recall for r in ev.full])
     short_recall = _mean([r.recall for r in ev.short])
     full_em, short_em = _mean([r.exact for r in ev.full]), _mean([r.exact for r in ev.short])
@@ -697,8 +706,8 @@ def render_names(ev: NamesEvaluation) -> str:
         "person) by a full name of two to four capitalised words, as the file writes them, "
         "then the same questions with that one name cut as people say it "
         "(`benchmarks.evaluate.shortened`): by surname, by given name, or without the middle "
-        "names, the kind taken in turn among those the name allows; and every question as "
-        "written, then in lower case. "
+        "names, the kind taken in turn among those the name allows, then those in lower case; "
+        "and every question as written, then in lower case. "
         f"Python {platform.python_version()}, {platform.machine()}.",
         "",
         "| questions | count | retrieval recall | full recall | no seed | selection precision "
@@ -706,8 +715,9 @@ def render_names(ev: NamesEvaluation) -> str:
         "|---|---|---|---|---|---|---|---|---|",
         _names_row("naming a person in full", ev.full),
         _names_row("the same, the name cut short", ev.short),
-        *(_names_row(f"— by {kind}" if kind != NAME_KINDS[2] else f"— {kind}", by_kind[kind])
-          for kind in NAME_KINDS if by_kind[kind]),
+        *by_kind(ev.short),
+        _names_row("the same, cut short, in lower case", ev.lower_short),
+        *by_kind(ev.lower_short),
         _names_row("every question as written", ev.written),
         _names_row("every question in lower case", ev.lower),
         "",

@@ -125,12 +125,13 @@ def test_a_full_name_is_cut_as_people_say_it() -> None:
 
 def test_tiny_names_evaluation(tiny: dict) -> None:
     ev = evaluate_names(tiny["corpus"], tiny["questions"], tiny["docs"], tiny["rel_info"])
-    assert len(ev.full) == len(ev.short) == len(ev.variants)
+    assert len(ev.full) == len(ev.short) == len(ev.lower_short) == len(ev.variants)
     assert len(ev.written) == len(ev.lower) == tiny["count"]
-    assert all(r.error is None for r in ev.full + ev.short + ev.written + ev.lower)
+    assert all(r.error is None for r in ev.full + ev.short + ev.lower_short + ev.written + ev.lower)
     assert all(v.short.question != v.full.question for v in ev.variants)
     table = render_names(ev)
     assert f"| every question in lower case | {tiny['count']} |" in table
+    assert f"| the same, cut short, in lower case | {len(ev.variants)} |" in table
     assert "- short names: retrieval recall ≥ 0.85:" in table
 
 

@@ -714,8 +714,29 @@ def test_a_lower_case_question_offers_its_spans_as_names(tgsparql_store: Embedde
     question = "where was the place of death of edsel ford's father?"
     assert "edsel ford" in [run.said for run in name_runs(question)]
     assert ground(tgsparql_store, question, 50).seeds == [ex("death"), ex("edsel")]
-    # a single lower-case word is no name
+    # a single lower-case word that is a common word is no name
     assert ground(tgsparql_store, "where was ford born?", 50).seeds == []
+
+
+def test_a_lower_case_question_takes_a_rare_word_alone_for_a_name(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    indexed(tgsparql_store, 'ex:brigham rdfs:label "Brigham Young" . '
+                            'ex:curie rdfs:label "Marie Curie" .')
+    assert [run.said for run in name_runs("curie was born in paris?")] == ["curie"]
+    # a word in parentheses tells which of the name before it is meant
+    assert "prokofiev" not in [run.said for run in name_runs("who wrote the opera (prokofiev)?")]
+    assert ground(tgsparql_store, "where was curie born?", 50).seeds == [ex("curie")]
+    assert ground(tgsparql_store, "where was young born?", 50).seeds == []
+    assert ground(tgsparql_store, "Where was Young born?", 50).seeds == [ex("brigham")]
+
+
+def test_a_common_word_in_many_labels_does_not_flood_a_lower_case_question(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    films = "\n".join(f'ex:film{i} rdfs:label "Film {i}" .' for i in range(60))
+    indexed(tgsparql_store, films + 'ex:kubrick rdfs:label "Stanley Kubrick" .')
+    assert ground(tgsparql_store, "which film did kubrick direct?", 50).seeds == [ex("kubrick")]
 
 
 def test_a_name_no_label_equals_is_looked_for_once_in_the_one_request(

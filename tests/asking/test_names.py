@@ -65,7 +65,7 @@ def answer(rag: GraphRag, question: str) -> str:
     ("Where was Rembrandt born?", "Leiden"),
     ("Who was Vermeer's wife?", "Catharina Bolnes"),
     ("where was vincent gogh born?", "Zundert"),
-    ("when was vermeer born?", "The knowledge graph holds no facts that answer this question."),
+    ("when was vermeer born?", "31 October 1632"),
 ])
 def test_a_painter_is_found_by_the_name_people_use(
     painters: GraphRag, question: str, expected: str
@@ -81,6 +81,15 @@ def test_a_common_word_is_a_name_only_where_the_question_writes_it_as_one(
         ex("delft")]
     runs = name_runs("Which painters were born in Delft? Young was one.")
     assert [run.words for run in runs] == [("delft",)]
+    # in lower case nobody writes it as a name: a common word stays a word
+    assert ground(painters.store, "where was young born?", 50).seeds == []
+
+
+def test_a_surname_in_lower_case_is_found_on_the_demo(tgsparql_demo_pipeline: GraphRag) -> None:
+    grounding = ground(tgsparql_demo_pipeline.store, "where was curie born?", 50)
+    assert {m.entity.value.rsplit("/", 1)[-1] for m in grounding.names} == {
+        "Marie_Curie", "Pierre_Curie"}
+    assert answer(tgsparql_demo_pipeline, "where was curie born?") == "Warsaw"
 
 
 def test_candidates_are_ranked_by_how_the_question_fits_their_edges(painters: GraphRag) -> None:

@@ -15,11 +15,14 @@ aside is no part of its name ("Eustace III (died c. 1125), Count of Boulogne").
 Names are also written as people say them: a single capitalised word inside the sentence is a
 name, found as the first or last word of a label (a given name or a surname: "Vermeer" for
 "Johannes Vermeer"); so is a name without its title ("Lord Frederick"), and each of the names a
-lower-case "and" joins; a question written all in lower case offers its spans of two to four
-names instead of runs. A name several entities carry is ranked by how the rest of the question
-fits each candidate's edges (their predicates' and neighbours' stems against the question's
-other stems: "wife" meets "spouse"), then by fewer extra words, then by more neighbours; the
-best few are kept, and `Grounding.names` says where each ranked among how many candidates.
+lower-case "and" joins. A question written all in lower case tells no name by its capitals: it
+offers its spans of two to four names instead of runs, and each word alone that is no common
+word of the language ("curie", but not "young", which nobody wrote as a name), found as a
+single capitalised word is. A name several entities carry is ranked by how the rest of the
+question fits each candidate's edges (their predicates' and neighbours' stems against the
+question's other stems: "wife" meets "spouse"), then by fewer extra words, then by more
+neighbours; the best few are kept, and `Grounding.names` says where each ranked among how many
+candidates.
 Ingest links the names it extracts the same way (`match_names`): each as one run, whatever its
 case. Normalised label keys and their words live in the label index graph, written once per
 label by `update_label_index`, so grounding is indexed lookups instead of a scan over every
@@ -33,7 +36,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 import pyoxigraph as ox
 
@@ -54,6 +57,12 @@ MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2
 MAX_LOWER_CASE_NAMES: Final = 4
 MAX_LOWER_CASE_RUNS: Final = 12
+MAX_LOWER_CASE_WORDS: Final = 4
+"""Rare words a lower-case question offers alone as names, besides its spans."""
+COMMON_ZIPF: Final = 4.0
+"""A word seen ten times a million words or more is a common one: 4 is where the Zipf scale's
+high-frequency words begin (van Heuven et al., 2014). "young" is 5.4, "wood" 4.8, "lincoln" 4.3,
+"curie" 2.9."""
 NAME_CANDIDATES: Final = 50
 """Entities a probe of a name run offers at most: the candidates ranked by how the question fits
 them, so a common name costs no more than this many entities' edges."""
@@ -89,6 +98,8 @@ STOPWORDS: Final = frozenset(
     too under until up very was we were what when where which while who whom whose why will with
     would you your yours s""".split()
 )
+
+_Found = TypeVar("_Found")
 
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 _ASIDE = re.compile(r"\s*\([^()]*\)")
@@ -338,9 +349,21 @@ def name_runs(question: str) -> list[NameRun]:
 def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str]) -> list[NameRun]:
     """In a question written all in lower case, which tells no name by its capitals: every span
     of two to MAX_LOWER_CASE_NAMES names between stopwords (connectors inside), up to
-    MAX_LOWER_CASE_RUNS of them, the longest first."""
+    MAX_LOWER_CASE_RUNS of them, the longest first; and up to MAX_LOWER_CASE_WORDS words alone
+    that are no common word of the language ("curie", not "young": nobody wrote it as a name,
+    so only a word that cannot well be read otherwise is taken for one) and not inside
+    parentheses, those with no such word beside them first, then the rarest."""
     spans = []
+    alone = []
     for start in range(len(tokens)):
+        single = NameRun((tokens[start],), start, start + 1,
+                         text[matches[start].start() : matches[start].end()])
+        before = text[: matches[start].start()]
+        # a word in parentheses tells which of the name before it is meant, and is no name asked
+        # of alone ("the queen of spades (prokofiev)")
+        aside = before.count("(") > before.count(")")
+        if len(single.names) == 1 and _one_name(single, set()) and not aside:
+            alone.append(single)
         for end in range(start + 2, len(tokens) + 1):
             span = tokens[start:end]
             if any(word in STOPWORDS and word not in NAME_CONNECTORS for word in span):
@@ -354,7 +377,22 @@ def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str])
             ):
                 spans.append(run)
     spans.sort(key=lambda run: (run.start - run.end, run.start))
-    return sorted(spans[:MAX_LOWER_CASE_RUNS], key=lambda run: (run.start, run.end))
+    frequency = {run.start: _zipf(run.words[0]) for run in alone}
+    rare = {at for at, zipf in frequency.items() if zipf < COMMON_ZIPF}
+    # a rare word beside another is likelier part of a name written whole, which a span tries
+    names = sorted((run for run in alone if run.start in rare), key=lambda run: (
+        run.start - 1 in rare or run.start + 1 in rare, frequency[run.start]))
+    runs = spans[:MAX_LOWER_CASE_RUNS] + names[:MAX_LOWER_CASE_WORDS]
+    return sorted(runs, key=lambda run: (run.start, run.end))
+
+
+def _zipf(word: str) -> float:
+    """How common an English word is, on the Zipf scale of `wordfreq` (log10 of its count a
+    billion words, across many kinds of text, names included); 0 for one rarer than once a
+    million words."""
+    from wordfreq import zipf_frequency  # its import and word list cost half a second
+
+    return float(zipf_frequency(word, "en", wordlist="small"))
 
 
 def _one_name(run: NameRun, sentence_starts: set[int]) -> bool:
@@ -429,6 +467,12 @@ def match_names(
     return found
 
 
+def _uncovered(run: NameRun, covered: set[int]) -> bool:
+    """Whether a run has a name at a position no matched label covers."""
+    return any(i not in covered and word not in STOPWORDS and word not in NAME_CONNECTORS
+               for i, word in enumerate(run.words, run.start))
+
+
 def _trailing(token: str, word: str) -> bool:
     """Whether a run's last word is no part of the name: a connector or ordinal written in
     lower case ("Lady of the ...", "the Duke of Kent's 2nd ...")."""
@@ -471,14 +515,7 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
         if i not in covered and token not in STOPWORDS and token not in concepts
     ]
     found = [entities_by_key[phrase.key] for phrase in chosen]
-    uncovered = {
-        i
-        for i, run in enumerate(runs)
-        if any(
-            i not in covered and tokens[i] not in STOPWORDS and tokens[i] not in NAME_CONNECTORS
-            for i in range(run.start, run.end)
-        )
-    }
+    uncovered = {i for i, run in enumerate(runs) if _uncovered(run, covered)}
     named = _name_matches(runs, [row for row in name_rows if row.run in uncovered])
     named = _longest_runs(
         runs, {i: found for i, found in named.items() if runs[i].part_of not in named}
@@ -559,9 +596,7 @@ class _GroundRows:
         return out
 
 
-def _longest_runs(
-    runs: list[NameRun], named: dict[int, list[RankedMatch]]
-) -> dict[int, list[RankedMatch]]:
+def _longest_runs(runs: list[NameRun], named: dict[int, _Found]) -> dict[int, _Found]:
     """The matched runs that no longer matched run overlaps (a lower-case question's spans, a
     name's parts)."""
     kept: list[int] = []
@@ -604,18 +639,31 @@ def _name_matches(runs: list[NameRun], rows: list[NameRow]) -> dict[int, list[Ra
     return found
 
 
-def names_label(runs: list[NameRun], label: str) -> bool:
-    """Whether one of the question's name runs names the entity with this label, as grounding
-    would find it by a part of the label ("Vermeer" for "Johannes Vermeer")."""
-    keys = label_keys(label)
+def named_labels(question: str, labels: Iterable[str]) -> set[str]:
+    """The labels that the question's name runs name, as grounding would find them by a part of
+    the label ("Vermeer" for "Johannes Vermeer"). As in grounding, a run names nothing inside a
+    label the question writes whole ("württemberg" of "princess augusta of württemberg" does
+    not name "Württemberg Mausoleum"), nor inside a longer run that names one ("tangye" of
+    "jean tangye", which names "Jean Everald Tangye", does not name "Nigel Tangye")."""
+    keyed = {label: label_keys(label) for label in labels}
+    whole = {key for keys in keyed.values() for key in keys}
+    covered = {i for phrase in candidate_phrases(question) if phrase.key in whole
+               for i in range(phrase.start, phrase.end)}
+    runs = name_runs(question)
+    naming = {i: {label for label, keys in keyed.items() if _names_label(run.names, keys)}
+              for i, run in enumerate(runs) if _uncovered(run, covered)}
+    kept = _longest_runs(runs, {i: found for i, found in naming.items() if found})
+    return {label for found in kept.values() for label in found}
+
+
+def _names_label(names: list[str], keys: list[str]) -> bool:
+    """Whether a run's names name the entity whose label has these keys (`label_keys`)."""
     plain = {min(keys, key=lambda key: len(key.split()))} if keys else set()
-    for run in runs:
-        names = run.names
-        for key in keys:
-            if len(names) == 1 and not _first_or_last(names[0], key, plain):
-                continue
-            if name_fit(names, key) or _untitled_fit(names, key, plain):
-                return True
+    for key in keys:
+        if len(names) == 1 and not _first_or_last(names[0], key, plain):
+            continue
+        if name_fit(names, key) or _untitled_fit(names, key, plain):
+            return True
     return False
 
 

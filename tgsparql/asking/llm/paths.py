@@ -26,7 +26,7 @@ from enum import Enum
 
 import pyoxigraph as ox
 
-from tgsparql.asking.grounding import STOPWORDS, match_key, name_runs, names_label
+from tgsparql.asking.grounding import STOPWORDS, match_key, named_labels
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.rdf import vocab
 from tgsparql.rdf.stems import stem
@@ -431,14 +431,17 @@ def named_ends(question: str, edges: Sequence[LabeledEdge]) -> list[Node]:
     it names them by a part of it as grounding finds them ("Vermeer" for "Johannes Vermeer");
     if none is, those that share the most words with it."""
     asked = {stem(word) for word in match_key(question).split() if word not in STOPWORDS}
-    runs = name_runs(question)
-    shares: dict[Node, float] = {}
+    labels: dict[Node, str] = {}
     for edge in edges:
         for label, end in ((edge.labels[0], edge.triple.subject),
                            (edge.labels[2], edge.triple.object)):
-            own = set(_stems_of(label))
-            if own and end not in shares:
-                shares[end] = 1.0 if names_label(runs, label) else len(own & asked) / len(own)
+            if end not in labels and _stems_of(label):
+                labels[end] = label
+    named = named_labels(question, labels.values())
+    shares: dict[Node, float] = {}
+    for end, label in labels.items():
+        own = set(_stems_of(label))
+        shares[end] = 1.0 if label in named else len(own & asked) / len(own)
     top = max(shares.values(), default=0.0)
     if not top:
         return []
