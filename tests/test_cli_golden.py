@@ -8,6 +8,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
@@ -198,8 +199,9 @@ def test_tolerated_checks_report_without_failing(asked: Path, frozen: Path) -> N
 
 def test_check_takes_every_flag_of_query_that_shapes_an_answer() -> None:
     def flags(name: str) -> set[str]:
-        return {opt for param in main.commands[name].params for opt in param.opts
-                if opt.startswith("--")}
+        command = main.get_command(click.Context(main), name)
+        assert command is not None
+        return {opt for param in command.params for opt in param.opts if opt.startswith("--")}
 
     asking = flags("query") - {"--no-stream", "--format", "--validate"}
     assert asking <= flags("check")

@@ -188,12 +188,13 @@ def sessions(store: EmbeddedStore) -> dict[str, dict[str, list[str]]]:
 
 
 def subjects(store: EmbeddedStore, graph: ox.NamedNode) -> set[str]:
-    """The subjects of the graph but seed cuts, which come and go with their Retrieval
-    (tests/asking/test_provenance.py checks them)."""
+    """The subjects of the graph but seed cuts, which come and go with their Retrieval, and the
+    day the session started on, which it shares with that day's other sessions
+    (tests/asking/test_provenance.py checks both)."""
     return {
         q.subject.value
         for q in store.oxigraph.quads_for_pattern(None, None, None, graph)
-        if not q.subject.value.startswith("urn:trustgraph:prov:seed:")
+        if not q.subject.value.startswith(("urn:trustgraph:prov:seed:", "urn:trustgraph:day:"))
     }
 
 
