@@ -453,7 +453,7 @@ def _retrieval_ms(rag: GraphRag, question: str) -> float:
     started = time.perf_counter()
     grounding = ground(rag.store, question, rag.limits.entity_limit)
     retrieve(rag.store, grounding.seeds, rag.limits,
-             grounding.schema_predicates, grounding.stems)
+             grounding.schema_predicates, grounding.stems, grounding.relations)
     return 1000 * (time.perf_counter() - started)
 
 

@@ -465,6 +465,8 @@ class UnrankedQuery:
     excluded: Sequence[ox.NamedNode]
     seeds: Sequence[ox.NamedNode]
     candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
+    predicates: dict[object, list[str]] = field(default_factory=dict)
+    """None: the old walk ranked nothing by the question."""
 
     def ranked(
         self, nodes: Sequence[ox.NamedNode], per_node: int
@@ -520,6 +522,10 @@ class _Hops:
     @property
     def candidates(self) -> dict[ox.NamedNode, int]:
         return self.query.candidates
+
+    @property
+    def predicates(self) -> dict[object, list[str]]:
+        return self.query.predicates
 
     def ranked(
         self, nodes: Sequence[ox.NamedNode], per_node: int
@@ -746,7 +752,7 @@ class Bench:
         def ranked() -> list[ox.Triple]:
             return retrieve_subgraph(
                 counting, grounding.seeds, self.limits,  # type: ignore[arg-type]
-                grounding.schema_predicates, grounding.stems,
+                grounding.schema_predicates, grounding.stems, grounding.relations,
             )
 
         def unranked() -> list[ox.Triple]:

@@ -264,6 +264,10 @@ class Grounding:
     for retrieval's ranking."""
     names: tuple[RankedMatch, ...] = ()
     """The seeds found by a name that is part of their label, one per seed, in seed order."""
+    relations: tuple[str, ...] | None = None
+    """Those of `stems` that are no word of a name the question grounded ("death" of "Where
+    did X die?" but not of "Dying God"): the words a predicate's label must hold to answer the
+    question; None when not told apart (every stem)."""
 
 
 def candidate_phrases(question: str) -> list[Phrase]:
@@ -534,12 +538,19 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
         if len(seeds) < entity_limit:
             seeds.append(entity)
     by_entity = {m.entity: m for i in sorted(named, reverse=True) for m in named[i]}
+    # a word of a name run that grounded names; any other word may ask
+    in_runs = {i for run in runs for i in range(run.start, run.end)}
+    naming = (covered | {i for start, end in inside for i in range(start, end)}) & in_runs
+    asking = {found for i, token in enumerate(tokens) if i not in naming
+              for found in stems(token)}
+    telling = sorted(set(read.telling))
     return Grounding(
         concepts=_unique(concepts),
         seeds=seeds,
         schema_predicates=tuple(sorted(set(read.schema), key=lambda node: node.value)),
-        stems=tuple(sorted(set(read.telling))),
+        stems=tuple(telling),
         names=tuple(by_entity[seed] for seed in seeds if seed in by_entity),
+        relations=tuple(found for found in telling if found in asking),
     )
 
 

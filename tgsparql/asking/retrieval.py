@@ -80,9 +80,10 @@ def retrieve_subgraph(
     limits: RetrievalLimits,
     schema_predicates: Sequence[ox.NamedNode] | None = None,
     stems: Sequence[str] = (),
+    relations: Sequence[str] | None = None,
 ) -> list[ox.Triple]:
     """Edges within `max_path_length` hops of the seeds, in the order they were reached."""
-    return retrieve(store, seeds, limits, schema_predicates, stems).edges
+    return retrieve(store, seeds, limits, schema_predicates, stems, relations).edges
 
 
 def retrieve(
@@ -91,6 +92,7 @@ def retrieve(
     limits: RetrievalLimits,
     schema_predicates: Sequence[ox.NamedNode] | None = None,
     stems: Sequence[str] = (),
+    relations: Sequence[str] | None = None,
 ) -> Retrieved:
     """The subgraph, and what its cut chose from.
 
@@ -99,7 +101,9 @@ def retrieve(
     `RankedQuery`).
     When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
     crowd out the others. `stems` are the question's word stems the ranking matches labels
-    with; `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
+    with, `relations` those of them a predicate's label answers the question by (all of them
+    when None: grounding tells the words of the names it grounded apart, `Grounding.relations`);
+    `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
     its own query); the store is asked here only when they are not given.
     """
     if not seeds:
@@ -111,7 +115,7 @@ def retrieve(
     )
     query = RankedQuery(
         store, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
-        limits.triple_limit,
+        limits.triple_limit, None if relations is None else frozenset(relations),
     )
     return walk(query, limits)
 
@@ -121,6 +125,8 @@ class HopQuery(Protocol):
 
     seeds: Sequence[ox.NamedNode]
     candidates: dict[ox.NamedNode, int]
+    predicates: Mapping[object, Sequence[str]]
+    """The predicates whose label holds a word of the question, known after the first hop."""
 
     def ranked(
         self, nodes: Sequence[ox.NamedNode], per_node: int
@@ -132,20 +138,33 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
     seeds = query.seeds
     subgraph: dict[ox.Triple, None] = {}
     reached: set[ox.NamedNode] = set(seeds)
-    frontier = list(dict.fromkeys(seeds))
+    tiers = [list(dict.fromkeys(seeds))]
     for _ in range(limits.max_path_length):
-        if not frontier or len(subgraph) >= limits.max_subgraph_size:
+        if not any(tiers) or len(subgraph) >= limits.max_subgraph_size:
             break
-        added = _hop(query, frontier, subgraph, limits)
-        next_frontier = []
-        for edge in added:
-            for node in (edge.subject, edge.object):
-                if isinstance(node, ox.NamedNode) and node not in reached:
-                    reached.add(node)
-                    next_frontier.append(node)
-        frontier = next_frontier
+        added = _hop(query, tiers, subgraph, limits)
+        tiers = _next_tiers(added, reached, query.predicates)
     seed_counts = {seed: query.candidates[seed] for seed in query.seeds if seed in query.candidates}
     return Retrieved(list(subgraph), seed_counts)
+
+
+def _next_tiers(
+    added: Sequence[ox.Triple], reached: set[ox.NamedNode], predicates: Mapping[object, object]
+) -> list[list[ox.NamedNode]]:
+    """The next hop's frontier, the nodes in the order they were reached, in two tiers: those
+    an edge whose predicate answers a word of the question reached (a step of a path the
+    question walks), then the others. When the size cap binds, the first tier takes its turns
+    first: on a node with many edges that look like the question, the one its path goes on
+    from is not crowded out by the others' neighbours. Updates `reached`."""
+    new: dict[ox.NamedNode, bool] = {}
+    for edge in added:
+        answers = edge.predicate in predicates
+        for node in (edge.subject, edge.object):
+            if isinstance(node, ox.NamedNode) and node not in reached:
+                new[node] = new.get(node, False) or answers
+    reached.update(new)
+    return [[node for node, answers in new.items() if answers],
+            [node for node, answers in new.items() if not answers]]
 
 
 @dataclass
@@ -168,15 +187,19 @@ class RankedQuery:
     stems: Sequence[str]
     seeds: Sequence[ox.NamedNode]
     triple_limit: int
+    relations: frozenset[str] | None = None
+    """The stems a predicate's label answers the question by; None: all of `stems`."""
     candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
     best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
     holders: dict[object, set[str]] | None = None
     """The terms whose labels hold the question's stems, and which (`_stem_holders`); read
     with the first hop's degrees."""
     predicates: dict[object, list[str]] = field(default_factory=dict)
-    """Those of them used as predicates, with their stems."""
+    """Those of them used as predicates whose label holds a relation stem, with those."""
     named: dict[str, int] = field(default_factory=dict)
     """How many of the stems each holder's label holds, by its IRI (`_best`)."""
+    asked: dict[str, int] = field(default_factory=dict)
+    """How many relation stems each of `predicates` holds, by its IRI (`_best`)."""
 
     @cached_property
     def seed_iris(self) -> frozenset[str]:
@@ -242,7 +265,8 @@ class RankedQuery:
         if len(edges) > RANK_WHOLE_UP_TO:
             return False
         kept = [edge for edge in edges if not isinstance(edge[0], ox.BlankNode)]
-        self.best[node] = _best(node, kept, self.seed_iris, self.named, self.triple_limit)
+        self.best[node] = _best(
+            node, kept, self.seed_iris, self.named, self.asked, self.triple_limit)
         return True
 
     def _select_edges(
@@ -282,9 +306,15 @@ class RankedQuery:
         for stem, terms in telling.items():
             for term in terms:
                 holders.setdefault(term, set()).add(stem)
+        relations = self.relations
         self.predicates = {
-            term: sorted(holders[term]) for term in sorted(predicates & holders.keys(), key=str)
+            term: held
+            for term in sorted(predicates & holders.keys(), key=str)
+            if (held := sorted(stem for stem in holders[term]
+                               if relations is None or stem in relations))
         }
+        self.asked = {term.value: len(held) for term, held in self.predicates.items()
+                      if isinstance(term, ox.NamedNode)}
         return holders
 
     def _degrees(
@@ -389,19 +419,21 @@ def _best(
     edges: Sequence[_Edge],
     seeds: frozenset[str],
     named: Mapping[str, int],
+    asked: Mapping[str, int],
     limit: int,
 ) -> list[ox.Triple]:
     """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to another
-    seed, 2 a stem of the predicate's label, 1 a stem of the neighbour's), then the predicate's
-    rarity at the node, then the terms' strings, subject, predicate, object. `seeds` are the
-    seeds' IRIs and `named` how many stems each IRI's label holds, as strings: a node's edges
+    seed, 2 a relation stem of the predicate's label, 1 a stem of the neighbour's), then the
+    predicate's rarity at the node, then the terms' strings, subject, predicate, object. `seeds`
+    are the seeds' IRIs, `named` how many stems each IRI's label holds and `asked` how many
+    relation stems each predicate's does, as strings: a node's edges
     are looked up by their neighbour's string, which is needed for the order anyway, rather
     than by the term."""
     uses = Counter(p for _, p, _ in edges)
     # Per predicate once: its count, its string and the score its label gives (a schema one
     # none: it is dropped).
     facts = {
-        p: (count, p.value, 2 * named.get(p.value, 0))
+        p: (count, p.value, 2 * asked.get(p.value, 0))
         for p, count in uses.items() if not _is_schema(p)
     }
     own = node.value
@@ -523,28 +555,38 @@ def _text(term: object) -> str:
 
 def _hop(
     query: HopQuery,
-    frontier: Sequence[ox.NamedNode],
+    tiers: Sequence[Sequence[ox.NamedNode]],
     subgraph: dict[ox.Triple, None],
     limits: RetrievalLimits,
 ) -> list[ox.Triple]:
-    """One hop; returns the edges it added to `subgraph`.
+    """One hop over the frontier's tiers (`_next_tiers`); returns the edges it added to
+    `subgraph`.
 
     Every row the store returns costs, so when the size cap binds each node is first asked
-    only for about as many edges as its turns can use. Nodes whose short lists run out before
-    the cap is reached are asked again for their full `triple_limit`.
+    only for about as many edges as its turns can use: a node of the first tier its share of
+    what is left among that tier, any other its share among the whole frontier. Nodes whose
+    short lists run out before the cap is reached are asked again for their full
+    `triple_limit`. One request a hop either way: the tiers are asked together.
     """
-    cap = limits.max_subgraph_size
-    share = math.ceil((cap - len(subgraph)) / len(frontier))
-    per_node = min(limits.triple_limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * share))
-    edges = query.ranked(frontier, per_node)
-    if per_node < limits.triple_limit:
-        _, ran_out = _take_in_turns(frontier, edges, dict(subgraph), cap)
+    cap, limit = limits.max_subgraph_size, limits.triple_limit
+    frontier = [node for tier in tiers for node in tier]
+    left = cap - len(subgraph)
+    wanted = {
+        node: min(limit, max(MIN_EDGES_PER_NODE, TURN_SLACK * math.ceil(left / size)))
+        for tier, size in zip(tiers, (len(tiers[0]) or 1, len(frontier)))
+        for node in tier
+    } if frontier else {}
+    per_node = max(wanted.values(), default=limit)
+    edges = {node: found[: wanted[node]]
+             for node, found in query.ranked(frontier, per_node).items()}
+    if min(wanted.values(), default=limit) < limit:
+        _, ran_out = _take_in_turns(tiers, edges, dict(subgraph), cap)
         cut_short = [
-            node for node in frontier if node in ran_out and len(edges[node]) >= per_node
+            node for node in frontier if node in ran_out and len(edges[node]) >= wanted[node]
         ]
         if cut_short:
-            edges.update(query.ranked(cut_short, limits.triple_limit))
-    added, _ = _take_in_turns(frontier, edges, subgraph, cap)
+            edges.update(query.ranked(cut_short, limit))
+    added, _ = _take_in_turns(tiers, edges, subgraph, cap)
     return added
 
 
@@ -569,30 +611,32 @@ def _is_schema(predicate: ox.NamedNode) -> bool:
 
 
 def _take_in_turns(
-    frontier: Sequence[ox.NamedNode],
+    tiers: Sequence[Sequence[ox.NamedNode]],
     per_node: dict[ox.NamedNode, list[ox.Triple]],
     subgraph: dict[ox.Triple, None],
     cap: int,
 ) -> tuple[list[ox.Triple], set[ox.NamedNode]]:
-    """Round-robin over the nodes' edges (each node's in rank order) until the cap.
+    """Tier after tier, round-robin over the tier's nodes' edges (each node's in rank order)
+    until the cap.
 
     Returns the edges added and the nodes whose edges ran out before the cap was reached.
     """
     added: list[ox.Triple] = []
     ran_out: set[ox.NamedNode] = set()
-    queues = [(node, iter(per_node[node])) for node in frontier]
-    while queues and len(subgraph) < cap:
-        still_open = []
-        for node, queue in queues:
-            if len(subgraph) >= cap:
-                break
-            for edge in queue:
-                if edge not in subgraph:
-                    subgraph[edge] = None
-                    added.append(edge)
-                    still_open.append((node, queue))
+    for tier in tiers:
+        queues = [(node, iter(per_node[node])) for node in tier]
+        while queues and len(subgraph) < cap:
+            still_open = []
+            for node, queue in queues:
+                if len(subgraph) >= cap:
                     break
-            else:
-                ran_out.add(node)
-        queues = still_open
+                for edge in queue:
+                    if edge not in subgraph:
+                        subgraph[edge] = None
+                        added.append(edge)
+                        still_open.append((node, queue))
+                        break
+                else:
+                    ran_out.add(node)
+            queues = still_open
     return added, ran_out
