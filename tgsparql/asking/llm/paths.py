@@ -131,8 +131,10 @@ def read(question: str, seed_labels: Iterable[str]) -> Reading:
     seed_at = [i for i, token in enumerate(tokens) if token not in STOPWORDS
                and stem(token) in names]
     kind, kind_word, noun, plural, noun_at = _kind(tokens)
+    # a word of a seed's name compares nothing ("The Last Coupon")
+    asking = {token for token in tokens if stem(token) not in names}
     comparison = next((group for group in (EARLIEST, LATEST, LONGEST, SAME)
-                       if group & set(tokens)), None)
+                       if group & asking), None)
     relations: Counter[str] = Counter()
     words: dict[str, str] = {}
     places: dict[str, float] = {}
@@ -147,16 +149,16 @@ def read(question: str, seed_labels: Iterable[str]) -> Reading:
         words.setdefault(found, token)
         # X's mother-in-law is X's spouse's mother: the spouse comes first
         places.setdefault(found, i - 2 - 0.5 if in_law and seed_at and i > seed_at[-1] else i)
-    if AGE & set(tokens) and "birth" not in relations:
+    if AGE & asking and "birth" not in relations:
         relations["birth"] += 1
-        words.setdefault("birth", next(t for t in tokens if t in AGE))
+        words.setdefault("birth", next(t for t in tokens if t in AGE & asking))
         places.setdefault("birth", len(tokens))
     if comparison is not None:  # "Which film ...?" names the options; "the same N" the values
         noun, plural = None, False
     if comparison is SAME and (compared := _compared(tokens)) is not None:
         noun, kind_word = stem(compared), f"same {compared}"
     if comparison is not None and comparison is not SAME:
-        kind, kind_word = Kind.DATE, next(t for t in tokens if t in comparison)
+        kind, kind_word = Kind.DATE, next(t for t in tokens if t in comparison & asking)
     rank = _order(tokens, places, seed_at, comparison is not None)
     return Reading(relations, rank, words, kind, kind_word, noun, plural, comparison)
 
@@ -349,6 +351,8 @@ def _grade(reading: Reading, graph: _Graph, edges: Sequence[LabeledEdge],
     elif reading.kind is Kind.ENTITY:
         grade = 0 if is_date or isinstance(end, ox.Literal) else 1
     if reading.noun and grade:
+        if is_date and reading.noun not in DATE_NOUNS:
+            return 0  # a date is no country, film or nationality, whatever leads to it
         kinds = {*_stems_of(label), *predicate,
                  *(word for kind in graph.types.get(end, []) for word in _stems_of(kind))}
         named = reading.noun in kinds
@@ -382,7 +386,9 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     """The paths the question walks: from each seed whose best path answers as much as any
     (words answered, kind), every path as good as its best; by seed, then rank. A comparison
     asks the same of each option, so a path whose predicates more options' paths share comes
-    first."""
+    first, and, when it asks whether they have "the same N", before that a path to a value
+    more options reach: the value they share is what the question is about, and an option's
+    other paths that answer as well are edges that merely look like the question."""
     by_seed: dict[Node, list[Path]] = {}
     for path in paths:
         if path.kind_grade:  # an end of another kind than asked answers nothing
@@ -390,18 +396,23 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     if not by_seed:
         return []
     shared: Counter[tuple[str, ...]] = Counter()
+    values: Counter[str] = Counter()
     if reading.comparison is not None:
         for found in by_seed.values():
             shared.update({_predicates(path) for path in found})
+            if reading.comparison is SAME:
+                values.update({_value_key(path.end_label) for path in found})
 
     def rank(path: Path) -> tuple[int, ...]:
-        return (shared[_predicates(path)], *path.rank)
+        # "the same N": a value another option has too is what the question asks about
+        return (values[_value_key(path.end_label)], shared[_predicates(path)], *path.rank)
 
-    top = max(rank(path)[:3] for found in by_seed.values() for path in found)  # shared, words, kind
+    # shared value, shared predicates, words, kind
+    top = max(rank(path)[:4] for found in by_seed.values() for path in found)
     chosen = []
     for seed in seeds:
         found = by_seed.get(seed, [])
-        if not found or max(rank(path) for path in found)[:3] != top:
+        if not found or max(rank(path) for path in found)[:4] != top:
             continue
         mark = max(rank(path) for path in found)
         chosen += sorted((path for path in found if rank(path) == mark),
