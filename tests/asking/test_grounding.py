@@ -494,6 +494,20 @@ def test_the_index_records_the_stems_of_label_words_for_ranking(
     assert stems_ == {"place", "birth"}
 
 
+def test_the_words_of_a_grounded_name_ask_for_no_relation(tgsparql_store: EmbeddedStore) -> None:
+    indexed(tgsparql_store, """
+        ex:film rdfs:label "Dying God" . ex:death rdfs:label "date of death" .
+        ex:release rdfs:label "publication date" . ex:film ex:release ex:year .
+        ex:film ex:death ex:other .
+    """)
+    grounding = ground(tgsparql_store, "When did Dying God come out?", 50)
+    assert grounding.seeds == [ex("film")]
+    assert "death" in grounding.stems  # "Dying" still finds neighbours named with it
+    assert "death" not in (grounding.relations or ())
+    asked = ground(tgsparql_store, "When did the director of Dying God die?", 50)
+    assert "death" in (asked.relations or ())  # "die" asks, though "Dying" names
+
+
 # tolerant name matching: initials, short forms, a missing or misspelt name, ordinals, asides,
 # joined words, the name before a comma
 

@@ -10,10 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tgsparql.asking import retrieval
-from tgsparql.asking.grounding import update_label_index
+from tgsparql.asking.grounding import ground, update_label_index
+from tgsparql.asking.llm.offline import OfflineBackend
+from tgsparql.asking.pipeline import GraphRag
 from tgsparql.asking.retrieval import (
     RANKING_RULE, RetrievalLimits, _schema_predicates_in_use, retrieve, retrieve_subgraph,
 )
+from tgsparql.rdf import vocab
 from tgsparql.stores.store import EmbeddedStore, WithTemplates, open_store
 
 EX = "http://example.org/"
@@ -670,3 +673,60 @@ def test_a_node_that_grew_past_its_count_is_ranked_as_a_bigger_node(
         assert retrieve_subgraph(store, seeds, lim, stems=["springfield"]) == (
             expected[name]), name
     assert t("star", "bornIn", "town") in expected["fan"] + expected["star"]
+
+
+# ---- real-term noise: a hub whose other edges use the KG's own predicates and entities
+
+NOISY_FILM = """
+ex:tara rdfs:label "Ballad of Tara" ; ex:director ex:eddie ; ex:birthplace ex:lookalike .
+ex:eddie rdfs:label "Eddie Morris" ; ex:birthplace ex:dublin ; ex:award ex:prize .
+ex:dublin rdfs:label "Dublin" . ex:lookalike rdfs:label "Cork" .
+ex:prize rdfs:label "Ballad of Tara Film Prize" .
+ex:lookalike ex:award ex:medal . ex:medal rdfs:label "Silver Medal" .
+ex:director rdfs:label "director" . ex:birthplace rdfs:label "place of birth" .
+ex:award rdfs:label "award received" . ex:knows rdfs:label "knows" .
+""" + "".join(
+    f'ex:tara ex:knows ex:n{i} . ex:n{i} rdfs:label "Person {i}" .\n'
+    + "".join(f"ex:n{i} ex:knows ex:m{i}x{j} .\n" for j in range(5))
+    for i in range(8)
+)
+"""A film with a director born in Dublin, among the edges real noise gives a hub: a "place of
+birth" of the film itself (the question's word, on the wrong hop), a prize of the director's
+named with the film's title (three of the question's words, so it outranks the birthplace at
+the director), and eight neighbours with neighbours of their own."""
+NOISY_QUESTION = "Where was the director of film Ballad Of Tara born?"
+NOISY_PATH = [t("tara", "director", "eddie"), t("eddie", "birthplace", "dublin")]
+NOISY_LIMITS = limits(max_subgraph_size=14)
+"""The film's ten edges, then four more: too few for every neighbour's turn."""
+
+
+def test_under_real_term_noise_the_nodes_a_path_reaches_expand_first(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    load(tgsparql_store, NOISY_FILM)
+    update_label_index(tgsparql_store)
+    grounding = ground(tgsparql_store, NOISY_QUESTION, 50)
+    edges = retrieve_subgraph(tgsparql_store, grounding.seeds, NOISY_LIMITS,
+                              grounding.schema_predicates, grounding.stems, grounding.relations)
+    # the film's "place of birth" and its director were reached by a predicate the question
+    # names: they take their turns first, and a neighbour reached otherwise only the place
+    # they leave
+    assert edges[10:] == [
+        t("lookalike", "award", "medal"), t("eddie", "award", "prize"),
+        t("eddie", "birthplace", "dublin"), t("n0", "knows", "m0x0"),
+    ]
+    assert set(NOISY_PATH) <= set(edges)
+
+
+def test_under_real_term_noise_only_the_path_the_question_walks_is_selected(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    load(tgsparql_store, NOISY_FILM)
+    update_label_index(tgsparql_store)
+    rag = GraphRag(tgsparql_store, OfflineBackend(), limits=NOISY_LIMITS)
+    messages = list(rag.query(NOISY_QUESTION))
+    selected = [triple.object for message in messages for triple in message.explain_triples
+                if triple.predicate == vocab.TG_EDGE]
+    assert selected == NOISY_PATH
+    answer = "".join(m.response for m in messages if m.message_type == "chunk")
+    assert answer.startswith("Dublin. ")
