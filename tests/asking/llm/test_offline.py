@@ -488,6 +488,41 @@ def test_a_comparison_compares_the_values_it_selected(question: str, lead: str) 
     assert {edge.labels[0] for edge in chosen} & seeds == seeds  # each option's path is cited
 
 
+COUPON = kg(
+    ("The Last Coupon", "director", "Frank Launder"),
+    ("Interview with a Hitman", "director", "Perry Bhandal"),
+    ("Frank Launder", "country of citizenship", "British"),
+    ("Perry Bhandal", "country of citizenship", "British"),
+    ("The Last Coupon", "publication date", "1932"),
+    ("Interview with a Hitman", "publication date", "2012"),
+)
+
+
+@pytest.mark.parametrize(("question", "lead"), [
+    ("Do both films Interview With A Hitman and The Last Coupon have the directors from the same "
+     "country?", "Yes"),
+    ("Which film came out last, Interview With A Hitman or The Last Coupon?",
+     "Interview with a Hitman"),
+])
+def test_a_word_of_a_seeds_name_compares_only_where_the_question_says_it_again(
+    question: str, lead: str
+) -> None:
+    _, found = ask(question, COUPON, "Interview with a Hitman", "The Last Coupon")
+    assert found == lead
+
+
+def test_the_same_n_is_read_from_the_value_the_options_share() -> None:
+    noisy = kg(*[edge.labels for edge in COUPON],
+               ("Frank Launder", "country of origin", "Lakefield"),
+               ("Perry Bhandal", "basin country", "Dismal Swamp"),
+               ("Perry Bhandal", "country", "12 May 1931"))
+    chosen, lead = ask("Do both films Interview With A Hitman and The Last Coupon have the "
+                       "directors from the same country?", noisy,
+                       "Interview with a Hitman", "The Last Coupon")
+    assert lead == "Yes"
+    assert {edge.labels[2] for edge in chosen} == {"Frank Launder", "Perry Bhandal", "British"}
+
+
 def test_a_neighbour_that_shares_a_word_with_the_question_is_no_reason() -> None:
     noisy = kg(*[edge.labels for edge in FILMS],
                ("Ballad of Tara", "followed by", "Born to Dance"),

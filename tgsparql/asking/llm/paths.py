@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -123,7 +123,7 @@ def clauses(question: str) -> list[str]:
     return _CLAUSE.split(question)
 
 
-def read(question: str, seed_labels: Iterable[str]) -> Reading:
+def read(question: str, seed_labels: Collection[str]) -> Reading:
     """The relation words of `question` that are not in the names of its seeds, in path order,
     and what it asks for."""
     tokens = match_key(question).split()
@@ -131,8 +131,10 @@ def read(question: str, seed_labels: Iterable[str]) -> Reading:
     seed_at = [i for i, token in enumerate(tokens) if token not in STOPWORDS
                and stem(token) in names]
     kind, kind_word, noun, plural, noun_at = _kind(tokens)
-    # a word of a seed's name compares nothing ("The Last Coupon")
-    asking = {token for token in tokens if stem(token) not in names}
+    # a word of a seed's name compares nothing ("The Last Coupon"), but the question may say it
+    # again ("Which film was released first, The First 7th Night or ...?")
+    said = Counter(word for label in set(seed_labels) for word in match_key(label).split())
+    asking = {token for token, count in Counter(tokens).items() if count > said[token]}
     comparison = next((group for group in (EARLIEST, LATEST, LONGEST, SAME)
                        if group & asking), None)
     relations: Counter[str] = Counter()
