@@ -450,3 +450,27 @@ def test_conforming_data_gives_a_conforming_report() -> None:
     report = validate("ex:S sh:targetClass ex:A ; sh:class ex:A .", "ex:a a ex:A .")
     assert report.conforms and report.results == []
     assert "sh:conforms true" in report.to_turtle()
+
+
+NESTED_DATATYPES = """
+ex:Direct sh:targetSubjectsOf ex:p ; sh:property [ sh:path ex:p ; sh:datatype xsd:integer ] .
+ex:Nested sh:targetSubjectsOf ex:p ;
+    sh:property [ sh:path ex:p ; sh:or ( [ sh:datatype xsd:integer ] [ sh:datatype xsd:boolean ] ) ] .
+"""
+WRITTEN_FORMS = """
+ex:a ex:p "+01"^^xsd:integer .
+ex:b ex:p "1.5"^^xsd:integer .
+ex:c ex:p "2"^^xsd:decimal .
+"""
+
+
+@pytest.mark.parametrize("focus", [None, [EX + "a", EX + "b", EX + "c"]])
+def test_a_datatype_inside_sh_or_judges_the_written_form_as_a_direct_one_does(
+    focus: list[str] | None,
+) -> None:
+    """A nested shape's value is its focus: its datatype is judged on the form the data wrote
+    (the lexical records), over every focus node and over a few named ones alike."""
+    report = validate(NESTED_DATATYPES, WRITTEN_FORMS, focus=focus)
+    failing = {(component, focus) for focus, _, _, component, _ in rows(report)}
+    assert failing == {(component, node) for component in ("Datatype", "Or")
+                       for node in (ex("b"), ex("c"))}
