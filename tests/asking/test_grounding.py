@@ -11,6 +11,7 @@ from tgsparql.asking.grounding import (
     MAX_PHRASE_WORDS, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
     rebuild_label_index, update_label_index,
 )
+from tgsparql.rdf import vocab
 from tgsparql.rdf.text import normalize_label
 from tgsparql.stores.store import EmbeddedStore, WithTemplates
 
@@ -300,6 +301,28 @@ def test_rebuild_label_index_drops_stale_keys(tgsparql_store: EmbeddedStore) -> 
     assert update_label_index(tgsparql_store) == 0
 
 
+def test_rebuild_removes_the_old_index_batch_by_batch_and_leaves_only_the_new_one(
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed(tgsparql_store, CURIES)
+    index_graph = vocab.GRAPH_LABEL_INDEX
+    before = set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, index_graph))
+    stale = ox.Quad(ex("gone"), ox.NamedNode(vocab.TG + "labelKey"), ox.Literal("gone"), index_graph)
+    tgsparql_store.oxigraph.add(stale)
+    monkeypatch.setattr("tgsparql.asking.grounding.REMOVE_BATCH", 3)
+    assert rebuild_label_index(tgsparql_store) == 5
+    assert set(tgsparql_store.oxigraph.quads_for_pattern(None, None, None, index_graph)) == before
+
+
+def test_a_name_given_by_two_predicates_is_indexed_once(tgsparql_store: EmbeddedStore) -> None:
+    load(tgsparql_store, '''
+        ex:marie rdfs:label "Marie Curie" ;
+            <http://www.w3.org/2004/02/skos/core#altLabel> "Marie Curie", "Madame Curie" ;
+            <http://schema.org/alternateName> "Madame Curie" .
+    ''')
+    assert update_label_index(tgsparql_store) == 2
+
+
 def test_rebuild_label_index_on_a_fresh_store_indexes_everything(
     tgsparql_store: EmbeddedStore
 ) -> None:
@@ -418,20 +441,25 @@ class CountingStore(WithTemplates):
         return self.inner.select(query, **kwargs)
 
 
-def test_grounding_is_one_query_with_exact_and_name_matches_and_the_schema_in_use(
+def test_grounding_asks_for_name_candidates_in_a_second_query_only_when_a_run_is_uncovered(
     tgsparql_store: EmbeddedStore
 ) -> None:
     indexed(tgsparql_store, """
         ex:edsel rdfs:label "Edsel Bryant Ford" .
         ex:radium rdfs:label "radium" ; rdfs:comment "an element" .
         ex:radium ex:discoveredBy ex:edsel .
+        ex:river rdfs:label "Ledran River" .
     """)
     counting = CountingStore(tgsparql_store)
     grounding = ground(counting, "Did Edsel Ford find radium?", 50)  # type: ignore[arg-type]
-    assert counting.queries == 1
+    assert counting.queries == 2
     assert grounding.seeds == [ex("radium"), ex("edsel")]
     rdfs = "http://www.w3.org/2000/01/rdf-schema#"
     assert [p.value for p in grounding.schema_predicates or ()] == [rdfs + "comment", rdfs + "label"]
+
+    covered = CountingStore(tgsparql_store)
+    grounding = ground(covered, "What flows into the Ledran River?", 50)  # type: ignore[arg-type]
+    assert (covered.queries, grounding.seeds) == (1, [ex("river")])
 
 
 def test_a_question_without_phrases_asks_nothing(tgsparql_store: EmbeddedStore) -> None:
@@ -639,12 +667,12 @@ def test_two_names_joined_by_and_are_not_one_name_missing_a_word(
     assert seeds.seeds == [ex("coup"), ex("cow")]
 
 
-def test_tolerant_grounding_is_still_one_query(tgsparql_store: EmbeddedStore) -> None:
+def test_tolerant_grounding_asks_for_every_run_in_one_query(tgsparql_store: EmbeddedStore) -> None:
     indexed(tgsparql_store, 'ex:g rdfs:label "Gwendolyn Graham" .')
     counting = CountingStore(tgsparql_store)
     question = "Did Gwen Graham meet Joanna Elisabeth Of Holstein-Gottorp or Thaddeus P. Mott?"
     assert ground(counting, question, 50).seeds == [ex("g")]  # type: ignore[arg-type]
-    assert counting.queries == 1
+    assert counting.queries == 2  # the concepts, then the candidates of every uncovered run
 
 
 @settings(max_examples=100)
@@ -753,13 +781,13 @@ def test_a_common_word_in_many_labels_does_not_flood_a_lower_case_question(
     assert ground(tgsparql_store, "which film did kubrick direct?", 50).seeds == [ex("kubrick")]
 
 
-def test_a_name_no_label_equals_is_looked_for_once_in_the_one_request(
+def test_a_name_no_label_equals_is_looked_for_in_one_request_after_the_concepts(
     tgsparql_store: EmbeddedStore
 ) -> None:
     indexed(tgsparql_store, 'ex:vermeer rdfs:label "Johannes Vermeer" .')
     counting = CountingStore(tgsparql_store)
     grounding = ground(counting, "When was Vermeer born?", 50)  # type: ignore[arg-type]
-    assert (grounding.seeds, counting.queries) == ([ex("vermeer")], 1)
+    assert (grounding.seeds, counting.queries) == ([ex("vermeer")], 2)
 
 
 def test_a_title_longer_than_any_concept_is_still_found_as_a_name(

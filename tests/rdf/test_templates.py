@@ -669,6 +669,7 @@ EVERY_PARAM: dict[str, Any] = {
     "candidates": [S, O],
     "anchors": [P],
     "facts": [LIT_TRIPLE, IRI_TRIPLE],
+    "index_entries": [LIT_TRIPLE, IRI_TRIPLE],
     "labels": [{"term": S, "label": "s"}],
     "groups": [{"graph": None, "triples": [ox.Triple(S, P, LIT_TRIPLE), IRI_TRIPLE]},
                {"graph": GRAPH, "triples": [LIT_TRIPLE]}],

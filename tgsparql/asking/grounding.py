@@ -26,7 +26,8 @@ candidates.
 Ingest links the names it extracts the same way (`match_names`): each as one run, whatever its
 case. Normalised label keys and their words live in the label index graph, written once per
 label by `update_label_index`, so grounding is indexed lookups instead of a scan over every
-label, all in one query.
+label: one query, and a second for the candidates of the name runs no concept covers, so that a
+name the KG holds whole costs no lookups of its words (held by many names in a large KG).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ MAX_QUESTION_WORDS: Final = 200
 INDEX_BATCH: Final = 1000
 """Labels an update of the index: each update's transaction is held in memory until it commits
 (5,000 took some 100 MB more at the peak of a large load, and were no faster)."""
+REMOVE_BATCH: Final = 5000
+"""Index quads an update removes when the index is rebuilt."""
 INDEX_VERSION: Final = 4
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
@@ -485,30 +488,27 @@ def _trailing(token: str, word: str) -> bool:
 
 
 def ground(store: Store, question: str, entity_limit: int) -> Grounding:
-    """The seeds of the question, and the schema predicates the KG uses, in one query."""
+    """The seeds of the question, and the schema predicates the KG uses: one query of index
+    lookups for the concepts, the stems and the schema, then, only when some name run is left
+    uncovered by the concepts found, one for the candidates of those runs. A run a concept
+    covers asks for nothing: its candidates would be dropped, and a word that many names hold
+    ("River", "Songs") makes them cost work that grows with the KG."""
     phrases = candidate_phrases(question)
     if not phrases:
         return Grounding(concepts=[], seeds=[])
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
     question_stems = sorted(stems(question))
-    asked = [
-        RunQuery(i, run.key if run.end - run.start <= MAX_PHRASE_WORDS else None, run.probes,
-                 [s for s in question_stems if s not in stems(run.key)])
-        for i, run in enumerate(runs)
-        if run.probes
-    ]
-    rows = store.run(
+    read = _GroundRows.of(store.run(
         "ground",
         keys=keys,
-        runs=asked,
+        runs=[],
         per_probe=NAME_CANDIDATES,
         schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
         stems=question_stems,
         common_stem=COMMON_STEM,
-    ).rows
-    read = _GroundRows.of(rows)
-    entities_by_key, name_rows = read.entities_by_key, read.name_rows
+    ).rows)
+    entities_by_key = read.entities_by_key
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
     covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
     tokens = words(question)[:MAX_QUESTION_WORDS]
@@ -520,7 +520,17 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     ]
     found = [entities_by_key[phrase.key] for phrase in chosen]
     uncovered = {i for i, run in enumerate(runs) if _uncovered(run, covered)}
-    named = _name_matches(runs, [row for row in name_rows if row.run in uncovered])
+    asked = [
+        RunQuery(i, run.key if run.end - run.start <= MAX_PHRASE_WORDS else None, run.probes,
+                 [s for s in question_stems if s not in stems(run.key)])
+        for i, run in enumerate(runs)
+        if i in uncovered and run.probes
+    ]
+    name_rows = _GroundRows.of(store.run(
+        "ground", keys=[], runs=asked, per_probe=NAME_CANDIDATES, schema_candidates=(),
+        stems=[], common_stem=COMMON_STEM,
+    ).rows).name_rows if asked else []
+    named = _name_matches(runs, name_rows)
     named = _longest_runs(
         runs, {i: found for i, found in named.items() if runs[i].part_of not in named}
     )
@@ -808,7 +818,7 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
     now looks up.
     """
     if not store.run("label_index_version", version=INDEX_VERSION).boolean:
-        store.run("label_index_clear", version=INDEX_VERSION)
+        clear_label_index(store)
     added = 0
     batch: list[IndexEntry] = []
     # Rows one at a time where the store can stream them: a load of a million labels must not
@@ -829,6 +839,22 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
     return added
 
 
-def rebuild_label_index(store: Store) -> int:
+def clear_label_index(store: Store) -> None:
+    """Empty the index, marked with the version about to fill it: its quads removed
+    REMOVE_BATCH an update, so a large index is not one transaction held in memory whole."""
+    batch: list[Solution] = []
+    for row in itertools.chain(store.stream("label_index_entries"), [None]):
+        if row is not None:
+            batch.append(row)
+        if batch and (row is None or len(batch) == REMOVE_BATCH):
+            store.run("label_index_remove", index_entries=[
+                ox.Triple(row["subject"], row["predicate"], row["object"])  # type: ignore[arg-type]
+                for row in batch
+            ])
+            batch = []
     store.run("label_index_clear", version=INDEX_VERSION)
+
+
+def rebuild_label_index(store: Store) -> int:
+    clear_label_index(store)
     return update_label_index(store)
