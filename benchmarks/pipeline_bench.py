@@ -694,6 +694,66 @@ class _TimedTemplates(_CpuTime):
         return self._timed(lambda: self.templates.render(name, **params))
 
 
+@dataclass(frozen=True)
+class Answered:
+    """What one question's session records: its grounding, subgraph, selection and answer."""
+
+    text: str
+    grounding: Grounding
+    subgraph: list[ox.Triple]
+    parsed: Any
+    usage: Any
+    found: Any
+    answer_usage: Any
+    answer_text: str
+
+
+def offline_answer(backend: OfflineBackend, text: str, labelgraph: Any,
+                   seeds: Sequence[ox.NamedNode]) -> tuple[Any, Any, Any, str]:
+    """The offline backend's selection (its output and the parsed edges) and answer (the
+    answer and its text)."""
+    request = SelectionRequest(text, labelgraph.labeled_edges, seeds)
+    output = backend.select(request) if request.edges else None
+    parsed = parse_selection(output.text if output else "", labelgraph.uri_map)
+    by_id = labelgraph.by_id()
+    answer = backend.answer(text, [by_id[e.id] for e in parsed.edges], stream=False)
+    return output, parsed, answer, "".join(answer)
+
+
+def answered_offline(store: EmbeddedStore, backend: OfflineBackend, text: str,
+                     grounding: Grounding, subgraph: list[ox.Triple]) -> Answered:
+    """What the session of a question records, by the offline backend: what a measurement
+    of the recording writes needs first."""
+    labelgraph = get_labelgraph(store, subgraph)
+    output, parsed, answer, answer_text = offline_answer(backend, text, labelgraph,
+                                                         grounding.seeds)
+    return Answered(text, grounding, subgraph, parsed, output.usage if output else None,
+                    facts_sources(store, [edge.triple for edge in parsed.edges]), answer.usage,
+                    answer_text)
+
+
+def session_writes(recorder: Recorder, librarian: StoreLibrarian, ids: SessionIds,
+                   answered: Answered) -> list[Callable[[], Any]]:
+    """Every write of one session for a question's data, in the pipeline's order."""
+    title = f"GraphRAG answer {ids.uuid}"
+    started = now()
+    parsed = answered.parsed
+    return [
+        lambda: recorder.write(
+            recorder.session(ids, answered.text, started),
+            recorder.retrieval(ids, answered.grounding, answered.subgraph),
+        ),
+        lambda: recorder.write(
+            recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), answered.usage,
+                               answered.found)
+        ),
+        lambda: recorder.write(
+            librarian.record(ids.answer_document, answered.answer_text, title=title),
+            recorder.answer(ids, answered.answer_usage, now(), started=started),
+        ),
+    ]
+
+
 class Bench:
     def __init__(self, store: EmbeddedStore) -> None:
         self.store = store
@@ -800,36 +860,18 @@ class Bench:
             samples.retrieval_hub_unranked.append(samples.retrieval_unranked[-1])
         labelgraph = _timed(samples.labels, lambda: get_labelgraph(store, subgraph))
 
-        def offline_llm() -> tuple[Any, Any, Any, str]:
-            request = SelectionRequest(text, labelgraph.labeled_edges, grounding.seeds)
-            output = self.backend.select(request) if request.edges else None
-            parsed = parse_selection(output.text if output else "", labelgraph.uri_map)
-            by_id = labelgraph.by_id()
-            answer = self.backend.answer(text, [by_id[e.id] for e in parsed.edges], stream=False)
-            return output, parsed, answer, "".join(answer)
-
-        output, parsed, answer, answer_text = _timed(samples.offline_llm, offline_llm)
+        output, parsed, answer, answer_text = _timed(
+            samples.offline_llm,
+            lambda: offline_answer(self.backend, text, labelgraph, grounding.seeds),
+        )
         usage = output.usage if output else None
         found = facts_sources(store, [edge.triple for edge in parsed.edges])
 
+        answered = Answered(text, grounding, subgraph, parsed, usage, found, answer.usage,
+                            answer_text)
+
         def writes(recorder: Recorder, librarian: StoreLibrarian) -> list[Callable[[], Any]]:
-            """Every write of one session for this question's data, in the pipeline's order."""
-            ids = SessionIds.new()
-            title = f"GraphRAG answer {ids.uuid}"
-            started = now()
-            return [
-                lambda: recorder.write(
-                    recorder.session(ids, text, started),
-                    recorder.retrieval(ids, grounding, subgraph),
-                ),
-                lambda: recorder.write(
-                    recorder.selection(ids, parsed.edges, len(parsed.invalid_ids), usage, found)
-                ),
-                lambda: recorder.write(
-                    librarian.record(ids.answer_document, answer_text, title=title),
-                    recorder.answer(ids, answer.usage, now(), started=started),
-                ),
-            ]
+            return session_writes(recorder, librarian, SessionIds.new(), answered)
 
         def record(recorder: Recorder, parts: Sequence[list[int]]) -> int:
             """The session's writes, each timed; returns the total ns."""
@@ -930,12 +972,16 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values)) if values else math.nan
 
 
-def p95(values: Sequence[float]) -> float:
-    """Nearest-rank 95th percentile."""
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile (`share` 0.95 for the 95th)."""
     if not values:
         return math.nan
     ordered = sorted(values)
-    return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)])
+    return float(ordered[max(0, math.ceil(share * len(ordered)) - 1)])
+
+
+def p95(values: Sequence[float]) -> float:
+    return percentile(values, 0.95)
 
 
 def _verdict(ok: bool) -> str:

@@ -384,6 +384,40 @@ def test_tiny_load_benchmark_measures_both_ways_step_by_step(tmp_path: Path) -> 
     assert [path.suffix for path in (tmp_path / "work").iterdir()] == [".nt"]  # stores removed
 
 
+def test_tiny_growth_benchmark_measures_every_facts_step_at_each_size_with_its_ratio(
+    tmp_path: Path
+) -> None:
+    out = tmp_path / "growth.md"
+    done = run_module("benchmarks.growth_bench", "--tiny", "--work", tmp_path / "work",
+                      "--out", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| facts |")]
+    steps = ["load", "label index", "grounding", "retrieval", "recording", "trace",
+             "validate --session", "index", "migrate"]
+    assert sorted((row[2], row[1]) for row in rows) == sorted(
+        (step, size) for step in steps for size in ("2,000", "4,000"))
+    for axis, size, step, p50, p95, p99, seconds, peak, *ratios, note in rows:
+        assert float(peak.replace(",", "")) > 0, step
+        timed = [p50, p95, p99]
+        if step in ("load", "label index", "index", "migrate"):
+            assert timed == ["", "", ""] and float(seconds) >= 0, step
+        else:
+            assert seconds == "" and float(p50) <= float(p95) <= float(p99), step
+        # the larger size carries its ratio to the smaller for each value it has
+        filled = [cell for cell in ratios if cell]
+        assert (size == "4,000") == bool(filled), (step, size)
+        assert "s CPU of" in note
+    assert verdict(text, "grounding p95") in VERDICTS
+    assert verdict(text, "highest peak") in VERDICTS
+    assert "load average" in text
+    second = run_module("benchmarks.growth_bench", "--tiny", "--work", tmp_path / "work",
+                        "--out", out)
+    assert second.returncode == 0, second.stderr
+    assert "reused from the cache" in out.read_text(encoding="utf-8")
+
+
 def test_tiny_soak_benchmark_writes_its_table_and_plot(tmp_path: Path) -> None:
     out, plot = tmp_path / "soak.md", tmp_path / "soak.png"
     done = run_module("benchmarks.soak_bench", "--tiny", "--work", tmp_path / "work",

@@ -1,0 +1,163 @@
+"""Growth benchmark: what each step costs as the data grows, in facts and in sessions.
+
+One table (`results/growth.md`): per step and size its time (p50, p95 and p99 of the per-item
+steps, seconds of the one-off ones) and its peak memory, each with its ratio to the same step at
+the next smaller size. The facts rows come from `benchmarks.growth_facts`; every step runs in a
+child process of its own, so no step shares another's peak.
+
+Run: python -m benchmarks.growth_bench --facts 1000000,10000000
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks import growth_facts
+from benchmarks.growth_rows import GrowthRow
+from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
+
+SIZES = {
+    "facts": Size("1000000,10000000", "2000,4000", "KG facts, comma-separated", least=None),
+    "questions": Size(200, 5, "questions timed per size"),
+}
+DEFAULT_SEED = 20240601
+TARGET_GROUNDING_GROWTH = 1.5
+"""Grounding's p95 at the largest facts size over its p95 at the next smaller one, at most."""
+TARGET_PEAK_MB = 2048.0
+"""No step's peak above this, at any size."""
+BOUNDED = ("load", "label index", "index", "migrate")
+"""The steps that keep the store, whose peak must not grow with it."""
+COLUMNS = ("p50_ms", "p95_ms", "p99_ms", "seconds", "peak_mb")
+
+
+def sizes(text: str) -> list[int]:
+    """A comma-separated list of sizes, smallest first."""
+    try:
+        found = sorted({int(part.replace("_", "")) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise SystemExit(f"not a list of sizes: {text!r}") from None
+    if not found or found[0] < 1:
+        raise SystemExit(f"sizes must be whole numbers of at least 1: {text!r}")
+    return found
+
+
+def _cell(value: float | None, digits: int = 2) -> str:
+    return "" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def _ratio(value: float | None, smaller: float | None) -> str:
+    if value is None or smaller is None or not smaller or math.isnan(value + smaller):
+        return ""
+    return f"×{value / smaller:.2f}"
+
+
+def smaller_of(rows: Sequence[GrowthRow]) -> dict[GrowthRow, GrowthRow]:
+    """Each row's row of the same axis and step at the next smaller size."""
+    found = {}
+    for row in rows:
+        below = [r for r in rows if (r.axis, r.step) == (row.axis, row.step) and r.size < row.size]
+        if below:
+            found[row] = max(below, key=lambda r: r.size)
+    return found
+
+
+def verdicts(rows: Sequence[GrowthRow]) -> list[str]:
+    """The targets' lines: grounding's growth, and every step's peak."""
+    lines = []
+    smaller = smaller_of(rows)
+    grounding = sorted((r for r in rows if r.axis == "facts" and r.step == "grounding"),
+                       key=lambda r: r.size)
+    if len(grounding) >= 2 and grounding[-1] in smaller:
+        large, small = grounding[-1], smaller[grounding[-1]]
+        growth = (large.p95_ms or math.nan) / (small.p95_ms or math.nan)
+        ok = growth <= TARGET_GROUNDING_GROWTH
+        lines.append(
+            f"- grounding p95 at {large.size:,} facts / at {small.size:,}: {growth:.2f} "
+            f"(target ≤ {TARGET_GROUNDING_GROWTH:g}; p99 {_ratio(large.p99_ms, small.p99_ms)}): "
+            + ("pass" if ok else "**FAIL**"))
+    peaks = [r for r in rows if r.peak_mb is not None]
+    if peaks:
+        top = max(peaks, key=lambda r: r.peak_mb or 0.0)
+        kept = max((r for r in peaks if r.step in BOUNDED), key=lambda r: r.peak_mb or 0.0,
+                   default=top)
+        ok = (top.peak_mb or 0.0) <= TARGET_PEAK_MB
+        lines.append(
+            f"- highest peak: {top.peak_mb:,.0f} MB ({top.step}, {top.size:,} {top.axis}); of "
+            f"{', '.join(BOUNDED)}: {kept.peak_mb:,.0f} MB ({kept.step}, {kept.size:,} "
+            f"{kept.axis}) (target: none above {TARGET_PEAK_MB:,.0f} MB): "
+            + ("pass" if ok else "**FAIL**"))
+    return lines
+
+
+def table(rows: Sequence[GrowthRow]) -> list[str]:
+    """The rows by axis, step and size, each with its ratios to the next smaller size."""
+    smaller = smaller_of(rows)
+    lines = [
+        "| axis | size | step | p50 ms | p95 ms | p99 ms | s | peak MB "
+        "| × p50 | × p95 | × p99 | × s | × peak | note |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        below = smaller.get(row)
+        cells = [_cell(getattr(row, column), 0 if column == "peak_mb" else 2)
+                 for column in COLUMNS]
+        ratios = [_ratio(getattr(row, column), getattr(below, column) if below else None)
+                  for column in COLUMNS]
+        lines.append(f"| {row.axis} | {row.size:,} | {row.step} | " + " | ".join(cells) + " | "
+                     + " | ".join(ratios) + f" | {row.note} |")
+    return lines
+
+
+def report(rows: Sequence[GrowthRow], questions: int, wall_s: float, cpu_s: float,
+           load_before: tuple[float, float, float]) -> str:
+    return "\n".join([
+        *head("Growth benchmark", "python -m benchmarks.growth_bench"),
+        load_line(load_before),
+        f"- run: {wall_s:,.0f} s wall; the steps' child processes {cpu_s:,.0f} s CPU",
+        f"- facts: the pipeline benchmark's KG at each size, on disk, its files read into the "
+        f"page cache before each step; {questions} questions timed per step and size after "
+        f"5 warm-up ones; each step in a child process of its own, its peak the child's "
+        f"VmHWM; the sizes of a step measured one after the other",
+        *verdicts(rows),
+        "",
+        *table(rows),
+        "",
+        "Times are per question (grounding, retrieval, the writes of one session's recording) "
+        "or per recorded session (trace, validate --session); s is a one-off step's wall time "
+        "(load: the check and the store; label index: `tgsparql index --rebuild`; migrate: "
+        "`tgsparql migrate`). Each × column is the ratio to the same step at the next smaller "
+        "size. The note gives the step's CPU time beside its process's wall time and the load "
+        "average at its end (the machine is shared; the benchmark itself adds about 1).",
+        "",
+    ])
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(facts: list[int], questions: int, work: Path, out: Path, seed: int) -> str:
+    load_before, started, cpu_before = load_average(), time.perf_counter(), _children_cpu()
+    rows = growth_facts.measure(facts, work, seed, questions)
+    cpu_s = _children_cpu() - cpu_before
+    return write(out, report(rows, questions, time.perf_counter() - started, cpu_s,
+                             load_before))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = BenchParser("benchmarks.growth_bench", __doc__.split("\n\n")[0], SIZES,
+                         out="growth.md", seed=DEFAULT_SEED, work="cache of built stores")
+    args = parser.parse(argv)
+    print(run(sizes(args.facts), args.questions, args.work, args.out, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
