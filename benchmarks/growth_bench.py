@@ -129,10 +129,13 @@ def report(rows: Sequence[GrowthRow], questions: int, wall_s: float, cpu_s: floa
         "",
         "Times are per question (grounding, retrieval, the writes of one session's recording) "
         "or per recorded session (trace, validate --session); s is a one-off step's wall time "
-        "(load: the check and the store; label index: `tgsparql index --rebuild`; migrate: "
-        "`tgsparql migrate`). Each × column is the ratio to the same step at the next smaller "
-        "size. The note gives the step's CPU time beside its process's wall time and the load "
-        "average at its end (the machine is shared; the benchmark itself adds about 1).",
+        "(load: the check and the store, and label index: `tgsparql index` on the loaded store, "
+        "both measured when the store was built, by the code of that day; index: `tgsparql "
+        "index` on the store up to date; migrate: `tgsparql migrate`). A step that took longer "
+        f"than {growth_facts.STEP_LIMIT_S} s was stopped and has no figures. Each × column is "
+        "the ratio to the same step at the next smaller size. The note gives the step's CPU "
+        "time beside its process's wall time and the load average at its end (the machine is "
+        "shared; the benchmark itself adds about 1).",
         "",
     ])
 

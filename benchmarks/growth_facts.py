@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,9 @@ steps read)."""
 BUILD_STEPS = ("load", "label index")
 """The steps that build the store, measured once per store."""
 MEASUREMENTS = "growth-build.json"
+STEP_LIMIT_S = 300
+"""A step measured on every run that takes longer is stopped, and its row says so: the run
+ends, and the other steps are measured."""
 VALIDATED = 3
 """Sessions validate --session is timed on (the first of those recording wrote): it took 12 s
 a session on the KG of 1 M facts."""
@@ -67,6 +71,8 @@ class Measured:
     load: float
     sessions: list[str]
     quads: int = 0
+    stopped: bool = False
+    """Stopped unfinished after STEP_LIMIT_S."""
 
 
 def directory(work: Path, facts: int, seed: int) -> Path:
@@ -185,13 +191,17 @@ def child(step: str, folder: Path, count: int) -> dict[str, Any]:
     }
 
 
-def run_child(step: str, folder: Path, count: int) -> Measured:
-    """One step in a fresh process (niced as the parent is)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.growth_facts", "--child", step, "--folder",
-         str(folder), "--count", str(count)],
-        capture_output=True, text=True, check=False,
-    )
+def run_child(step: str, folder: Path, count: int, limit_s: float | None = None) -> Measured:
+    """One step in a fresh process (niced as the parent is), stopped after `limit_s`."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.growth_facts", "--child", step, "--folder",
+             str(folder), "--count", str(count)],
+            capture_output=True, text=True, check=False, timeout=limit_s,
+        )
+    except subprocess.TimeoutExpired:
+        return Measured(limit_s or 0.0, math.nan, math.nan, [], load_average()[0], [],
+                        stopped=True)
     if done.returncode != 0:
         raise RuntimeError(f"{step} in {folder} failed: {done.stderr.strip()[-2000:]}")
     return Measured(**json.loads(done.stdout.strip().splitlines()[-1]))
@@ -245,6 +255,9 @@ def build(facts: int, work: Path, seed: int, log: Callable[[str], None]) -> dict
 
 
 def _row(facts: int, step: str, measured: Measured, note: str) -> GrowthRow:
+    if measured.stopped:
+        return GrowthRow("facts", facts, step, note=f"stopped unfinished after "
+                         f"{measured.wall_s:.0f} s; load {measured.load:.1f}")
     times = [ns / 1e6 for ns in measured.samples_ns]
     cpu = (f"{measured.cpu_s:.1f} s CPU of {measured.wall_s:.1f} s wall in its process, "
            f"load {measured.load:.1f}")
@@ -276,7 +289,7 @@ def measure(sizes: list[int], work: Path, seed: int, questions: int = 200,
             folder = directory(work, facts, seed)
             log(f"{step} at {facts:,} facts ...")
             read_into_page_cache(folder / "store")
-            measured = run_child(step, folder, questions)
+            measured = run_child(step, folder, questions, STEP_LIMIT_S)
             if step == "recording":
                 (folder / "sessions.json").write_text(json.dumps(measured.sessions), "utf-8")
             rows.append(_row(facts, step, measured, ""))
