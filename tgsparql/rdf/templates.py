@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any, Literal, cast, get_args
 
 import jinja2
@@ -491,6 +492,11 @@ class Templates:
             },
         }
 
+    def __reduce__(self) -> tuple[Callable[[Dialect], Templates], tuple[Dialect]]:
+        """Pickled as its dialect (an object holding templates, such as a validator kept on
+        disk, finds this process's own templates when read back)."""
+        return templates_for, (self.dialect,)
+
     def render(self, name: str, /, **params: Any) -> str:
         """The text of `queries/{name}.rq` with `params` bound, which its header declares."""
         header(name).check(params)
@@ -560,6 +566,14 @@ class Templates:
 def templates_for(dialect: Dialect) -> Templates:
     """The templates of one dialect, shared by every store that writes it."""
     return Templates(dialect)
+
+
+def template_files(folder: str) -> list[Traversable]:
+    """The template files of one folder of `queries/`, by name (to know their version by their
+    content)."""
+    root = files("tgsparql.queries").joinpath(folder)
+    return sorted((entry for entry in root.iterdir() if entry.name.endswith(".rq")),
+                  key=lambda entry: entry.name)
 
 
 def _walk(node: Any, prefix: str) -> Iterable[str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from functools import cache
 from typing import Any, Literal
-from xml.sax.saxutils import escape, quoteattr
 
 import pyoxigraph as ox
 
@@ -22,7 +22,9 @@ from tgsparql.rdf.iris import SessionIds, SessionNotFound
 from tgsparql.rdf.terms import Dialect, Term
 from tgsparql.stores.store import DataGraph, Store
 from tgsparql.validation.report import VIOLATION, ValidationReport, ValidationResult, show_term
-from tgsparql.validation.shapes import Shapes
+from tgsparql.validation.cache import kept_validator
+from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.shapes import Shapes, bundled_sources, shapes_file
 from tgsparql.validation.validator import Validator
 
 DEFAULT_GRAPH_NAME = "default"
@@ -112,9 +114,24 @@ def validate_session(
 
 @cache
 def bundled_validator(dialect: Dialect) -> Validator:
-    """The bundled shapes' validator, built once per process and dialect (building renders
-    every query)."""
-    return Validator(Shapes.bundled(dialect), dialect=dialect)
+    """The bundled shapes' validator: once per process and dialect, read back from the cache
+    of validators when it has one (building reads the shapes and renders their queries)."""
+    return kept_validator(
+        [(f"bundled:{name}", text) for name, text in bundled_sources(dialect)], dialect,
+        lambda: Validator(Shapes.bundled(dialect), dialect=dialect),
+    )
+
+
+def files_validator(paths: Sequence[Path], dialect: Dialect) -> Validator:
+    """The validator of the shapes in these files (and the local files they import), read back
+    from the cache of validators when it has one; ShapesError when a file cannot be read or
+    parsed, or none holds a shape."""
+    sources = [(path.resolve().as_uri(), shapes_file(path)) for path in paths]
+    validator = kept_validator(
+        sources, dialect, lambda: Validator(Shapes.from_files(paths), dialect=dialect))
+    if not len(validator.shapes):
+        raise ShapesError(f"{validator.shapes.origin}: no shapes (nothing to validate against)")
+    return validator
 
 
 def shape_iris(names: Sequence[str]) -> frozenset[ox.NamedNode]:
@@ -262,6 +279,8 @@ class Judgement:
         """A test suite per shape checked and a test case per focus node with results (a shape
         without any has one passing case), failing where a result is at or above `fail_on`; the
         results below it are the passing case's output."""
+        from xml.sax.saxutils import quoteattr  # it loads urllib.request: only for JUnit
+
         by_shape = self.by_shape()
         shapes = [node for node, _ in self.report.shapes]
         shapes += [node for node in by_shape if node not in shapes]
@@ -305,6 +324,8 @@ class Judgement:
         self, shape: str, name: str, results: list[ValidationResult], text: str
     ) -> tuple[str, bool]:
         """One <testcase> and whether it fails."""
+        from xml.sax.saxutils import escape, quoteattr
+
         detail = escape(text)
         failing = [r for r in results if r.at_least(self.fail_on)]
         if failing:

@@ -77,6 +77,13 @@ class Validator:
         use; a run over a few nodes renders only those of the shapes it reaches)."""
         return [query for shape in self.shapes for query in self._shape_queries(shape, False)]
 
+    def prepare(self) -> None:
+        """Render every query for a few focus nodes, in both forms (with and without the records
+        of tgsparql.rdf.lexical): a validator kept on disk then renders none when read back."""
+        for shape in self.shapes:
+            for lexical in (False, True):
+                self._shape_queries(shape, lexical)
+
     def _shape_queries(self, shape: Shape, lexical: bool) -> list[CompiledQuery]:
         key = (shape.key, lexical)
         if key not in self._by_shape:

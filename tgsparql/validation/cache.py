@@ -1,0 +1,156 @@
+"""Validators kept on disk between processes: reading a shapes graph and rendering its queries
+costs a `tgsparql validate --session` process several times what validating the session does.
+
+An entry is keyed by the shapes' files (their content, and where they are: relative IRIs resolve
+against it), the store dialect and the code's version (the content of the modules and query
+templates that build and run a validator, pyoxigraph's version, Python's): a change to any of
+them is another entry, never a stale one. The files a shapes file imports are checked again on
+each read. An entry is written to a file of its own and renamed into place, so processes
+building it at once each leave a whole entry and a reader sees a whole entry or none; it holds a
+checksum of its contents, checked before anything is read back, so a torn or altered entry is
+built again, never trusted.
+
+Where: the directory TGSPARQL_VALIDATOR_CACHE names, `off` for none; by default
+`$XDG_CACHE_HOME/tgsparql/validators` (`~/.cache/tgsparql/validators`). Per user, not beside
+the store: an entry depends on the shapes and the code, not on the data, so one serves every
+store, and a store may be read only or shared. The directory must be the user's own and
+writable by no one else (a pickled object runs code when read back); any other is no cache,
+not an error, as is one that cannot be written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from tgsparql.rdf.templates import template_files
+from tgsparql.rdf.terms import Dialect
+from tgsparql.validation.validator import Validator
+
+CACHE_ENVIRONMENT = "TGSPARQL_VALIDATOR_CACHE"
+CACHE_OFF = "off"
+MAGIC = b"tgsparql validator 1\n"
+KEPT_ENTRIES = 32
+"""Entries kept in the directory; the least recently written go first (an entry of an older
+code version is never read again)."""
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_CODE = (("validation", "*.py"), ("rdf", "*.py"))
+"""The modules whose code builds, holds or runs a kept validator, under the package."""
+
+
+def cache_directory() -> Path | None:
+    """Where validators are kept, or None when the setting turns the cache off."""
+    setting = os.environ.get(CACHE_ENVIRONMENT, "").strip()
+    if setting.lower() == CACHE_OFF:
+        return None
+    if setting:
+        return Path(setting).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tgsparql" / "validators"
+
+
+def kept_validator(
+    sources: Sequence[tuple[str, bytes]], dialect: Dialect, build: Callable[[], Validator]
+) -> Validator:
+    """The validator `build` makes from the shapes `sources` (each file's identity and
+    content), read back from the cache when an entry is there and still right; else built,
+    with every query for a few focus nodes rendered, and kept."""
+    directory = _usable(cache_directory())
+    if directory is None:
+        return build()
+    entry = directory / f"{_key(sources, dialect)}.pickle"
+    validator = _read(entry)
+    if validator is None:
+        validator = build()
+        validator.prepare()
+        _write(directory, entry, validator)
+    return validator
+
+
+def _usable(directory: Path | None) -> Path | None:
+    """The directory, made if need be (mode 0700), when it is the user's own and no one else
+    can write to it; else None."""
+    if directory is None:
+        return None
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = directory.stat()
+    except OSError:
+        return None
+    if status.st_uid != os.getuid() or status.st_mode & 0o022:
+        return None
+    return directory
+
+
+def _key(sources: Sequence[tuple[str, bytes]], dialect: Dialect) -> str:
+    digest = hashlib.sha256(_code_version())
+    digest.update(dialect.encode())
+    for name, content in sources:
+        digest.update(b"\0%d:%s\0" % (len(name), name.encode()))
+        digest.update(hashlib.sha256(content).digest())
+    return digest.hexdigest()
+
+
+def _code_version() -> bytes:
+    """What a kept validator depends on besides its shapes: the code that builds and runs it,
+    its query templates (files of the package, by content), pyoxigraph and Python."""
+    digest = hashlib.sha256(f"{ox.__version__} {sys.version} {pickle.HIGHEST_PROTOCOL}".encode())
+    files = sorted(path for folder, pattern in _CODE for path in (_PACKAGE / folder).glob(pattern))
+    for path in [*files, *template_files("validation")]:
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.digest()
+
+
+def _read(entry: Path) -> Validator | None:
+    """The entry's validator when the entry is whole and the files its shapes imported are as
+    they were; else None."""
+    try:
+        data = entry.read_bytes()
+    except OSError:
+        return None
+    head = len(MAGIC)
+    payload = data[head + 32:]
+    if data[:head] != MAGIC or hashlib.sha256(payload).digest() != data[head:head + 32]:
+        return None
+    try:
+        validator, imported = pickle.loads(payload)
+    except Exception:  # a whole entry this code cannot read back: built again, as a stale one
+        return None
+    if not isinstance(validator, Validator) or any(
+        _digest(Path(path)) != digest for path, digest in imported
+    ):
+        return None
+    return validator
+
+
+def _write(directory: Path, entry: Path, validator: Validator) -> None:
+    """The entry written whole under a name of its own, then renamed into place; the oldest
+    entries beyond KEPT_ENTRIES removed. A directory that cannot be written keeps nothing."""
+    imported = [(str(path), _digest(path)) for path in validator.shapes.files]
+    payload = pickle.dumps((validator, imported), protocol=pickle.HIGHEST_PROTOCOL)
+    partial = directory / f"{entry.stem}.{os.getpid()}.{threading.get_ident()}.partial"
+    try:
+        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+            out.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(partial, entry)
+        entries = sorted(directory.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
+        for old in entries[:-KEPT_ENTRIES]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
