@@ -948,7 +948,7 @@ def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
 
 QUERIES = Path(str(files("tgsparql.queries")))
 FOLDERS = {p.name for p in QUERIES.iterdir() if p.is_dir() and p.name != "__pycache__"}
-RENDERING = {"render", "render_block", "insert_data", "_render"}
+RENDERING = {"render", "render_block", "insert_data", "_render", "prepare", "kept_prepared"}
 """Calls whose first argument, given as a string, names a template; and `run`'s and `stream`'s,
 given as a string alone."""
 

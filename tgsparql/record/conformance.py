@@ -19,10 +19,11 @@ import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, SessionNotFound
+from tgsparql.rdf.templates import Prepared, stand_in, templates_for
 from tgsparql.rdf.terms import Dialect, Term
 from tgsparql.stores.store import DataGraph, Store
 from tgsparql.validation.report import VIOLATION, ValidationReport, ValidationResult, show_term
-from tgsparql.validation.cache import kept_validator
+from tgsparql.validation.cache import kept_prepared, kept_validator
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.shapes import Shapes, bundled_sources, shapes_file
 from tgsparql.validation.validator import Validator
@@ -85,19 +86,27 @@ def session_nodes(store: Store, session: str, graph: DataGraph = "union") -> lis
     `session` is its IRI or bare UUID (ValueError for anything else).
     """
     ids = SessionIds.from_session_iri(session)
-    rows = store.run(
-        "session_nodes",
-        default_graph=graph,
-        session=ids.session,
-        retrieval=ids.retrieval,
-        selection=ids.selection,
-        answer=ids.answer,
+    text = _session_query(store.dialect).fill(
+        session=ids.session, retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer,
         document=ids.answer_document,
-    ).rows
+    )
+    rows = store.select(text, default_graph=graph)
     nodes = [row["node"] for row in rows if isinstance(row.get("node"), ox.NamedNode)]
     if ids.session not in nodes:
         raise SessionNotFound(f"no session {ids.session.value} in the data graph")
     return nodes
+
+
+@cache
+def _session_query(dialect: Dialect) -> Prepared:
+    """session_nodes with its IRIs as stand-ins, once per process and dialect, read back from
+    the cache of validators when it has it: a run over one session then never loads the
+    template engine."""
+    return kept_prepared(
+        "session_nodes", templates_for(dialect),
+        **{name: stand_in(name) for name in ("session", "retrieval", "selection", "answer",
+                                             "document")},
+    )
 
 
 def validate_session(

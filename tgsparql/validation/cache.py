@@ -1,14 +1,16 @@
-"""Validators kept on disk between processes: reading a shapes graph and rendering its queries
-costs a `tgsparql validate --session` process several times what validating the session does.
+"""Validators, and the texts of the queries a validation run needs (`Prepared`), kept on disk
+between processes: reading a shapes graph and rendering its queries costs a
+`tgsparql validate --session` process several times what validating the session does, and
+loading the template engine at all costs it as much again.
 
-An entry is keyed by the shapes' files (their content, and where they are: relative IRIs resolve
-against it), the store dialect and the code's version (the content of the modules and query
-templates that build and run a validator, pyoxigraph's version, Python's): a change to any of
-them is another entry, never a stale one. The files a shapes file imports are checked again on
-each read. An entry is written to a file of its own and renamed into place, so processes
-building it at once each leave a whole entry and a reader sees a whole entry or none; it holds a
-checksum of its contents, checked before anything is read back, so a torn or altered entry is
-built again, never trusted.
+An entry is keyed by what it was built from (a validator: the shapes' files, by their content
+and where they are, as relative IRIs resolve against it; a text: its template and values), the
+store dialect and the code's version (the content of the modules and query templates that build
+and run it, pyoxigraph's version, Python's): a change to any of them is another entry, never a
+stale one. The files a shapes file imports are checked again on each read. An entry is written
+to a file of its own and renamed into place, so processes building it at once each leave a whole
+entry and a reader sees a whole entry or none; it holds a checksum of its contents, checked
+before anything is read back, so a torn or altered entry is built again, never trusted.
 
 Where: the directory TGSPARQL_VALIDATOR_CACHE names, `off` for none; by default
 `$XDG_CACHE_HOME/tgsparql/validators` (`~/.cache/tgsparql/validators`). Per user, not beside
@@ -25,25 +27,28 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-from tgsparql.rdf.templates import template_files
+from tgsparql.rdf.templates import Prepared, Templates, template_files
 from tgsparql.rdf.terms import Dialect
 from tgsparql.validation.validator import Validator
 
 CACHE_ENVIRONMENT = "TGSPARQL_VALIDATOR_CACHE"
 CACHE_OFF = "off"
-MAGIC = b"tgsparql validator 1\n"
+MAGIC = b"tgsparql kept 1\n"
 KEPT_ENTRIES = 32
 """Entries kept in the directory; the least recently written go first (an entry of an older
 code version is never read again)."""
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _CODE = (("validation", "*.py"), ("rdf", "*.py"))
-"""The modules whose code builds, holds or runs a kept validator, under the package."""
+"""The modules whose code builds, holds or runs what is kept, under the package."""
+T = TypeVar("T")
 
 
 def cache_directory() -> Path | None:
@@ -61,18 +66,40 @@ def kept_validator(
     sources: Sequence[tuple[str, bytes]], dialect: Dialect, build: Callable[[], Validator]
 ) -> Validator:
     """The validator `build` makes from the shapes `sources` (each file's identity and
-    content), read back from the cache when an entry is there and still right; else built,
-    with every query for a few focus nodes rendered, and kept."""
+    content), read back when kept and still right; else built, with every query of a run over a
+    few focus nodes rendered (`Validator.prepare`), and kept."""
+
+    def prepared() -> Validator:
+        validator = build()
+        validator.prepare()
+        return validator
+
+    return kept(Validator, [(b"validator", b""), *sources], dialect, prepared,
+                lambda validator: validator.shapes.files)
+
+
+def kept_prepared(name: str, templates: Templates, /, **params: Any) -> Prepared:
+    """Template `name` rendered with `params` (stand-ins among them) once, then read back."""
+    sources = [(b"template", name.encode()), (b"values", repr(sorted(params.items())).encode())]
+    return kept(Prepared, sources, templates.dialect,
+                lambda: templates.prepare(name, **params))
+
+
+def kept(
+    kind: type[T], sources: Sequence[tuple[str | bytes, bytes]], dialect: Dialect,
+    build: Callable[[], T], imported: Callable[[T], Iterable[Path]] = lambda _: (),
+) -> T:
+    """What `build` makes of `sources`, read back from the cache when an entry is there and
+    still right (a `kind`; the files `imported` names as they were); else built and kept."""
     directory = _usable(cache_directory())
     if directory is None:
         return build()
     entry = directory / f"{_key(sources, dialect)}.pickle"
-    validator = _read(entry)
-    if validator is None:
-        validator = build()
-        validator.prepare()
-        _write(directory, entry, validator)
-    return validator
+    found = _read(entry, kind)
+    if found is None:
+        found = build()
+        _write(directory, entry, found, imported(found))
+    return found
 
 
 def _usable(directory: Path | None) -> Path | None:
@@ -90,29 +117,31 @@ def _usable(directory: Path | None) -> Path | None:
     return directory
 
 
-def _key(sources: Sequence[tuple[str, bytes]], dialect: Dialect) -> str:
+def _key(sources: Sequence[tuple[str | bytes, bytes]], dialect: Dialect) -> str:
     digest = hashlib.sha256(_code_version())
     digest.update(dialect.encode())
     for name, content in sources:
-        digest.update(b"\0%d:%s\0" % (len(name), name.encode()))
+        named = name.encode() if isinstance(name, str) else name
+        digest.update(b"\0%d:%s\0" % (len(named), named))
         digest.update(hashlib.sha256(content).digest())
     return digest.hexdigest()
 
 
+@cache
 def _code_version() -> bytes:
     """What a kept validator depends on besides its shapes: the code that builds and runs it,
     its query templates (files of the package, by content), pyoxigraph and Python."""
     digest = hashlib.sha256(f"{ox.__version__} {sys.version} {pickle.HIGHEST_PROTOCOL}".encode())
     files = sorted(path for folder, pattern in _CODE for path in (_PACKAGE / folder).glob(pattern))
-    for path in [*files, *template_files("validation")]:
+    for path in [*files, *template_files()]:
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
 
 
-def _read(entry: Path) -> Validator | None:
-    """The entry's validator when the entry is whole and the files its shapes imported are as
-    they were; else None."""
+def _read(entry: Path, kind: type[T]) -> T | None:
+    """What the entry holds when the entry is whole, holds a `kind`, and the files it names are
+    as they were; else None."""
     try:
         data = entry.read_bytes()
     except OSError:
@@ -122,21 +151,21 @@ def _read(entry: Path) -> Validator | None:
     if data[:head] != MAGIC or hashlib.sha256(payload).digest() != data[head:head + 32]:
         return None
     try:
-        validator, imported = pickle.loads(payload)
+        found, imported = pickle.loads(payload)
     except Exception:  # a whole entry this code cannot read back: built again, as a stale one
         return None
-    if not isinstance(validator, Validator) or any(
-        _digest(Path(path)) != digest for path, digest in imported
-    ):
+    if not isinstance(found, kind):
         return None
-    return validator
+    if any(_digest(Path(path)) != digest for path, digest in imported):
+        return None
+    return found
 
 
-def _write(directory: Path, entry: Path, validator: Validator) -> None:
+def _write(directory: Path, entry: Path, found: object, imported: Iterable[Path]) -> None:
     """The entry written whole under a name of its own, then renamed into place; the oldest
     entries beyond KEPT_ENTRIES removed. A directory that cannot be written keeps nothing."""
-    imported = [(str(path), _digest(path)) for path in validator.shapes.files]
-    payload = pickle.dumps((validator, imported), protocol=pickle.HIGHEST_PROTOCOL)
+    files = [(str(path), _digest(path)) for path in imported]
+    payload = pickle.dumps((found, files), protocol=pickle.HIGHEST_PROTOCOL)
     partial = directory / f"{entry.stem}.{os.getpid()}.{threading.get_ident()}.partial"
     try:
         with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from importlib.resources import files
 from pathlib import Path as FilePath
 from urllib.parse import unquote, urlsplit
 
 import pyoxigraph as ox
 
+from tgsparql.rdf.templates import package_folder
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Path, Shape
@@ -143,7 +143,7 @@ def bundled_sources(dialect: Dialect) -> list[tuple[str, bytes]]:
     other_dialects = set(EDGE_FILES.values()) - {EDGE_FILES[dialect]}
     return [
         (entry.name, entry.read_bytes())
-        for entry in sorted(files("tgsparql.shapes").iterdir(), key=lambda e: e.name)
+        for entry in sorted(package_folder("tgsparql.shapes").iterdir(), key=lambda e: e.name)
         if entry.name.endswith(".ttl") and entry.name not in other_dialects
     ]
 
