@@ -633,13 +633,6 @@ def templates_for(dialect: Dialect) -> Templates:
     return Templates(dialect)
 
 
-def template_files() -> list[Path]:
-    """Every template file of `queries/`, in a stable order (to know their version by their
-    content)."""
-    return [entry for _, entry in sorted(_walk(package_folder("tgsparql.queries"), ""),
-                                         key=lambda pair: pair[0])]
-
-
 @cache
 def package_folder(package: str) -> Path:
     """The folder of a package of data files (`tgsparql.queries`, `tgsparql.shapes`), through

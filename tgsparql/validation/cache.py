@@ -5,9 +5,9 @@ loading the template engine at all costs it as much again.
 
 An entry is keyed by what it was built from (a validator: the shapes' files, by their content
 and where they are, as relative IRIs resolve against it; a text: its template and values), the
-store dialect and the code's version (the content of the modules and query templates that build
-and run it, pyoxigraph's version, Python's): a change to any of them is another entry, never a
-stale one. The files a shapes file imports are checked again on each read. An entry is written
+store dialect and the code's version (the modules and query templates that build and run it, by
+size and modification time, pyoxigraph's version, Python's): a change to any of them is another
+entry, never a stale one. The files a shapes file imports are checked again on each read. An entry is written
 to a file of its own and renamed into place, so processes building it at once each leave a whole
 entry and a reader sees a whole entry or none; it holds a checksum of its contents, checked
 before anything is read back, so a torn or altered entry is built again, never trusted.
@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-from tgsparql.rdf.templates import Prepared, Templates, template_files
+from tgsparql.rdf.templates import Prepared, Templates, package_folder
 from tgsparql.rdf.terms import Dialect
 from tgsparql.validation.validator import Validator
 
@@ -45,9 +45,9 @@ KEPT_ENTRIES = 32
 """Entries kept in the directory; the least recently written go first (an entry of an older
 code version is never read again)."""
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-_CODE = (("validation", "*.py"), ("rdf", "*.py"))
-"""The modules whose code builds, holds or runs what is kept, under the package."""
+_CODE = (("tgsparql.validation", ".py"), ("tgsparql.rdf", ".py"), ("tgsparql.queries", ".rq"))
+"""The folders (with their subfolders) whose files build, hold or run what is kept: the modules
+of the validator and of the templates, and every query template."""
 T = TypeVar("T")
 
 
@@ -129,13 +129,22 @@ def _key(sources: Sequence[tuple[str | bytes, bytes]], dialect: Dialect) -> str:
 
 @cache
 def _code_version() -> bytes:
-    """What a kept validator depends on besides its shapes: the code that builds and runs it,
-    its query templates (files of the package, by content), pyoxigraph and Python."""
+    """What an entry depends on besides what it was built from: the files of `_CODE`, each by
+    its path, size and modification time (as Python tells its bytecode from a changed source:
+    reading them all would cost each process more than reading the entry), pyoxigraph's and
+    Python's versions."""
     digest = hashlib.sha256(f"{ox.__version__} {sys.version} {pickle.HIGHEST_PROTOCOL}".encode())
-    files = sorted(path for folder, pattern in _CODE for path in (_PACKAGE / folder).glob(pattern))
-    for path in [*files, *template_files()]:
-        digest.update(path.name.encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for package, suffix in _CODE:
+        pending = [package_folder(package)]
+        while pending:
+            with os.scandir(pending.pop()) as found:
+                for entry in sorted(found, key=lambda entry: entry.name):
+                    if entry.is_dir() and not entry.name.startswith(("__", ".")):
+                        pending.append(Path(entry.path))
+                    elif entry.name.endswith(suffix):
+                        status = entry.stat()
+                        digest.update(
+                            f"{entry.path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
     return digest.digest()
 
 
