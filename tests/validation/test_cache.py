@@ -18,8 +18,9 @@ from tests.conftest import REPO, cli, tgsparql_process
 from tests.validation.test_validate_cli import QUESTION, SESSION_RE, corrupt
 from tgsparql.record.conformance import bundled_validator, session_nodes
 from tgsparql.stores.store import EmbeddedStore, open_store
-from tgsparql.validation import Shapes, Validator
+from tgsparql.validation import Shapes, Validator, prebinding
 from tgsparql.validation import cache as validator_cache
+from tgsparql.validation import validator as validator_module
 from tgsparql.validation.cache import CACHE_ENVIRONMENT, MAGIC, kept_validator
 from tgsparql.validation.shapes import bundled_sources
 
@@ -102,6 +103,33 @@ def test_a_validator_read_back_gives_the_report_of_one_built_afresh(
         assert full == Validator(Shapes.bundled("rdf12"), "rdf12").validate(store).to_json()
     finally:
         store.close()
+
+
+def test_a_validator_read_back_lexes_no_query_to_validate_a_session(
+    directory: Path, session_store: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its queries run once per focus node were lexed for pre-binding before it was kept."""
+    path, session = session_store
+    sources, build = bundled()
+    kept_validator(sources, "rdf12", build)
+    prebinding._lexer.cache_clear()
+    prebinding.group_starts.cache_clear()
+    bound: list[str] = []
+
+    def binding(text: str, *args: object) -> str:
+        bound.append(text)
+        return prebinding.insert_values(text, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(validator_module, "insert_values", binding)
+    store = EmbeddedStore(path, read_only=True)
+    try:
+        report = kept_validator(sources, "rdf12", build).validate(
+            store, focus=session_nodes(store, session))
+    finally:
+        store.close()
+    assert bound and not report.conforms  # SHACL-SPARQL ran once per focus node
+    assert prebinding._lexer.cache_info().currsize == 0
+    assert prebinding.group_starts.cache_info().currsize == 0
 
 
 def test_the_command_reads_back_what_an_earlier_command_kept(

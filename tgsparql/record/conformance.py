@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 import pyoxigraph as ox

@@ -21,7 +21,7 @@ from tgsparql.validation.compiler import (
 from tgsparql.validation.errors import ShapesError, ValidationFailure
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.model import Shape
-from tgsparql.validation.prebinding import insert_values
+from tgsparql.validation.prebinding import group_starts, insert_values
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
@@ -39,6 +39,9 @@ class Validator:
         self.paths = shapes.paths()
         self._compiled: dict[bool, list[CompiledQuery]] = {}
         self._prepared: dict[str, Prepared] = {}
+        self._starts: dict[str, tuple[int, ...]] = {}
+        """Where pre-binding inserts a focus node into each query run once per focus node, as
+        `prepare` found it (a validator read back from disk then lexes none)."""
         self._by_shape: dict[tuple[int, bool], list[CompiledQuery]] = {}
         check_shapes(shapes, self.templates)
         self._target_literals = {
@@ -84,7 +87,9 @@ class Validator:
         validator kept on disk then renders none when read back."""
         for shape in self.shapes:
             for lexical in (False, True):
-                self._shape_queries(shape, lexical)
+                for query in self._shape_queries(shape, lexical):
+                    if query.per_focus_node is not None:
+                        self._starts[query.per_focus_node] = group_starts(query.per_focus_node)
         self._lexical()
         self._targeted()
         for size in range(2, BATCH + 1):
@@ -313,7 +318,8 @@ class Validator:
                     found[node] = store.select(text, default_graph=default_graph,
                                                substitutions={"this": node})
                 else:
-                    bound = insert_values(text, {"this": render_term(node, self.templates.dialect)})
+                    bound = insert_values(text, {"this": render_term(node, self.templates.dialect)},
+                                          self._starts.get(text))
                     found[node] = store.select(bound, default_graph=default_graph)
             rows += [{**focus, **row, "this": node} for row in found[node]]
         return rows
