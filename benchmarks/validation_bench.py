@@ -670,6 +670,8 @@ def measure_cli(
         leasts.append(timed(least + [str(sent[sample % len(sent)])], None, runs[-1][1]))
     for path in sent:
         path.unlink()
+    for index in range(len(runs)):  # the bytecode and validators the commands kept
+        shutil.rmtree(work / f"commands-{os.getpid()}-{index}", ignore_errors=True)
     return [{
         "cli_p50_ms": statistics.median(wall for wall, _ in found),
         "cli_cpu_p50_ms": statistics.median(cpu for _, cpu in found),
