@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from benchmarks.data import MissingData, data_path
 from tests.servers import Server, oxigraph_binary, serve_oxigraph
 from tgsparql.cli import main
+from tgsparql.validation.cache import CACHE_ENVIRONMENT
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -45,6 +46,16 @@ SETTINGS_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TGSPARQL_MODEL", "TGSPARQL
                 "TGSPARQL_LLM_RETRIES")
 """The environment that picks the command's LLM and store: a test's command runs without it,
 unless the test gives it."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def validator_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite keeps validators in a directory of its own, not the user's cache (its
+    commands, in process or started, find it in the environment)."""
+    directory = tmp_path_factory.mktemp("validators")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENVIRONMENT, str(directory))
+        yield directory
 
 
 @pytest.fixture

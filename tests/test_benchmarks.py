@@ -248,11 +248,14 @@ def test_tiny_validation_benchmark_finds_exactly_the_seeded_violations_in_every_
     assert [line.split("|")[2].strip() for line in scoped] == ["rdf12", "reification"]
     for line in scoped:
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        assert cells[3] == str(SAMPLES) and float(cells[4]) > 0 and cells[10] != "—", line
-    # the whole command and its floor, on the store the command can read (rdf12)
+        assert cells[3] == str(SAMPLES) and float(cells[4]) > 0 and cells[17] != "—", line
+    # the whole command and its floor, on the store the command can read (rdf12): wall, CPU, the
+    # ratios, the first command (the cache of validators empty), and the command floor
     command = [cell.strip() for cell in scoped[0].strip("|").split("|")]
-    assert float(command[7]) > 0 and float(command[8]) > 0 and float(command[9]) > 0, scoped[0]
+    assert all(float(cell) > 0 for cell in command[7:17]), scoped[0]
     assert numbers(text, "largest in-process p50")[0] > 0
+    assert numbers(text, "largest command / floor")[0] > 0
+    assert numbers(text, "largest command floor / floor")[0] > 0
 
 
 def test_tiny_session_validation_benchmark_measures_a_baseline_beside_this_code(tmp_path: Path) -> None:
@@ -266,7 +269,8 @@ def test_tiny_session_validation_benchmark_measures_a_baseline_beside_this_code(
     rows = [line for line in text.splitlines() if line.startswith("| 200 |")]
     assert [line.split("|")[2].strip() for line in rows] == ["rdf12", "reification"]
     cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
-    for cell in (cells[4], cells[6], cells[7]):  # in process, CPU, command: baseline → this code
+    # in process, CPU, command, its ratios to the floors, its CPU: the baseline → this code
+    for cell in (cells[4], cells[6], cells[7], cells[9], cells[10], cells[12], cells[13], cells[16]):
         before, after = cell.split(" → ")
         assert float(before) > 0 and float(after) > 0, rows[0]
     assert numbers(text, "largest in-process p50")[0] > 0

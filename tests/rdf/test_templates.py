@@ -31,6 +31,7 @@ from tgsparql.rdf.iris import (
     rollup_usage_iri,
 )
 from tgsparql.rdf.templates import (
+    STAND_IN,
     Sparql,
     TemplateError,
     Templates,
@@ -38,6 +39,7 @@ from tgsparql.rdf.templates import (
     header,
     parse_type,
     split_header,
+    stand_in,
 )
 from tgsparql.rdf.terms import DIALECTS, Dialect
 from tgsparql.serve.saved import saved_queries
@@ -948,7 +950,7 @@ def test_the_day_of_a_session_is_the_utc_date_of_its_start() -> None:
 
 QUERIES = Path(str(files("tgsparql.queries")))
 FOLDERS = {p.name for p in QUERIES.iterdir() if p.is_dir() and p.name != "__pycache__"}
-RENDERING = {"render", "render_block", "insert_data", "_render"}
+RENDERING = {"render", "render_block", "insert_data", "_render", "prepare", "kept_prepared"}
 """Calls whose first argument, given as a string, names a template; and `run`'s and `stream`'s,
 given as a string alone."""
 
@@ -1323,3 +1325,58 @@ def test_a_store_runs_a_template_by_the_verb_its_header_declares_checking_the_ca
     with pytest.raises(TemplateError, match="testing_clear is no SELECT"):
         tgsparql_store.stream("testing_clear")
     assert list(tgsparql_store.stream("label_index_pending")) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# prepared texts: rendered once with stand-ins, filled in for each run
+
+
+SESSION_VALUES = ("session", "retrieval", "selection", "answer", "document")
+
+
+def tokens(text: str) -> list[str]:
+    return text.split()
+
+
+def session_values(ids: SessionIds) -> dict[str, ox.NamedNode]:
+    return dict(zip(SESSION_VALUES, (ids.session, ids.retrieval, ids.selection, ids.answer,
+                                     ids.answer_document)))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_prepared_text_filled_in_is_the_text_rendered_with_the_values(dialect: Dialect) -> None:
+    templates = Templates(dialect)
+    values = session_values(SessionIds.new())
+    prepared = templates.prepare("session_nodes", **{name: stand_in(name) for name in values})
+    assert prepared.fill(**values) == templates.render("session_nodes", **values)
+
+    edge = ox.Triple(ox.NamedNode("http://example.org/a"), ox.NamedNode("http://example.org/p"),
+                     ox.Literal("x"))
+    nodes = [ox.NamedNode("http://example.org/a"), edge, ox.Literal("2", datatype=vocab.XSD_DATE)]
+    targets: dict[str, Any] = {"classes": [ox.NamedNode("http://example.org/C")],
+                               "subjects_of": None,
+                               "objects_of": [ox.NamedNode("http://example.org/p")]}
+    prepared = templates.prepare("validation/_targeted", focus_nodes=[stand_in("focus_nodes")],
+                                 **targets)
+    for chosen in (nodes, nodes[:1], []):  # the same text, but for the blanks of an empty list
+        assert tokens(prepared.fill(focus_nodes=chosen)) == tokens(templates.render(
+            "validation/_targeted", focus_nodes=chosen, **targets))
+
+    texts = [Sparql("SELECT ?this WHERE { ?this ?p ?o }"), Sparql('SELECT ?this { BIND("}" AS ?x) }')]
+    prepared = templates.prepare("validation/batch",
+                                 texts=[Sparql(str(stand_in(f"text{i}"))) for i in range(2)])
+    assert prepared.fill(text0=texts[0], text1=texts[1]) == templates.render(
+        "validation/batch", texts=texts)
+
+
+def test_a_prepared_text_takes_terms_only_and_each_stand_in_once() -> None:
+    templates = Templates("rdf12")
+    values = session_values(SessionIds.new())
+    prepared = templates.prepare("session_nodes", **{name: stand_in(name) for name in values})
+    with pytest.raises(TemplateError, match="not an RDF term: str"):
+        prepared.fill(**{**values, "session": "urn:trustgraph:session:x> } DROP ALL #"})
+    with pytest.raises(TemplateError, match="no value for the stand-in 'answer'"):
+        prepared.fill(**{name: value for name, value in values.items() if name != "answer"})
+    # a value that looks like a stand-in is written as it is, never filled in again
+    text = prepared.fill(**{**values, "session": stand_in("answer")})
+    assert f"<{STAND_IN}answer>" in text and str(values["answer"]) in text

@@ -55,10 +55,10 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     opened, an unknown session).
     """
     from tgsparql.record.conformance import (
-        GraphNameError, ShapeNameError, bundled_validator, data_graph, empty_graphs, judge, render,
-        session_nodes, shape_iris, verdict,
+        GraphNameError, ShapeNameError, bundled_validator, data_graph, empty_graphs,
+        files_validator, judge, render, session_nodes, shape_iris, verdict,
     )
-    from tgsparql.validation import Shapes, ShapesError, Validator
+    from tgsparql.validation import ShapesError
 
     if target is None:
         raise CannotCheck("no store to validate: give --store PATH or --endpoint URL")
@@ -67,17 +67,14 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     try:
         graph = data_graph(graphs)
         ignored = shape_iris(ignored_shapes)
-        shapes = Shapes.from_files(shape_files) if shape_files else None
-    except (GraphNameError, ShapeNameError, ShapesError) as error:
+    except (GraphNameError, ShapeNameError) as error:
         raise CannotCheck(str(error)) from None
-    if shapes is not None and not len(shapes):
-        raise CannotCheck(f"{shapes.origin}: no shapes (nothing to validate against)")
     try:
         with reading(target) as store:
             validator = (
-                bundled_validator(store.dialect)
-                if shapes is None
-                else Validator(shapes, dialect=store.dialect)
+                files_validator(shape_files, store.dialect)
+                if shape_files
+                else bundled_validator(store.dialect)
             )
             if graph == "union":
                 _union_shown(store)

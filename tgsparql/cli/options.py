@@ -13,10 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from tgsparql.asking.llm.base import (
-    DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT, DEFAULT_MAX_TOKENS,
-    STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS, Backend, LLMError,
-)
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
@@ -25,6 +21,7 @@ from tgsparql.stores.locking import TurnTakingStore, exclusive_store
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
 
 if TYPE_CHECKING:
+    from tgsparql.asking.llm.base import Backend
     from tgsparql.asking.llm.log import LLMLog
     from tgsparql.stores.remote import RemoteStore
 
@@ -227,7 +224,13 @@ def _keep_llm_wait(context: click.Context, parameter: click.Parameter, value: An
 
 def llm_options(function: F) -> F:
     """The LLM flags of every command that calls one; the waits reach `backend_from` through
-    the click context, so no command has to pass them along."""
+    the click context, so no command has to pass them along. (The LLM interface is imported
+    here, not with this module: `validate` and the other commands that ask no LLM skip it.)"""
+    from tgsparql.asking.llm.base import (
+        DEFAULT_LLM_RETRIES, DEFAULT_LLM_STREAM_TIMEOUT, DEFAULT_LLM_TIMEOUT,
+        STREAM_TIMEOUT_KNOBS, TIMEOUT_KNOBS,
+    )
+
     options = [
         click.option(
             "--llm",
@@ -391,6 +394,8 @@ def llm_log(path: Path | None) -> Iterator[LLMLog | None]:
 
 def reply_options(function: F) -> F:
     """--max-tokens and --log-llm: how long a reply may be, and where every call is logged."""
+    from tgsparql.asking.llm.base import DEFAULT_MAX_TOKENS
+
     options = [
         click.option("--max-tokens", type=click.IntRange(1), metavar="N",
                      default=DEFAULT_MAX_TOKENS, show_default=True,
@@ -409,6 +414,7 @@ def reply_options(function: F) -> F:
 def backend_from(llm: str | None, model: str | None, base_url: str | None,
                  api_key: str | None, constrain: str, *, max_tokens: int | None = None,
                  log: LLMLog | None = None) -> Backend:
+    from tgsparql.asking.llm.base import LLMError
     from tgsparql.asking.llm.factory import make_backend  # the backends: only for commands that ask
 
     context = click.get_current_context(silent=True)

@@ -19,16 +19,21 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from importlib.resources import files
-from typing import Any, Literal, cast, get_args
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-import jinja2
 import pyoxigraph as ox
 from markupsafe import Markup
 
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import day_iri, statement_iri
-from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect, TemplateError, check_text
+from tgsparql.rdf.terms import (
+    DEFAULT_DIALECT, DIALECTS, Dialect, TemplateError, Term, check_text,
+)
+
+if TYPE_CHECKING:
+    import jinja2
 
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
@@ -157,40 +162,45 @@ def _var(name: Any) -> Sparql:
     return Sparql("?" + name)
 
 
-class _BytecodeCache(jinja2.FileSystemBytecodeCache):
-    """Templates compiled once for every process: compiling the validation macros costs each
-    `tgsparql validate` about 0.4 s. jinja2 keeps the cache in a directory of the user's own
-    (mode 0700, refused otherwise); one that cannot be read or written is no cache, not an error.
-    Each template's entry is keyed by its text too, so versions installed side by side (two
-    environments, or a new version while an old one runs) keep their own entries rather than
-    each compiling again over the other's."""
-
-    def get_bucket(self, environment: jinja2.Environment, name: str, filename: str | None,
-                   source: str) -> jinja2.bccache.Bucket:
-        return super().get_bucket(environment, name, self.get_source_checksum(source), source)
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except (OSError, ValueError, EOFError):
-            bucket.reset()
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().dump_bytecode(bucket)
-        except OSError:
-            pass
-
-
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    import jinja2
+
+    class BytecodeCache(jinja2.FileSystemBytecodeCache):
+        """Templates compiled once for every process: compiling the validation macros costs
+        each `tgsparql validate` about 0.4 s. jinja2 keeps the cache in a directory of the
+        user's own (mode 0700, refused otherwise); one that cannot be read or written is no
+        cache, not an error. Each template's entry is keyed by its text too, so versions
+        installed side by side (two environments, or a new version while an old one runs) keep
+        their own entries rather than each compiling again over the other's."""
+
+        def get_bucket(self, environment: jinja2.Environment, name: str, filename: str | None,
+                       source: str) -> jinja2.bccache.Bucket:
+            return super().get_bucket(environment, name, self.get_source_checksum(source), source)
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except (OSError, ValueError, EOFError):
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
     try:
-        return _BytecodeCache()
+        return BytecodeCache()
     except (OSError, RuntimeError):
         return None
 
 
 @cache
 def _environment() -> jinja2.Environment:
+    """The template engine, imported on the first rendering: a process that runs only texts
+    prepared before (`Prepared`) never loads it."""
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(_load_query_source),
         bytecode_cache=_bytecode_cache(),
@@ -243,6 +253,8 @@ def _union(blocks: list[str]) -> str:
 
 def _required(value: Any) -> Any:
     """A missing parameter fails under its own name, not as an odd value."""
+    import jinja2
+
     if isinstance(value, jinja2.Undefined):
         value._fail_with_undefined_error()
     return value
@@ -254,14 +266,17 @@ def _defined(function: Callable[..., Sparql]) -> Callable[..., Sparql]:
 
 def _load_query_source(name: str) -> str:
     """A template's text without its header: a rendering is the body alone."""
-    return split_header(_read_source(name))[1]
+    import jinja2
 
-
-def _read_source(name: str) -> str:
-    path = files("tgsparql.queries").joinpath(*name.split("/"))
-    if not path.is_file():
+    source = _read_source(name)
+    if source is None:
         raise jinja2.TemplateNotFound(name)
-    return path.read_text(encoding="utf-8")
+    return split_header(source)[1]
+
+
+def _read_source(name: str) -> str | None:
+    path = package_folder("tgsparql.queries").joinpath(*name.split("/"))
+    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,10 +434,10 @@ def split_header(source: str) -> tuple[list[str], str]:
 @cache
 def header(name: str) -> Header:
     """The header of `queries/{name}.rq`, read once."""
-    try:
-        lines, _ = split_header(_read_source(f"{name}.rq"))
-    except jinja2.TemplateNotFound:
-        raise TemplateError(f"no query template named {name!r}") from None
+    source = _read_source(f"{name}.rq")
+    if source is None:
+        raise TemplateError(f"no query template named {name!r}")
+    lines, _ = split_header(source)
     entries: list[list[str]] = []
     for line in lines:
         if line.startswith("#   "):
@@ -473,6 +488,44 @@ class InsertData:
     quads: str
 
 
+STAND_IN = "urn:x-tgsparql:stand-in:"
+"""The namespace of stand-ins (`stand_in`), which no data or shapes graph may use."""
+_STAND_IN = re.compile(f"<{re.escape(STAND_IN)}([A-Za-z0-9_]+)>")
+
+
+def stand_in(name: str) -> ox.NamedNode:
+    """What a prepared text (`Templates.prepare`) holds in place of the value `name`."""
+    return ox.NamedNode(STAND_IN + name)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A template rendered once with stand-ins (`stand_in`) for some of its values, filled in
+    for each run by writing the values where the stand-ins are: for a text run many times, which
+    a process that reads it back from disk (a validator kept there) fills without loading the
+    template engine. A stand-in goes only where the template writes a value whole: through
+    `iri` or `term`, or in a list it writes space-separated (a VALUES block)."""
+
+    text: str
+    dialect: Dialect
+
+    def fill(self, **values: Term | Sequence[Term] | Sparql) -> str:
+        """The text with each stand-in replaced by its value: a term as the `term` filter
+        writes it, a list of terms space-separated, a fragment (`Sparql`) as it is."""
+
+        def written(match: re.Match[str]) -> str:
+            if match[1] not in values:
+                raise TemplateError(f"no value for the stand-in {match[1]!r}")
+            value = values[match[1]]
+            if isinstance(value, Sparql):
+                return str(value)
+            if isinstance(value, (list, tuple)):
+                return " ".join(render_term(term, self.dialect) for term in value)
+            return render_term(value, self.dialect)
+
+        return _STAND_IN.sub(written, self.text)
+
+
 class Templates:
     """The query templates of `queries/`, rendered for one store dialect."""
 
@@ -480,7 +533,6 @@ class Templates:
         if dialect not in DIALECTS:
             raise TemplateError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
         self.dialect: Dialect = dialect
-        self._env = _environment()
         self._globals = {
             "dialect": dialect,
             "graphs": {
@@ -491,8 +543,15 @@ class Templates:
             },
         }
 
+    def __reduce__(self) -> tuple[Callable[[Dialect], Templates], tuple[Dialect]]:
+        """Pickled as its dialect (an object holding templates, such as a validator kept on
+        disk, finds this process's own templates when read back)."""
+        return templates_for, (self.dialect,)
+
     def render(self, name: str, /, **params: Any) -> str:
         """The text of `queries/{name}.rq` with `params` bound, which its header declares."""
+        import jinja2
+
         header(name).check(params)
         template = self._template(name)
         try:
@@ -502,11 +561,18 @@ class Templates:
         except jinja2.UndefinedError as error:
             raise TemplateError(f"{name}: {error}") from None
 
+    def prepare(self, name: str, /, **params: Any) -> Prepared:
+        """`queries/{name}.rq` rendered with `params`, some of them stand-ins, to be filled in
+        for each run (`Prepared`)."""
+        return Prepared(self.render(name, **params), self.dialect)
+
     def render_source(self, source: str, /, **params: Any) -> str:
         """A template text from elsewhere (an older revision of a saved query, to compare with)
         rendered as `render` renders the bundled ones."""
+        import jinja2
+
         try:
-            return self._env.from_string(source).render(self._context(params))
+            return _environment().from_string(source).render(self._context(params))
         except TemplateError:
             raise
         except jinja2.UndefinedError as error:
@@ -514,6 +580,8 @@ class Templates:
 
     def render_block(self, name: str, block: str, /, **params: Any) -> str:
         """One named block of a template, e.g. the quads of an INSERT DATA, as its own text."""
+        import jinja2
+
         template = self._template(name)
         if block not in template.blocks:
             raise TemplateError(f"{name} has no block {block!r}")
@@ -543,12 +611,15 @@ class Templates:
                            before=Sparql(first))
 
     def names(self) -> list[str]:
-        root = files("tgsparql.queries")
-        return sorted(_walk(root, ""))
+        """Every template that runs (not the partials, whose names begin with `_`)."""
+        found = _walk(package_folder("tgsparql.queries"), "")
+        return sorted(name[: -len(".rq")] for name, entry in found if not entry.name.startswith("_"))
 
     def _template(self, name: str) -> jinja2.Template:
+        import jinja2
+
         try:
-            return self._env.get_template(f"{name}.rq")
+            return _environment().get_template(f"{name}.rq")
         except jinja2.TemplateNotFound:
             raise TemplateError(f"no query template named {name!r}") from None
 
@@ -562,9 +633,18 @@ def templates_for(dialect: Dialect) -> Templates:
     return Templates(dialect)
 
 
-def _walk(node: Any, prefix: str) -> Iterable[str]:
+@cache
+def package_folder(package: str) -> Path:
+    """The folder of a package of data files (`tgsparql.queries`, `tgsparql.shapes`), through
+    the package itself: importlib.resources would load tempfile, shutil and the compression
+    modules into every command."""
+    return Path(cast(str, import_module(package).__file__)).parent
+
+
+def _walk(node: Path, prefix: str) -> Iterable[tuple[str, Path]]:
+    """Every template file under `node`, with its name relative to `queries/`."""
     for child in node.iterdir():
         if child.is_dir():
             yield from _walk(child, f"{prefix}{child.name}/")
-        elif child.name.endswith(".rq") and not child.name.startswith("_"):
-            yield prefix + child.name[: -len(".rq")]
+        elif child.name.endswith(".rq"):
+            yield prefix + child.name, child

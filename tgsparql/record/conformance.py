@@ -12,17 +12,20 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
-from xml.sax.saxutils import escape, quoteattr
 
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds, SessionNotFound
+from tgsparql.rdf.templates import Prepared, stand_in, templates_for
 from tgsparql.rdf.terms import Dialect, Term
 from tgsparql.stores.store import DataGraph, Store
 from tgsparql.validation.report import VIOLATION, ValidationReport, ValidationResult, show_term
-from tgsparql.validation.shapes import Shapes
+from tgsparql.validation.cache import kept_prepared, kept_validator
+from tgsparql.validation.errors import ShapesError
+from tgsparql.validation.shapes import Shapes, bundled_sources, shapes_file
 from tgsparql.validation.validator import Validator
 
 DEFAULT_GRAPH_NAME = "default"
@@ -83,19 +86,27 @@ def session_nodes(store: Store, session: str, graph: DataGraph = "union") -> lis
     `session` is its IRI or bare UUID (ValueError for anything else).
     """
     ids = SessionIds.from_session_iri(session)
-    rows = store.run(
-        "session_nodes",
-        default_graph=graph,
-        session=ids.session,
-        retrieval=ids.retrieval,
-        selection=ids.selection,
-        answer=ids.answer,
+    text = _session_query(store.dialect).fill(
+        session=ids.session, retrieval=ids.retrieval, selection=ids.selection, answer=ids.answer,
         document=ids.answer_document,
-    ).rows
+    )
+    rows = store.select(text, default_graph=graph)
     nodes = [row["node"] for row in rows if isinstance(row.get("node"), ox.NamedNode)]
     if ids.session not in nodes:
         raise SessionNotFound(f"no session {ids.session.value} in the data graph")
     return nodes
+
+
+@cache
+def _session_query(dialect: Dialect) -> Prepared:
+    """session_nodes with its IRIs as stand-ins, once per process and dialect, read back from
+    the cache of validators when it has it: a run over one session then never loads the
+    template engine."""
+    return kept_prepared(
+        "session_nodes", templates_for(dialect),
+        **{name: stand_in(name) for name in ("session", "retrieval", "selection", "answer",
+                                             "document")},
+    )
 
 
 def validate_session(
@@ -112,9 +123,24 @@ def validate_session(
 
 @cache
 def bundled_validator(dialect: Dialect) -> Validator:
-    """The bundled shapes' validator, built once per process and dialect (building renders
-    every query)."""
-    return Validator(Shapes.bundled(dialect), dialect=dialect)
+    """The bundled shapes' validator: once per process and dialect, read back from the cache
+    of validators when it has one (building reads the shapes and renders their queries)."""
+    return kept_validator(
+        [(f"bundled:{name}", text) for name, text in bundled_sources(dialect)], dialect,
+        lambda: Validator(Shapes.bundled(dialect), dialect=dialect),
+    )
+
+
+def files_validator(paths: Sequence[Path], dialect: Dialect) -> Validator:
+    """The validator of the shapes in these files (and the local files they import), read back
+    from the cache of validators when it has one; ShapesError when a file cannot be read or
+    parsed, or none holds a shape."""
+    sources = [(path.resolve().as_uri(), shapes_file(path)) for path in paths]
+    validator = kept_validator(
+        sources, dialect, lambda: Validator(Shapes.from_files(paths), dialect=dialect))
+    if not len(validator.shapes):
+        raise ShapesError(f"{validator.shapes.origin}: no shapes (nothing to validate against)")
+    return validator
 
 
 def shape_iris(names: Sequence[str]) -> frozenset[ox.NamedNode]:
@@ -262,6 +288,8 @@ class Judgement:
         """A test suite per shape checked and a test case per focus node with results (a shape
         without any has one passing case), failing where a result is at or above `fail_on`; the
         results below it are the passing case's output."""
+        from xml.sax.saxutils import quoteattr  # it loads urllib.request: only for JUnit
+
         by_shape = self.by_shape()
         shapes = [node for node, _ in self.report.shapes]
         shapes += [node for node in by_shape if node not in shapes]
@@ -305,6 +333,8 @@ class Judgement:
         self, shape: str, name: str, results: list[ValidationResult], text: str
     ) -> tuple[str, bool]:
         """One <testcase> and whether it fails."""
+        from xml.sax.saxutils import escape, quoteattr
+
         detail = escape(text)
         failing = [r for r in results if r.at_least(self.fail_on)]
         if failing:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,8 +47,8 @@ def take(store: ox.Store, directory: Path) -> Path:
     try:
         store.backup(str(checkpoint))
     except OSError as error:
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        shutil.rmtree(f"{checkpoint}.tmp", ignore_errors=True)  # RocksDB's work in progress
+        _remove(checkpoint)
+        _remove(f"{checkpoint}.tmp")  # RocksDB's work in progress
         raise CheckpointError(f"cannot checkpoint the store before writing: {error}") from None
     return checkpoint
 
@@ -57,15 +56,15 @@ def take(store: ox.Store, directory: Path) -> Path:
 def discard(directory: Path) -> None:
     """The writes are kept: the checkpoint goes, renamed first so a crash cannot restore it."""
     discarded = directory / DISCARDED
-    shutil.rmtree(discarded, ignore_errors=True)  # one an earlier removal left part of
+    _remove(discarded)  # one an earlier removal left part of
     os.replace(directory / CHECKPOINT, discarded)
-    shutil.rmtree(discarded, ignore_errors=True)
+    _remove(discarded)
 
 
 def recover(directory: Path) -> bool:
     """Put the closed store at `directory` back as its checkpoint holds it, if one is left;
     whether one was. CheckpointError if the store is open, in this process or another."""
-    shutil.rmtree(directory / DISCARDED, ignore_errors=True)
+    _remove(directory / DISCARDED)
     if not (directory / CHECKPOINT).is_dir():
         return False
     with _closed_everywhere(directory):
@@ -130,3 +129,12 @@ def _open_here(path: Path) -> bool:
         except OSError:
             continue  # closed meanwhile (the listing's own descriptor)
     return False
+
+
+def _remove(tree: Path | str) -> None:
+    """A directory removed with all it holds, when there is one: shutil (and the compression
+    modules it loads) only then, as every opening of a store looks for one."""
+    if os.path.lexists(tree):
+        import shutil
+
+        shutil.rmtree(tree, ignore_errors=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -81,6 +80,8 @@ def exclusive_store(
                     f"the store at {directory} stayed busy for {timeout:g} s: {holder} has it "
                     "open for writing"
                 )
+            import random  # only for a store that is busy: opening a free one never loads it
+
             time.sleep(pause * (0.5 + random.random()))  # jitter: waiters do not move in step
             pause = min(pause * 2, _LONGEST_PAUSE)
         os.ftruncate(fd, 0)

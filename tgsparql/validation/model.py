@@ -7,6 +7,7 @@ needs nothing of the reader's module and the two import in one direction.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 from typing import Protocol
@@ -119,11 +120,10 @@ class Shape:
     severity: ox.NamedNode = VIOLATION
     messages: tuple[ox.Literal, ...] = ()
     label: str | None = None
-
-    @property
-    def key(self) -> int:
-        """This shape's identity (no two shapes share it), for stand-ins in query text."""
-        return id(self)
+    key: int = field(default_factory=itertools.count().__next__)
+    """This shape's identity (no two shapes read in one process share it), for stand-ins in
+    query text: a field rather than the object's id, so a validator kept on disk
+    (tgsparql.validation.cache) finds its shapes under the keys its query texts name."""
 
     @property
     def name(self) -> str:

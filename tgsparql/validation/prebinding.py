@@ -9,13 +9,13 @@ what we build from it.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from tgsparql.validation.errors import ShapesError
 
-_TOKEN = re.compile(
+_TOKEN = (
     r'(?P<string>"""(?:[^"\\]|\\.|"(?!""))*"""'
     r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
     r'|"(?:[^"\\\n]|\\.)*"'
@@ -25,8 +25,7 @@ _TOKEN = re.compile(
     r"|(?P<var>[?$][A-Za-z0-9_\u00b7\u00c0-\uffff]+)"
     r"|(?P<pname>(?:[A-Za-z][\w.-]*)?:[\w.:%-]*)"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<punct>[{}()*])",
-    re.DOTALL,
+    r"|(?P<punct>[{}()*])"
 )
 FORBIDDEN = {
     "MINUS": "MINUS",
@@ -53,10 +52,17 @@ class Token:
         return self.text[1:] if self.kind == "var" else None
 
 
+@cache
+def _lexer() -> re.Pattern[str]:
+    """The lexer, compiled on first use (a few milliseconds): a run whose queries were lexed
+    before (a validator kept on disk, `group_starts`) never compiles it."""
+    return re.compile(_TOKEN, re.DOTALL)
+
+
 def tokens(text: str) -> list[Token]:
     return [
         Token(m.lastgroup or "", m.group(0), m.start(), m.end())
-        for m in _TOKEN.finditer(text)
+        for m in _lexer().finditer(text)
         if m.lastgroup != "comment"
     ]
 
@@ -216,7 +222,9 @@ def _grouped_by(level: list[Token], names: Collection[str]) -> bool:
     return False
 
 
-def insert_values(text: str, values: Mapping[str, str]) -> str:
+def insert_values(
+    text: str, values: Mapping[str, str], starts: Sequence[int] | None = None
+) -> str:
     """The query with `values` (SPARQL text of constants, by variable name) pre-bound as the
     appendix on pre-binding defines it, "values insertion": every basic graph pattern, path and
     GRAPH pattern joined with the one solution of those values. Binding them at the start of
@@ -225,13 +233,13 @@ def insert_values(text: str, values: Mapping[str, str]) -> str:
     one-row VALUES: Oxigraph evaluates `GRAPH ?g { VALUES ... }` as if the GRAPH were not
     there. The variables stay variables: `bound($this)`, a projection or `GROUP BY $this`, a
     literal where only an IRI fits (a predicate, a graph name) keep parsing and mean what they
-    meant."""
+    meant. `starts`: the text's `group_starts`, when known already."""
     if not values:
         return text
     inserted = "".join(f" BIND({value} AS ?{name})" for name, value in values.items()) + " "
     out: list[str] = []
     position = 0
-    for start in _group_starts(text):
+    for start in group_starts(text) if starts is None else starts:
         out.append(text[position:start])
         out.append(inserted)
         position = start
@@ -240,7 +248,7 @@ def insert_values(text: str, values: Mapping[str, str]) -> str:
 
 
 @lru_cache(maxsize=256)
-def _group_starts(text: str) -> tuple[int, ...]:
+def group_starts(text: str) -> tuple[int, ...]:
     """Just after the `{` of each group graph pattern: every `{` but a subquery's own (whose
     group is the `{` after its SELECT clause); VALUES, whose block is no group, is refused
     before. Cached: a query run once per focus node is lexed once."""

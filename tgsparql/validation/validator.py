@@ -12,7 +12,7 @@ from dataclasses import replace
 import pyoxigraph as ox
 
 from tgsparql.rdf.lexical import BY_VALUE, stored_forms
-from tgsparql.rdf.templates import Sparql, render_term, templates_for, to_iri
+from tgsparql.rdf.templates import Prepared, Sparql, render_term, stand_in, templates_for, to_iri
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.stores.store import DataGraph, EmbeddedStore, Solution, Store, open_store
 from tgsparql.validation.compiler import (
@@ -21,7 +21,7 @@ from tgsparql.validation.compiler import (
 from tgsparql.validation.errors import ShapesError, ValidationFailure
 from tgsparql.validation.messages import default_message
 from tgsparql.validation.model import Shape
-from tgsparql.validation.prebinding import insert_values
+from tgsparql.validation.prebinding import group_starts, insert_values
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
@@ -38,6 +38,10 @@ class Validator:
         self.templates = templates_for(dialect)
         self.paths = shapes.paths()
         self._compiled: dict[bool, list[CompiledQuery]] = {}
+        self._prepared: dict[str, Prepared] = {}
+        self._starts: dict[str, tuple[int, ...]] = {}
+        """Where pre-binding inserts a focus node into each query run once per focus node, as
+        `prepare` found it (a validator read back from disk then lexes none)."""
         self._by_shape: dict[tuple[int, bool], list[CompiledQuery]] = {}
         check_shapes(shapes, self.templates)
         self._target_literals = {
@@ -76,6 +80,46 @@ class Validator:
         """The queries for a few focus nodes, with stand-ins for the nodes (rendered on first
         use; a run over a few nodes renders only those of the shapes it reaches)."""
         return [query for shape in self.shapes for query in self._shape_queries(shape, False)]
+
+    def prepare(self) -> None:
+        """Render every query of a run over a few focus nodes: each shape's, in both forms (with
+        and without the records of tgsparql.rdf.lexical), and the validator's own (`_own`); a
+        validator kept on disk then renders none when read back."""
+        for shape in self.shapes:
+            for lexical in (False, True):
+                for query in self._shape_queries(shape, lexical):
+                    if query.per_focus_node is not None:
+                        self._starts[query.per_focus_node] = group_starts(query.per_focus_node)
+        self._lexical()
+        self._targeted()
+        for size in range(2, BATCH + 1):
+            self._batch(size)
+
+    def _own(self, key: str, name: str, **params: object) -> Prepared:
+        """A query of the validator's own (not a shape's), template `name` rendered once with
+        `params`, kept under `key`."""
+        if key not in self._prepared:
+            self._prepared[key] = self.templates.prepare(name, **params)
+        return self._prepared[key]
+
+    def _lexical(self) -> Prepared:
+        """Whether the store holds records of tgsparql.rdf.lexical (validation/any_lexical)."""
+        return self._own("lexical", "validation/any_lexical")
+
+    def _targeted(self) -> Prepared:
+        """What the shapes' targets reach among a few nodes (validation/_targeted), the nodes a
+        stand-in."""
+        ordered = self._wanted
+        return self._own(
+            "targeted", "validation/_targeted", focus_nodes=[stand_in("focus_nodes")],
+            classes=ordered.get("targetClass"), subjects_of=ordered.get("targetSubjectsOf"),
+            objects_of=ordered.get("targetObjectsOf"),
+        )
+
+    def _batch(self, size: int) -> Prepared:
+        """`size` queries in one request (validation/batch), each text a stand-in."""
+        return self._own(f"batch {size}", "validation/batch",
+                         texts=[Sparql(str(stand_in(f"text{i}"))) for i in range(size)])
 
     def _shape_queries(self, shape: Shape, lexical: bool) -> list[CompiledQuery]:
         key = (shape.key, lexical)
@@ -140,7 +184,7 @@ class Validator:
         self, store: Store, default_graph: DataGraph, focus: Collection[str | ox.NamedNode] | None
     ) -> ValidationReport:
         queries: Iterable[CompiledQuery]
-        lexical = store.run("validation/any_lexical").boolean
+        lexical = store.ask(self._lexical().fill())
         if focus is None:
             queries = self._compile(lexical)
         else:
@@ -190,12 +234,7 @@ class Validator:
         the keys of the idle ones among those: shapes of `_value_edges` none of whose focus nodes
         has an edge of their predicate). The other shapes have no result, so
         validating a few nodes runs only the queries of the reached shapes that are not idle."""
-        ordered = self._wanted
-        rows = store.run(
-            "validation/_targeted", default_graph=default_graph, focus_nodes=nodes,
-            classes=ordered.get("targetClass"), subjects_of=ordered.get("targetSubjectsOf"),
-            objects_of=ordered.get("targetObjectsOf"),
-        ).rows
+        rows = store.select(self._targeted().fill(focus_nodes=nodes), default_graph=default_graph)
         kinds = {"targetClass": "targetClass", "out": "targetSubjectsOf", "in": "targetObjectsOf"}
         found: dict[tuple[str, Term], set[Term]] = {}
         for row in rows:
@@ -240,8 +279,8 @@ class Validator:
             if len(pending) == 1:
                 yield pending[0].text, list(pending)
             elif pending:
-                texts = [Sparql(query.text) for query in pending]
-                yield self.templates.render("validation/batch", texts=texts), list(pending)
+                texts = {f"text{i}": Sparql(query.text) for i, query in enumerate(pending)}
+                yield self._batch(len(pending)).fill(**texts), list(pending)
             pending.clear()
 
         for query in queries:
@@ -279,7 +318,8 @@ class Validator:
                     found[node] = store.select(text, default_graph=default_graph,
                                                substitutions={"this": node})
                 else:
-                    bound = insert_values(text, {"this": render_term(node, self.templates.dialect)})
+                    bound = insert_values(text, {"this": render_term(node, self.templates.dialect)},
+                                          self._starts.get(text))
                     found[node] = store.select(bound, default_graph=default_graph)
             rows += [{**focus, **row, "this": node} for row in found[node]]
         return rows
