@@ -178,10 +178,16 @@ def _saved_queries(path: Path, sessions: int, runs: int) -> list[GrowthRow]:
                     request = ("GET", f"/queries/{name}.csv", None)
                 else:  # the text in the body: Oxigraph takes 8 KiB of headers at most
                     request = ("POST", "/query", text.encode("utf-8"))
-                measured = _timed(lambda: _send(connection, *request), runs)
-                connection.close()
-                rows.append(_row(sessions, f"{SAVED}{name}, {server}", measured,
-                                 _runs_note(measured, runs) + ", one client"))
+                step = f"{SAVED}{name}, {server}"
+                try:
+                    measured = _timed(lambda: _send(connection, *request), runs)
+                except (RuntimeError, OSError) as error:  # a timeout is a row, not the end
+                    rows.append(GrowthRow("sessions", sessions, step, note=f"no answer: {error}"))
+                else:
+                    rows.append(_row(sessions, step, measured,
+                                     _runs_note(measured, runs) + ", one client"))
+                finally:
+                    connection.close()
         peak = sum(_peak_mb(pid) for pid in _process_tree(servers[0][2].pid))
         rows.append(GrowthRow("sessions", sessions, "serve", peak_mb=peak,
                               note="tgsparql serve and its query workers, after every query"))
@@ -195,7 +201,7 @@ def _saved_queries(path: Path, sessions: int, runs: int) -> list[GrowthRow]:
 def _send(connection: http.client.HTTPConnection, method: str, path: str,
           query: bytes | None) -> bytes:
     """One request on a kept-alive connection (a query in the body as
-    application/sparql-query), its answer read whole; an error answer stops the run."""
+    application/sparql-query), its answer read whole; an error answer raises RuntimeError."""
     headers = {"Accept": "text/csv"}
     if query is not None:
         headers["Content-Type"] = "application/sparql-query"
