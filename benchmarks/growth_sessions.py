@@ -12,9 +12,8 @@ the record (each a process of its own: time and peak memory); every saved BI que
 (pyoxigraph on the same store, read-only, as `tgsparql serve`'s workers open it) and over HTTP,
 on `tgsparql serve` and on `oxigraph serve-read-only` side by side, the query measured on each
 server back to back; `tgsparql trace` and `tgsparql validate --session` of sampled sessions in
-process; and the peak memory of `tgsparql serve` (its processes together).
-
-Run: python -m benchmarks.growth_sessions --sessions 10000,100000,1000000
+process; and the peak memory of `tgsparql serve` (its processes together). The rows go into
+the growth table (`python -m benchmarks.growth_bench`).
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from typing import Any
 import pyoxigraph as ox
 
 from benchmarks.growth_rows import GrowthRow
-from benchmarks.harness import BenchParser, Size, head, load_average, load_line, write
 from benchmarks.serve_bench import free_port, generate, wait_for
 from tgsparql.rdf.templates import Templates
 from tgsparql.rdf.vocab import DEFAULT_COLLECTION, TG_QUERY
@@ -48,14 +46,12 @@ from tgsparql.stores.store import EmbeddedStore
 SESSIONS_PER_DAY = 1000
 PER_FILE = 50_000
 FORMAT = 1
-SIZES = {
-    "sessions": Size("10000,100000,1000000", "200,400", "session counts, comma-separated",
-                     least=None),
-    "runs": Size(7, 1, "runs of each saved query per way (after one warm-up)"),
-    "traced": Size(20, 2, "sessions traced per size"),
-    "validated": Size(3, 1, "sessions validated per size (`validate --session` takes minutes on "
-                            "a large store)"),
-}
+SLOW_S = 10
+"""A saved query whose warm-up run takes longer is measured by that run alone."""
+SAVED = "saved query "
+"""How a saved BI query's steps begin: `saved query NAME, WAY`."""
+IN_PROCESS, SERVE, OXIGRAPH = "in process", "tgsparql serve", "oxigraph serve-read-only"
+"""The ways a saved query is measured."""
 START = dt.date(2024, 1, 1)
 """The generator's first day (benchmarks.serve_bench.generate)."""
 
@@ -157,17 +153,18 @@ def _saved_queries(path: Path, sessions: int, runs: int) -> list[GrowthRow]:
     rows = []
     for name, text in texts.items():
         latencies = _timed(lambda text=text: list(store.query(text)), runs)
-        rows.append(_row(sessions, f"saved query {name}", latencies, "in process"))
+        rows.append(_row(sessions, f"{SAVED}{name}, {IN_PROCESS}", latencies,
+                         _runs_note(latencies, runs)))
     del store
     serve_port, oxigraph_port = free_port(), free_port()
-    servers = [("tgsparql serve", serve_port, subprocess.Popen(
+    servers = [(SERVE, serve_port, subprocess.Popen(
         [sys.executable, "-m", "tgsparql.cli", "serve", "--store", str(path), "--port",
          str(serve_port), "--timeout", "600", "--max-results", "1000000"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))]
     oxigraph = shutil.which("oxigraph") or shutil.which(
         "oxigraph", path=str(Path(sys.executable).parent))
     if oxigraph is not None:
-        servers.append(("oxigraph serve-read-only", oxigraph_port, subprocess.Popen(
+        servers.append((OXIGRAPH, oxigraph_port, subprocess.Popen(
             [oxigraph, "serve-read-only", "--location", str(path), "--bind",
              f"127.0.0.1:{oxigraph_port}", "--timeout-s", "600"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
@@ -177,13 +174,20 @@ def _saved_queries(path: Path, sessions: int, runs: int) -> list[GrowthRow]:
         for name, text in texts.items():
             for server, port, _ in servers:
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-                if server == "tgsparql serve":
+                if server == SERVE:
                     request = ("GET", f"/queries/{name}.csv", None)
                 else:  # the text in the body: Oxigraph takes 8 KiB of headers at most
                     request = ("POST", "/query", text.encode("utf-8"))
-                measured = _timed(lambda: _send(connection, *request), runs)
-                connection.close()
-                rows.append(_row(sessions, f"saved query {name}", measured, server))
+                step = f"{SAVED}{name}, {server}"
+                try:
+                    measured = _timed(lambda: _send(connection, *request), runs)
+                except (RuntimeError, OSError) as error:  # a timeout is a row, not the end
+                    rows.append(GrowthRow("sessions", sessions, step, note=f"no answer: {error}"))
+                else:
+                    rows.append(_row(sessions, step, measured,
+                                     _runs_note(measured, runs) + ", one client"))
+                finally:
+                    connection.close()
         peak = sum(_peak_mb(pid) for pid in _process_tree(servers[0][2].pid))
         rows.append(GrowthRow("sessions", sessions, "serve", peak_mb=peak,
                               note="tgsparql serve and its query workers, after every query"))
@@ -197,7 +201,7 @@ def _saved_queries(path: Path, sessions: int, runs: int) -> list[GrowthRow]:
 def _send(connection: http.client.HTTPConnection, method: str, path: str,
           query: bytes | None) -> bytes:
     """One request on a kept-alive connection (a query in the body as
-    application/sparql-query), its answer read whole; an error answer stops the run."""
+    application/sparql-query), its answer read whole; an error answer raises RuntimeError."""
     headers = {"Accept": "text/csv"}
     if query is not None:
         headers["Content-Type"] = "application/sparql-query"
@@ -225,9 +229,18 @@ def _sessions_read(path: Path, sessions: int, seed: int, traced: int,
 
 
 def _timed(run: Callable[[], object], runs: int) -> list[float]:
-    """Milliseconds of each of `runs` runs, after one run not counted."""
-    run()
+    """Milliseconds of each of `runs` runs, after one run not counted; only that first one when
+    it took longer than SLOW_S (its row then says so), so one slow query keeps no run for hours."""
+    first = _timed_each(lambda _: run(), [None])
+    if runs > 1 and first[0] > SLOW_S * 1000:
+        return first
     return _timed_each(lambda _: run(), range(runs))
+
+
+def _runs_note(latencies: list[float], runs: int) -> str:
+    if len(latencies) < runs:
+        return f"the warm-up run alone: over {SLOW_S} s"
+    return f"{runs} runs after a warm-up"
 
 
 def _timed_each(run: Callable[[Any], object], items: Sequence[Any]) -> list[float]:
@@ -268,68 +281,3 @@ def _peak_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
-
-
-def table(rows: Sequence[GrowthRow]) -> list[str]:
-    """One line per step and way, each size's figures beside the smaller size's, and the ratio
-    of each to the one before."""
-    sizes = sorted({row.size for row in rows})
-    steps = list(dict.fromkeys((row.step, row.note if row.p50_ms is not None else "")
-                               for row in rows))
-    found = {(row.step, row.note if row.p50_ms is not None else "", row.size): row
-             for row in rows}
-    out = ["| step | way | " + " | ".join(f"{size:,} sessions" for size in sizes) + " |",
-           "|---|---|" + "---|" * len(sizes)]
-    for step, way in steps:
-        cells, before = [], None
-        for size in sizes:
-            row = found.get((step, way, size))
-            value = None if row is None else _value(row)
-            cell = "–" if row is None else _cell(row)
-            if value and before:
-                cell += f" (×{value / before:.1f})"
-            cells.append(cell)
-            before = value
-        out.append(f"| {step} | {way} | " + " | ".join(cells) + " |")
-    return out
-
-
-def _value(row: GrowthRow) -> float | None:
-    return row.p50_ms if row.p50_ms is not None else row.seconds or row.peak_mb
-
-
-def _cell(row: GrowthRow) -> str:
-    if row.p50_ms is not None:
-        return f"{row.p50_ms:.0f} ms (p95 {row.p95_ms:.0f})"
-    parts = []
-    if row.seconds is not None:
-        parts.append(f"{row.seconds:.1f} s")
-    if row.peak_mb is not None:
-        parts.append(f"peak {row.peak_mb:.0f} MB")
-    return ", ".join(parts)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = BenchParser("benchmarks.growth_sessions", __doc__.split("\n")[0], SIZES,
-                         out="growth-sessions.md", seed=20240601, work="cache of built stores")
-    args = parser.parse(argv)
-    sizes = [int(size) for size in args.sessions.split(",")]
-    before = load_average()
-    rows = measure(sizes, args.work, args.seed, args.runs, args.traced, args.validated)
-    notes = [f"- {row.size:,} sessions, {row.step}: {row.note}" for row in rows
-             if row.p50_ms is None and row.note]
-    text = "\n".join([
-        *head("Growth benchmark: sessions", "python -m benchmarks.growth_sessions"), "",
-        f"Each size: `tgsparql migrate`, `tgsparql rollup` through the day before the last "
-        f"({SESSIONS_PER_DAY:,} sessions a day), so the saved queries read the last day from "
-        f"the record; every saved BI query {args.runs} times after a warm-up, in process and "
-        f"over HTTP (one client; on each server back to back); trace of {args.traced} sessions and "
-        f"`validate --session` of {args.validated}; ratios (×) to the size before, measured in "
-        "this one run.", "",
-        *table(rows), "", *notes, load_line(before)]) + "\n"
-    print(write(args.out, text), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

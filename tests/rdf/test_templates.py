@@ -714,7 +714,7 @@ EVERY_PARAM: dict[str, Any] = {
     "document_figures": [{"iri": rollup_document_iri(DOCUMENT), "document": DOCUMENT,
                           "citations": 3, "sessions": 2}],
     "fact_figures": [{"iri": rollup_fact_iri(LIT_TRIPLE), "edge": LIT_TRIPLE, "selections": 2,
-                      "sessions": 1}],
+                      "sessions": 1, "rank": 1}],
     "sourced_selections": [{"graph": GRAPH, "selection": IDS.selection,
                             "edges": [{"iri": IDS.edge_selection(0), "documents": [DOCUMENT]}],
                             "documents": [DOCUMENT]}],

@@ -123,6 +123,32 @@ def test_the_shapes_report_a_rollup_that_no_longer_sums_the_record_and_a_rerun_r
     assert rollup_violations(store) == []
 
 
+def test_the_facts_are_ranked_as_most_selected_facts_orders_them_and_the_shapes_hold_it(
+) -> None:
+    store = recorded()
+    roll_up(store, COLLECTION, at=LATER, through=dt.date(2024, 1, 4))
+    ranked = store.select(
+        "SELECT ?figure ?rank ?selections WHERE { GRAPH <urn:graph:explainability> { "
+        "?figure <https://trustgraph.ai/ns/factRank> ?rank ; "
+        "<https://trustgraph.ai/ns/selectionCount> ?selections } } ORDER BY ?rank")
+    assert [int(row["rank"].value) for row in ranked] == list(range(1, len(ranked) + 1))
+    counts = [int(row["selections"].value) for row in ranked]
+    assert counts == sorted(counts, reverse=True) and len(set(counts)) > 1
+    top = store.select(current_text("most_selected_facts", {"limit": "1"}))
+    assert int(top[0]["selections"].value) == counts[0]
+    assert rollup_violations(store) == []
+    rank = "<https://trustgraph.ai/ns/factRank>"
+    first, second, third = (f"<{row['figure'].value}>" for row in ranked[:3])
+    store.update(f"DELETE DATA {{ GRAPH <urn:graph:explainability> {{ {first} {rank} 1 . "
+                 f"{second} {rank} 2 . {third} {rank} 3 }} }} ; "
+                 f"INSERT DATA {{ GRAPH <urn:graph:explainability> {{ {first} {rank} 2 . "
+                 f"{second} {rank} 1 }} }}")
+    found = rollup_violations(store)
+    assert found.count("https://trustgraph.ai/shapes/RollupFactRankFollowsItsCounts") >= 2
+    roll_up(store, COLLECTION, at=LATER, through=dt.date(2024, 1, 4))
+    assert rollup_violations(store) == []
+
+
 def test_a_session_whose_day_does_not_say_it_holds_sessions_is_reported_and_migrated() -> None:
     store = recorded(sessions=3)
     store.update("DELETE WHERE { GRAPH ?g { ?day <https://trustgraph.ai/ns/date> ?date } }")

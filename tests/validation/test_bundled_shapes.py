@@ -994,7 +994,7 @@ EDGE_FILES = {"rdf12": "edges-triple-terms.ttl", "rdfstar": "edges-triple-terms.
 EDGE_CONSTRAINTS = {
     "RetrievedEdgeIsAFact", "SelectedEdgeIsATriple", "SelectedEdgeIsAFact",
     "SelectedEdgeWasRetrieved", "ContainedTripleIsAFact", "FactHasProvenance",
-    "SessionUsageMatchesItsCalls", "RollupUsageSumsTheRecord",
+    "SessionUsageMatchesItsCalls", "RollupUsageSumsTheRecord", "RollupFactRankFollowsItsCounts",
 }
 SPARQL_12 = re.compile(r"\b(isTRIPLE|SUBJECT|PREDICATE|OBJECT|TRIPLE)\s*\(", re.IGNORECASE)
 

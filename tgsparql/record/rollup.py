@@ -102,11 +102,24 @@ def roll_up(store: Store, collection: Collection, *, at: dt.datetime,
         for row in store.run("rollup/facts", graph=graph, through=day).rows
         if isinstance(row.get("edge"), ox.Triple | ox.NamedNode) and _count(row, "selections")
     ]
+    facts.sort(key=lambda fact: (-fact["selections"], tie_order(fact["edge"])))
+    for rank, fact in enumerate(facts, 1):
+        fact["rank"] = rank
     store.run("rollup/write", graph=graph, rollup=ROLLUP, through=day, computed=at,
               day_figures=days, usage_figures=usages, document_figures=documents,
               fact_figures=facts)
     return Rolled(through, len(days), sum(d["sessions"] for d in days), len(usages),
                   len(documents), len(facts))
+
+
+def tie_order(edge: ox.Triple | ox.NamedNode) -> str:
+    """The text by which facts selected equally often are ordered, as most_selected_facts.rq
+    and the shapes compute it: an edge's IRI (reification), or its terms' texts joined by
+    spaces (a term with no text, a blank node or a triple, as none)."""
+    if isinstance(edge, ox.NamedNode):
+        return edge.value
+    return " ".join(part.value if isinstance(part, ox.NamedNode | ox.Literal) else ""
+                    for part in (edge.subject, edge.predicate, edge.object))
 
 
 def _count(row: dict[str, Any], name: str) -> int:
