@@ -638,6 +638,16 @@ def test_an_edge_whose_object_is_not_what_its_predicate_names_answers_nothing() 
     assert not {"1820", "Born Yesterday"} & {edge.labels[2] for edge in chosen}
 
 
+def test_between_dates_that_answer_alike_the_one_whose_predicate_names_a_date_is_kept() -> None:
+    """"cause of death" answers "die" as "date of death" does; only one says it gives a date."""
+    facts = [("Marzuban", "father", "Muhammad bin Musafir"),
+             ("Muhammad bin Musafir", "date of death", "953"),
+             ("Muhammad bin Musafir", "cause of death", "9 June 1938")]
+    chosen, lead = ask("When did Marzuban's father die?", kg(*facts), "Marzuban")
+    assert lead == "953"
+    assert [edge.labels for edge in chosen] == facts[:2]
+
+
 def test_a_year_beside_a_name_starts_no_path_but_by_a_date() -> None:
     """"Being Human (2005 film)": the year says which film; a director "of" 2005 is noise."""
     facts = [("Being Human", "director", "Denys Desjardins"),

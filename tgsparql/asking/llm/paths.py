@@ -448,27 +448,32 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
 
 def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
     """The paths, but where a seed's equally good paths of one clause reach different ends, only
-    those to an end the KG says is what the last hop reaches (`_is_what_it_reaches`), if it
-    says so of any: "country of citizenship: Austrian" and "country of origin: Interstate 5"
-    answer "Which country ...?" alike, but the KG names Austrian by "country" in many other
-    edges and the road in none. One read of the KG (`roles`) for all the ends in question."""
+    those to an end that is told to be what the last hop reaches, if any is: an entity the KG
+    says is (`_is_what_it_reaches`), a date by a predicate that names a date. "country of
+    citizenship: Austrian" and "country of origin: Interstate 5" answer "Which country ...?"
+    alike, but the KG names Austrian by "country" in many other edges and the road in none;
+    "date of death: 953" and "cause of death: 9 June 1938" answer "When did X die?" alike, but
+    only the first says it gives a date. One read of the KG (`roles`) for all the entities in
+    question, none when no entity is."""
     groups: dict[tuple[int, Node], list[Path]] = {}
     for path in paths:
-        # a value is what its label says, and a question for several things wants them all
-        if not path.reading.plural and isinstance(path.nodes[-1], ox.NamedNode) and date_of(
-                path.end_label) is None:
+        if not path.reading.plural:  # a question for several things wants them all
             groups.setdefault((id(path.reading), path.seed), []).append(path)
     torn = [group for group in groups.values() if len({path.nodes[-1] for path in group}) > 1]
-    if roles is None or not torn:
-        return list(paths)
-    ends = [path.nodes[-1] for group in torn for path in group]
-    known = roles([end for end in ends if isinstance(end, ox.NamedNode)])
+    entities = [path.nodes[-1] for group in torn for path in group
+                if isinstance(path.nodes[-1], ox.NamedNode) and not _is_date(path)]
+    known = roles(entities) if roles is not None and entities else {}
     dropped: set[int] = set()
     for group in torn:
-        told = [path for path in group if _is_what_it_reaches(path, known)]
+        told = [path for path in group if _is_date(path) and _names_date(path.edges[-1])
+                or not _is_date(path) and _is_what_it_reaches(path, known)]
         if told:
             dropped.update(id(path) for path in group if path not in told)
     return [path for path in paths if id(path) not in dropped]
+
+
+def _is_date(path: Path) -> bool:
+    return date_of(path.end_label) is not None
 
 
 def _is_what_it_reaches(path: Path, roles: Roles) -> bool:
