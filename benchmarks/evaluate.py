@@ -487,6 +487,18 @@ def render_hubs(runs: Sequence[HubRun], questions: int) -> str:
             f"{statistics.median(lat):.1f}" if lat else "—",
             f"{lat[int(0.9 * (len(lat) - 1))]:.1f}" if lat else "—",
         ]) + " |")
+    types = sorted({r.question.question_type for run in runs for r in run.results})
+    lines += ["", "## EM by question type", "",
+              "| K | noise | noise loaded | store | " + " | ".join(types) + " |",
+              "|---|---|---|---|" + "---|" * len(types)]
+    for run in runs:
+        by_type: dict[str, list[float]] = defaultdict(list)
+        for r in run.results:
+            by_type[r.question.question_type].append(r.exact)
+        lines.append("| " + " | ".join([
+            str(run.k), run.noise if run.k else "—", run.order if run.k else "—",
+            "disk" if run.on_disk else "memory",
+            *(f"{_mean(by_type[name]):.3f} ({len(by_type[name])})" for name in types)]) + " |")
     lines += ["", "## Targets", ""]
     for k, target in HUB_RECALL_TARGETS.items():
         worst = min((_mean([r.recall for r in run.results]) for run in runs

@@ -640,6 +640,7 @@ EVERY_PARAM: dict[str, Any] = {
     "rank_whole_up_to": 100,
     "whole": True,
     "count_up_to": 2000,
+    "up_to": 2000,
     "rare_uses": 10,
     "matches_up_to": 1000,
     "common_stem": 1000,

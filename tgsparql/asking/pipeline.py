@@ -24,6 +24,7 @@ from tgsparql.asking.llm.usage import Usage
 from tgsparql.asking.messages import Error, GraphRagResponse, GroundedName, Source
 from tgsparql.asking.provenance import Record, Recorder, now
 from tgsparql.asking.retrieval import RetrievalLimits, Retrieved, retrieve
+from tgsparql.asking.roles import role_reader
 from tgsparql.asking.selection import ParsedSelection, SelectedEdge, parse_selection
 from tgsparql.asking.sources import ChunkSource, facts_sources
 from tgsparql.rdf import vocab
@@ -214,7 +215,8 @@ class _Session:
         labelgraph = _stage("retrieval",
                             lambda: get_labelgraph(rag.store, subgraph))
         self.names = _grounded_names(grounding, labelgraph)
-        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds)
+        request = SelectionRequest(question, labelgraph.labeled_edges, grounding.seeds,
+                                   role_reader(rag.store))
         selecting = _background(lambda: rag.backend.select(request) if request.edges else None)
         return [(ids.session, self.session), (ids.retrieval, retrieval)], labelgraph, selecting
 

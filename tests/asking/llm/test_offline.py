@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import pyoxigraph as ox
@@ -17,6 +18,7 @@ from tgsparql.asking.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.llm.paths import date_of
 from tgsparql.asking.pipeline import GraphRag
+from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
 from tgsparql.rdf.text import words
@@ -101,6 +103,16 @@ def test_polonium_question_selects_discovery_and_birthplace_and_answers_warsaw(
     assert fact("Marie_Curie", "bornIn", "Warsaw") in selected
     assert fact("Marie_Curie", "discovered", "Polonium") in selected
     assert text.startswith("Warsaw" + LEAD)
+
+
+def test_the_pipeline_lets_the_selector_read_what_the_kg_says_a_node_is(spy) -> None:
+    rag, backend = spy
+    run(rag, POLONIUM)
+    [request] = backend.requests
+    assert request.roles is not None
+    warsaw = ox.NamedNode(ENT + "Warsaw")
+    roles = request.roles([warsaw])
+    assert roles[warsaw][(True, "born in")] >= 1  # Marie Curie was born there
 
 
 def test_prize_question_follows_daughter_to_her_prize(tgsparql_demo_pipeline) -> None:
@@ -420,11 +432,13 @@ def kg(*facts: tuple[str, str, str]) -> list[LabeledEdge]:
                             labels).labeled_edges
 
 
-def ask(question: str, edges: list[LabeledEdge], *seeds: str) -> tuple[list[LabeledEdge], str]:
-    """The edges the offline backend selects (seeds named by label) and its answer's lead."""
+def ask(question: str, edges: list[LabeledEdge], *seeds: str,
+        roles: RoleReader | None = None) -> tuple[list[LabeledEdge], str]:
+    """The edges the offline backend selects (seeds named by label, the KG's roles read by
+    `roles`) and its answer's lead."""
     by_label = {edge.labels[i]: (edge.triple.subject, edge.triple.object)[i // 2]
                 for edge in edges for i in (0, 2)}
-    request = SelectionRequest(question, edges, [by_label[seed] for seed in seeds])
+    request = SelectionRequest(question, edges, [by_label[seed] for seed in seeds], roles)
     by_id = {edge.id: edge for edge in edges}
     chosen = [by_id[line["id"]] for line in parsed_lines(OfflineBackend().select(request))]
     [text] = list(OfflineBackend().answer(question, chosen, stream=False))
@@ -535,6 +549,115 @@ def test_a_neighbour_that_shares_a_word_with_the_question_is_no_reason() -> None
         ("Ballad of Tara", "director", "Eddie Morris"),
         ("Eddie Morris", "place of birth", "Dublin"),
     ]
+
+
+# ---- look-alike noise: the KG's own predicates and entities, whose labels answer as the facts do
+
+
+def kg_roles(*facts: tuple[str, str, str]) -> RoleReader:
+    """What a KG of `facts` says each node is, as `tgsparql.asking.roles.read_roles` reads it:
+    nodes named as `kg` names them."""
+    roles: dict[ox.NamedNode, Counter[tuple[bool, str]]] = {}
+    slug = lambda name: term(re.sub(r"\W+", "-", name))  # noqa: E731
+    for subject, predicate, obj in facts:
+        roles.setdefault(slug(subject), Counter())[(False, predicate)] += 1
+        roles.setdefault(slug(obj), Counter())[(True, predicate)] += 1
+
+    def read(nodes: Sequence[ox.NamedNode]) -> Roles:
+        asked.extend(nodes)
+        return {node: roles.get(node, Counter()) for node in nodes}
+
+    asked: list[ox.NamedNode] = []
+    read.asked = asked  # type: ignore[attr-defined]
+    return read
+
+
+COMPOSER = [
+    ("Thunder on the Hill", "composer", "Hans J. Salter"),
+    ("Hans J. Salter", "country of citizenship", "Austria"),
+]
+LOOK_ALIKES = [  # real predicates and entities of the KG, none restating a fact
+    ("Hans J. Salter", "country of origin", "Interstate 5"),
+    ("Hans J. Salter", "basin country", "Dismal Swamp"),
+    ("Hans J. Salter", "country", "Imre Puskás"),
+]
+ELSEWHERE = [  # the rest of the KG: what its edges say Austria, a road, a swamp, a man are
+    *[(person, "country of citizenship", "Austria")
+      for person in ("Max Steiner", "Fritz Lang", "Erich Korngold", "Joe Zawinul")],
+    ("Vienna", "country", "Austria"), ("Graz", "country", "Austria"),
+    ("Austria", "member of", "European Union"),
+    ("Interstate 5", "country", "United States"),
+    ("Interstate 5", "located in the administrative territorial entity", "California"),
+    ("Dismal Swamp", "country", "United States"), ("Dismal Swamp", "part of", "Virginia"),
+    ("Imre Puskás", "country of citizenship", "Hungary"), ("Imre Puskás", "member of", "MTK"),
+    ("Hans J. Salter", "date of birth", "14 January 1896"),
+]
+COMPOSER_FROM = "Which country is the composer of film Thunder on the Hill from?"
+
+
+def test_look_alike_noise_around_a_hub_leaves_only_the_path_the_kg_bears_out() -> None:
+    """Each look-alike answers "Which country" by its predicate as well as the fact does; the KG
+    names Austria by "country" in six other edges, the road, swamp and man in none."""
+    roles = kg_roles(*COMPOSER, *LOOK_ALIKES, *ELSEWHERE)
+    chosen, lead = ask(COMPOSER_FROM, kg(*COMPOSER, *LOOK_ALIKES), "Thunder on the Hill",
+                       roles=roles)
+    assert [edge.labels for edge in chosen] == COMPOSER
+    assert lead == "Austria"
+    assert roles.asked, "the KG was read"  # type: ignore[attr-defined]
+
+
+def test_look_alikes_stay_when_the_kg_tells_none_of_them_apart() -> None:
+    """The KG says of no end that it is a country: no rule picks one by its label."""
+    roles = kg_roles(*COMPOSER, *LOOK_ALIKES)
+    chosen, _ = ask(COMPOSER_FROM, kg(*COMPOSER, *LOOK_ALIKES), "Thunder on the Hill",
+                    roles=roles)
+    assert {edge.labels for edge in chosen} == {*COMPOSER, *LOOK_ALIKES}
+
+
+def test_the_class_the_kg_gives_a_neighbour_decides_between_ends_of_one_predicate() -> None:
+    """Two ends by one predicate: a country is what many edges call a country, a town what has
+    a country and is a place of birth, though the edge at hand calls it a country too."""
+    facts = [("Louis Mercanton", "country", "France"), ("Louis Mercanton", "country", "Liegnitz")]
+    elsewhere = [*[(city, "country", "France") for city in ("Paris", "Lyon", "Nice")],
+                 ("Liegnitz", "country", "Germany"), ("Adolf Anderssen", "place of birth",
+                                                      "Liegnitz")]
+    chosen, lead = ask("Which country is Louis Mercanton from?", kg(*facts), "Louis Mercanton",
+                       roles=kg_roles(*facts, *elsewhere))
+    assert lead == "France"
+    assert [edge.labels for edge in chosen] == [facts[0]]
+
+
+def test_an_edge_whose_object_is_not_what_its_predicate_names_answers_nothing() -> None:
+    """"place of birth: 1820" is no birthday, "date of birth: Born Yesterday" no date."""
+    noisy = kg(*[edge.labels for edge in FILMS],
+               ("William Beaudine", "place of birth", "1820"),
+               ("Eddie Morris", "date of birth", "Born Yesterday"))
+    chosen, lead = ask("Which film has the director born later, Broadway Or Bust or Ballad Of "
+                       "Tara?", noisy, "Broadway or Bust", "Ballad of Tara")
+    assert lead == "Ballad of Tara"
+    assert not {"1820", "Born Yesterday"} & {edge.labels[2] for edge in chosen}
+
+
+def test_between_dates_that_answer_alike_the_one_whose_predicate_names_a_date_is_kept() -> None:
+    """"cause of death" answers "die" as "date of death" does; only one says it gives a date."""
+    facts = [("Marzuban", "father", "Muhammad bin Musafir"),
+             ("Muhammad bin Musafir", "date of death", "953"),
+             ("Muhammad bin Musafir", "cause of death", "9 June 1938")]
+    chosen, lead = ask("When did Marzuban's father die?", kg(*facts), "Marzuban")
+    assert lead == "953"
+    assert [edge.labels for edge in chosen] == facts[:2]
+
+
+def test_a_year_beside_a_name_starts_no_path_but_by_a_date() -> None:
+    """"Being Human (2005 film)": the year says which film; a director "of" 2005 is noise."""
+    facts = [("Being Human", "director", "Denys Desjardins"),
+             ("Denys Desjardins", "place of birth", "Montreal"),
+             ("Being Human", "publication date", "2005")]
+    noise = [("Mary Clifton", "director", "2005"), ("Mary Clifton", "place of birth", "Metz")]
+    chosen, lead = ask("What is the place of birth of the director of film Being Human (2005 "
+                       "film)?", kg(*facts, *noise), "Being Human", "2005")
+    assert lead == "Montreal"
+    assert [edge.labels for edge in chosen] == facts[:2]
 
 
 @pytest.mark.parametrize(("question", "lead"), [

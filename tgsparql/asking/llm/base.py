@@ -16,6 +16,7 @@ from tgsparql.rdf.redact import redacted_text
 
 if TYPE_CHECKING:
     from tgsparql.asking.labels import LabeledEdge
+    from tgsparql.asking.roles import RoleReader
 
 DEFAULT_LLM_TIMEOUT = 120.0
 """Seconds to wait for the first token of a reply: the connection, the model reading the prompt
@@ -52,6 +53,9 @@ class SelectionRequest:
     question: str
     edges: Sequence[LabeledEdge]
     seeds: Sequence[ox.NamedNode]
+    roles: RoleReader | None = None
+    """Reads what the KG says a node is (`tgsparql.asking.roles`), for a backend that must tell
+    apart ends whose labels answer alike; none when no store stands behind the edges."""
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,16 @@ import pyoxigraph as ox
 
 from tgsparql.asking.grounding import STOPWORDS, match_key, named_labels
 from tgsparql.asking.labels import LabeledEdge
+from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
 from tgsparql.rdf.stems import stem
 
 Node = ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple
 MAX_HOPS = 2
+ATTESTED_USES = 2
+"""Other edges that must name an end by its hop's words for the KG to say it is what it is."""
+ATTESTED_LIFT = 2.0
+"""How many times more often than its other predicates on average a node must use one of those."""
 
 
 class Kind(Enum):
@@ -294,9 +299,13 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
     graph = _Graph(edges)
     asks_kind = reading.kind is not Kind.ANY or reading.noun is not None
     found: list[Path] = []
+    # a year beside a name ("Being Human (2005 film)") tells which one is meant: it is a date
+    # of that seed, and no path goes through it but one by a predicate that names a date
+    named = any(not _is_value(seed, graph) for seed in seeds)
     for seed in seeds:
         hops: list[tuple[tuple[LabeledEdge, ...], tuple[Node, ...], tuple[tuple[str, ...], ...]]]
         hops = [((), (seed,), ())]
+        dated = named and _is_value(seed, graph)
         for _ in range(MAX_HOPS):
             grown = []
             for walked, nodes, answered in hops:
@@ -304,7 +313,8 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
                     continue  # a value ends a path: what else has it is no answer
                 left = reading.relations - Counter(w for words in answered for w in words)
                 for edge, other in graph.around.get(nodes[-1], []):
-                    if other in nodes or other in seeds:
+                    if other in nodes or other in seeds or not _coherent(edge, graph) or (
+                            dated and not walked and not _names_date(edge)):
                         continue
                     words = _answers(edge.labels[1], left)
                     step = (walked + (edge,), nodes + (other,), answered + (words,))
@@ -319,6 +329,20 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
                         found.append(_path(reading, graph, seed, *step, grade))
             hops = grown
     return found
+
+
+def _coherent(edge: LabeledEdge, graph: _Graph) -> bool:
+    """Whether the edge's object is of the kind its predicate's label names: a date for a
+    predicate that names one ("date of death"), anything but a date for one that names a place
+    ("place of birth"); an edge that says otherwise ("place of birth: 1820", "date of death:
+    a film") answers nothing."""
+    if _names_date(edge):
+        return _is_value(edge.triple.object, graph)
+    return not PLACE_WORDS & set(_stems_of(edge.labels[1])) or date_of(edge.labels[2]) is None
+
+
+def _names_date(edge: LabeledEdge) -> bool:
+    return bool(DATE_NOUNS & set(_stems_of(edge.labels[1])))
 
 
 def _is_value(node: Node, graph: _Graph) -> bool:
@@ -420,6 +444,56 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
         chosen += sorted((path for path in found if rank(path) == mark),
                          key=lambda path: [edge.id for edge in path.edges])
     return chosen
+
+
+def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
+    """The paths, but where a seed's equally good paths of one clause reach different ends, only
+    those to an end that is told to be what the last hop reaches, if any is: an entity the KG
+    says is (`_is_what_it_reaches`), a date by a predicate that names a date. "country of
+    citizenship: Austrian" and "country of origin: Interstate 5" answer "Which country ...?"
+    alike, but the KG names Austrian by "country" in many other edges and the road in none;
+    "date of death: 953" and "cause of death: 9 June 1938" answer "When did X die?" alike, but
+    only the first says it gives a date. One read of the KG (`roles`) for all the entities in
+    question, none when no entity is."""
+    groups: dict[tuple[int, Node], list[Path]] = {}
+    for path in paths:
+        if not path.reading.plural:  # a question for several things wants them all
+            groups.setdefault((id(path.reading), path.seed), []).append(path)
+    torn = [group for group in groups.values() if len({path.nodes[-1] for path in group}) > 1]
+    entities = [path.nodes[-1] for group in torn for path in group
+                if isinstance(path.nodes[-1], ox.NamedNode) and not _is_date(path)]
+    known = roles(entities) if roles is not None and entities else {}
+    dropped: set[int] = set()
+    for group in torn:
+        told = [path for path in group if _is_date(path) and _names_date(path.edges[-1])
+                or not _is_date(path) and _is_what_it_reaches(path, known)]
+        if told:
+            dropped.update(id(path) for path in group if path not in told)
+    return [path for path in paths if id(path) not in dropped]
+
+
+def _is_date(path: Path) -> bool:
+    return date_of(path.end_label) is not None
+
+
+def _is_what_it_reaches(path: Path, roles: Roles) -> bool:
+    """Whether the KG names the path's end, on the side the last hop reaches it, by a predicate
+    that shares a word with that hop's in ATTESTED_USES other edges at least, and ATTESTED_LIFT
+    times as often as it uses its other predicates of that side on average: a node that a few
+    edges name so at random, as any node of many edges is, is not told."""
+    edge, end = path.edges[-1], path.nodes[-1]
+    incoming = edge.triple.subject == path.nodes[-2]
+    found = roles.get(end, Counter()) if isinstance(end, ox.NamedNode) else Counter()
+    side = {label: uses for (into, label), uses in found.items() if into == incoming}
+    words = set(_stems_of(edge.labels[1]))
+    like, unlike = [], []
+    for label, uses in side.items():
+        if words & set(_stems_of(label)):
+            like.append(uses - (label == edge.labels[1]))  # the edge walked is one of them
+        else:
+            unlike.append(uses)
+    most = max(like, default=0)
+    return most >= ATTESTED_USES and most >= ATTESTED_LIFT * sum(unlike) / max(len(unlike), 1)
 
 
 def _predicates(path: Path) -> tuple[str, ...]:
