@@ -180,7 +180,7 @@ def report(rows: Sequence[GrowthRow], args: argparse.Namespace, wall_s: float, c
         "per recorded session (trace, validate --session) or per run of a saved query; s is a "
         "one-off step's wall time (load: the check and the store, and label index: `tgsparql "
         "index` on the loaded store, both measured when the store was built, by the code of that "
-        "day; index: `tgsparql index` on the store up to date; migrate: `tgsparql migrate`; "
+        "day, and built again when the way the index is written changed; index: `tgsparql index` on the store up to date; migrate: `tgsparql migrate`; "
         "rollup: `tgsparql rollup`). A facts step that took longer "
         f"than {growth_facts.STEP_LIMIT_S} s was stopped and has no figures. Each × column is "
         "the ratio to the same step at the next smaller size. The note of a facts row gives the "
