@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
+
 import pyoxigraph as ox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tgsparql.asking import grounding
 from tgsparql.asking.grounding import (
-    MAX_PHRASE_WORDS, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
+    MAX_PHRASE_WORDS, IndexEntry, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
     rebuild_label_index, update_label_index,
 )
 from tgsparql.rdf import vocab
 from tgsparql.rdf.text import normalize_label
-from tgsparql.stores.store import EmbeddedStore, WithTemplates
+from tgsparql.stores.store import EmbeddedStore, Solution, Store, WithTemplates
 
 EX = "http://example.org/"
 RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
@@ -278,7 +282,7 @@ def test_update_label_index_reports_progress_per_batch(tgsparql_store: EmbeddedS
     assert seen == [5]
 
 
-def test_update_label_index_writes_batch_by_batch_as_its_rows_stream_in(
+def test_update_label_index_writes_batch_by_batch(
     tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("tgsparql.asking.grounding.INDEX_BATCH", 2)
@@ -287,6 +291,35 @@ def test_update_label_index_writes_batch_by_batch_as_its_rows_stream_in(
     assert update_label_index(tgsparql_store, progress=seen.append) == 5
     assert seen == [2, 2, 1]
     assert update_label_index(tgsparql_store) == 0
+    assert ground(tgsparql_store, "marie curie", entity_limit=50).seeds == [ex("marie")]
+
+
+def test_update_label_index_reads_every_pending_name_before_it_writes(
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No read of the store is left open while the index is written: such a read holds what
+    the writes replace, and its memory grows with the labels written."""
+    load(tgsparql_store, CURIES)
+    events: list[str] = []
+    stream, write = tgsparql_store.stream, grounding.write_index_entries
+
+    def streamed(name: str, /, **params: Any) -> Iterator[Solution]:
+        for row in stream(name, **params):
+            events.append(f"row of {name}")
+            yield row
+        events.append(f"{name} read")
+
+    def written(store: Store, entries: Iterable[IndexEntry]) -> None:
+        events.append("write")
+        write(store, entries)
+
+    monkeypatch.setattr(tgsparql_store, "stream", streamed)
+    monkeypatch.setattr(grounding, "write_index_entries", written)
+    monkeypatch.setattr(grounding, "INDEX_BATCH", 2)
+    assert update_label_index(tgsparql_store) == 5
+    pending = "label_index_pending"
+    assert events[events.index(f"row of {pending}"):] == (
+        [f"row of {pending}"] * 5 + [f"{pending} read"] + ["write"] * 3)
 
 
 def test_rebuild_label_index_drops_stale_keys(tgsparql_store: EmbeddedStore) -> None:

@@ -597,7 +597,6 @@ EVERY_PARAM: dict[str, Any] = {
     "document": IDS.answer_document,
     "terms": [S, O],
     "keys": ["marie curie", "radium"],
-    "entries": [IndexEntry(S, ox.Literal("Marie Curie", language="en"), ["marie curie"])],
     "content": "The answer.",
     "mime_type": "text/plain",
     "sha256": sha256("The answer."),

@@ -32,10 +32,12 @@ name the KG holds whole costs no lookups of its words (held by many names in a l
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
+import tempfile
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
@@ -49,9 +51,9 @@ from tgsparql.stores.store import Solution, Store
 
 MAX_PHRASE_WORDS: Final = 10
 MAX_QUESTION_WORDS: Final = 200
-INDEX_BATCH: Final = 1000
-"""Labels an update of the index: each update's transaction is held in memory until it commits
-(5,000 took some 100 MB more at the peak of a large load, and were no faster)."""
+INDEX_BATCH: Final = 5000
+"""Labels a bulk write of the index: some 40,000 quads, within one write of the store's bulk
+path (tgsparql.stores.store.BULK_BATCH)."""
 REMOVE_BATCH: Final = 5000
 """Index quads an update removes when the index is rebuilt."""
 INDEX_VERSION: Final = 4
@@ -795,6 +797,19 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+class IndexTerm(vocab.TgTerms):
+    """What the label index records of a labelled term."""
+
+    LABEL = "indexedLabel"
+    KEY = "labelKey"
+    """A matching key of the label (`label_keys`)."""
+    WORD = "labelWord"
+    """A content word of a key."""
+    STEM = "labelStem"
+    """The stem of a content word, for retrieval's ranking, which meets the question's words
+    by stem."""
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     entity: ox.NamedNode
@@ -807,36 +822,62 @@ class IndexEntry:
 
     @property
     def stems(self) -> list[str]:
-        """For retrieval's ranking, which meets the question's words by stem."""
         return sorted({stem(word) for word in self.words})
+
+    def triples(self) -> list[ox.Triple]:
+        """The entry as the index graph holds it."""
+        found = [(IndexTerm.KEY, self.keys), (IndexTerm.WORD, self.words),
+                 (IndexTerm.STEM, self.stems)]
+        return [ox.Triple(self.entity, IndexTerm.LABEL.iri, self.label)] + [
+            ox.Triple(self.entity, term.iri, ox.Literal(text))
+            for term, texts in found for text in texts
+        ]
 
 
 def update_label_index(store: Store, progress: Callable[[int], None] | None = None) -> int:
     """Index every label not yet indexed; returns how many were added.
 
     An index written by an older version is rebuilt whole, so every entry has what grounding
-    now looks up.
+    now looks up. The pending names are read whole first, into a temporary file, then written
+    INDEX_BATCH at a time: a read left open while the store is written holds what the writes
+    replace, so its memory grew with the labels written (1 GB for a million labels).
     """
     if not store.run("label_index_version", version=INDEX_VERSION).boolean:
         clear_label_index(store)
     added = 0
-    batch: list[IndexEntry] = []
-    # Rows one at a time where the store can stream them: a load of a million labels must not
-    # hold them all.
-    for row in itertools.chain(store.stream("label_index_pending"), [None]):
-        if row is not None:
-            entity, label = row.get("entity"), row.get("label")
-            if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
-                keys = label_keys(label.value)
-                if keys:
-                    batch.append(IndexEntry(entity, label, keys))
-        if batch and (row is None or len(batch) == INDEX_BATCH):
-            store.run("label_index_insert", entries=batch)
-            added += len(batch)
-            if progress is not None:
-                progress(len(batch))
-            batch = []
+    with tempfile.TemporaryFile(prefix="tgsparql-labels-") as spool:
+        ox.serialize(_pending_names(store), spool, ox.RdfFormat.N_TRIPLES)
+        spool.seek(0)
+        names = ox.parse(spool, ox.RdfFormat.N_TRIPLES)
+        while read := list(itertools.islice(names, INDEX_BATCH)):
+            batch = [
+                IndexEntry(name.subject, name.object, keys)  # type: ignore[arg-type]
+                for name in read if (keys := label_keys(name.object.value))
+            ]
+            if batch:
+                write_index_entries(store, batch)
+                added += len(batch)
+                if progress is not None:
+                    progress(len(batch))
     return added
+
+
+def _pending_names(store: Store) -> Iterator[ox.Triple]:
+    """The names of the KG not yet in the index, as the index's tg:indexedLabel triples, one
+    at a time where the store can stream them: a load of a million labels must not hold them
+    all."""
+    for row in store.stream("label_index_pending"):
+        entity, label = row.get("entity"), row.get("label")
+        if isinstance(entity, ox.NamedNode) and isinstance(label, ox.Literal):
+            yield ox.Triple(entity, IndexTerm.LABEL.iri, label)
+
+
+def write_index_entries(store: Store, entries: Iterable[IndexEntry]) -> None:
+    """Add the entries to the index graph by the store's bulk path: no transaction held in
+    memory, as a SPARQL update's is until it commits."""
+    triples = [triple for entry in entries for triple in entry.triples()]
+    data = io.BytesIO(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES))
+    store.bulk_load(data, ox.RdfFormat.N_TRIPLES, graph=vocab.GRAPH_LABEL_INDEX)
 
 
 def clear_label_index(store: Store) -> None:
