@@ -474,3 +474,23 @@ def test_a_datatype_inside_sh_or_judges_the_written_form_as_a_direct_one_does(
     failing = {(component, focus) for focus, _, _, component, _ in rows(report)}
     assert failing == {(component, node) for component in ("Datatype", "Or")
                        for node in (ex("b"), ex("c"))}
+
+
+def test_a_property_shape_reports_once_for_each_way_a_focus_node_reaches_it() -> None:
+    """Reached by one node shape, a focus node is validated once; by two, once per node shape
+    (the queries of a shape reached one way keep no ancestors apart)."""
+    shapes = """
+        ex:P a sh:PropertyShape ; sh:path ex:p ; sh:maxCount 1 ; sh:datatype xsd:integer .
+        ex:A a sh:NodeShape ; sh:targetClass ex:A ; sh:property ex:P .
+        ex:B a sh:NodeShape ; sh:targetClass ex:B ; sh:property ex:P .
+    """
+    data = 'ex:a a ex:A ; ex:p 1, 2 . ex:b a ex:B ; ex:p "x" . ex:ab a ex:A, ex:B ; ex:p 3, 4 .'
+    report = validate(shapes, data)
+    assert sorted(map(str, rows(report))) == sorted(map(str, [
+        (ex("a"), ex("p"), None, "MaxCount", "Violation"),
+        (ex("b"), ex("p"), ox.Literal("x"), "Datatype", "Violation"),
+        (ex("ab"), ex("p"), None, "MaxCount", "Violation"),
+        (ex("ab"), ex("p"), None, "MaxCount", "Violation"),
+    ]))
+    one_way = Shapes.from_text(PREFIXES + shapes.replace("sh:targetClass ex:B ;", ""))
+    assert [s.reached_one_way for s in one_way if s.path is not None] == [True]
