@@ -57,7 +57,9 @@ BUILD_FORMAT = 1
 SLOW_S = 60.0
 """An engine whose run takes longer than this is run once, not `--runs` times (not tgsparql and
 the floor, whose ratio is the measure, and which a loaded machine can slow past it)."""
-ALWAYS_RERUN = ("tgsparql", "floor")
+BEFORE = "tgsparql before"
+"""tgsparql of the --baseline source tree, its own engine run, beside this tree's."""
+ALWAYS_RERUN = ("tgsparql", "floor", BEFORE)
 DIALECTS = ("rdf12", "reification")
 ENGINES_BY_DIALECT = {
     "rdf12": ("tgsparql", "shacl", "pyrudof"),
@@ -748,10 +750,12 @@ class Measured:
         return statistics.median(self.paths) if self.paths else None
 
 
-def measure(engines: list[str], dialect: str, build: Build, runs: int, timeout: float) -> list[Measured]:
+def measure(engines: list[str], dialect: str, build: Build, runs: int, timeout: float,
+            baseline: Path | None = None) -> list[Measured]:
     """Each engine's runs on one dialect, interleaved (a round runs each engine once), so a
     change of the machine's load falls on all of them alike; an engine that failed, or took
-    more than SLOW_S (or is pyshacl), runs no more rounds, unless it is one of ALWAYS_RERUN."""
+    more than SLOW_S (or is pyshacl), runs no more rounds, unless it is one of ALWAYS_RERUN.
+    BEFORE is the `baseline` tree's own tgsparql run."""
     measured = {engine: Measured(engine, dialect, [], 0.0, None) for engine in engines}
     scratch = build.directory / "scratch"
     scratch.mkdir(exist_ok=True)
@@ -760,14 +764,16 @@ def measure(engines: list[str], dialect: str, build: Build, runs: int, timeout: 
             slow = engine == "pyshacl" or (max(m.walls, default=0) > SLOW_S and engine not in ALWAYS_RERUN)
             if m.error is not None or (round_ and slow):
                 continue
+            source = baseline if engine == BEFORE else None
             command = [
-                sys.executable, "-m", "benchmarks.validation_bench", "--engine", engine,
+                sys.executable, "-m", "benchmarks.validation_bench",
+                "--engine", "tgsparql" if source else engine,
                 "--dialect", dialect, "--store", str(build.directory / dialect / "store"),
                 "--scratch", str(scratch),
             ]
             try:
-                done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True,
-                                      timeout=timeout)
+                done = subprocess.run(command, cwd=source or HERE.parent, env=source_env(source),
+                                      capture_output=True, text=True, timeout=timeout)
             except subprocess.TimeoutExpired:
                 m.error = f"no result within {timeout:.0f} s"
                 continue
@@ -908,7 +914,7 @@ def report(build: Build, measured: list[Measured], runs: int, load_before: Load)
     for dialect in DIALECTS:
         rows = [m for m in measured if m.dialect == dialect]
         ours = next((m for m in rows if m.engine == "tgsparql" and m.error is None), None)
-        engines = [m for m in rows if m.engine != "floor"]
+        engines = [m for m in rows if m.engine not in ("floor", BEFORE)]
         fastest = min((m.wall for m in engines if m.error is None and m.walls), default=None)
         lines += [
             f"## {dialect}",
@@ -947,6 +953,10 @@ def report(build: Build, measured: list[Measured], runs: int, load_before: Load)
             if ours.path:
                 lines.append(f"tgsparql on its CPU critical path (two idle CPUs): "
                              f"{build.quads[dialect] / ours.path / 1000:.0f} k quads/s")
+            before = next((m for m in rows if m.engine == BEFORE and m.walls), None)
+            if before and before.cpu and ours.cpu:
+                lines.append(f"tgsparql / tgsparql before: {ours.wall / before.wall:.2f} wall, "
+                             f"{ours.cpu / before.cpu:.2f} CPU")
             floor = next((m for m in rows if m.engine == "floor" and m.walls), None)
             if floor and floor.cpu and ours.cpu:
                 lines.append(f"tgsparql / floor: {ours.wall / floor.wall:.2f} wall, "
@@ -990,7 +1000,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path,
                         help="a source tree of another tgsparql version (e.g. `git worktree add "
                         "DIR main`, with DIR/queries and DIR/shapes copied into DIR/tgsparql/) "
-                        "whose validate --session is measured beside this one's")
+                        "whose validate --session, and full-store run, are measured beside this "
+                        "one's")
     parser.add_argument("--session-only", action="store_true",
                         help="measure only validate --session (no engines, no full-store runs)")
     args = parser.parse(argv)
@@ -1007,8 +1018,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     measured = [] if args.session_only else [
         m for dialect in DIALECTS
         for m in measure([e for e in ENGINES_BY_DIALECT[dialect] if e in wanted]
-                         + (["floor"] if "tgsparql" in wanted else []),
-                         dialect, built, args.runs, args.timeout)
+                         + (["floor"] if "tgsparql" in wanted else [])
+                         + ([BEFORE] if "tgsparql" in wanted and args.baseline else []),
+                         dialect, built, args.runs, args.timeout, args.baseline)
     ]
     scoped = []
     for size in session_sizes(args):
