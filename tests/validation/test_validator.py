@@ -474,3 +474,56 @@ def test_a_datatype_inside_sh_or_judges_the_written_form_as_a_direct_one_does(
     failing = {(component, focus) for focus, _, _, component, _ in rows(report)}
     assert failing == {(component, node) for component in ("Datatype", "Or")
                        for node in (ex("b"), ex("c"))}
+
+
+def test_a_property_shape_reports_once_for_each_way_a_focus_node_reaches_it() -> None:
+    """Reached by one node shape, a focus node is validated once; by two, once per node shape
+    (the queries of a shape reached one way keep no ancestors apart)."""
+    shapes = """
+        ex:P a sh:PropertyShape ; sh:path ex:p ; sh:maxCount 1 ; sh:datatype xsd:integer .
+        ex:A a sh:NodeShape ; sh:targetClass ex:A ; sh:property ex:P .
+        ex:B a sh:NodeShape ; sh:targetClass ex:B ; sh:property ex:P .
+    """
+    data = 'ex:a a ex:A ; ex:p 1, 2 . ex:b a ex:B ; ex:p "x" . ex:ab a ex:A, ex:B ; ex:p 3, 4 .'
+    report = validate(shapes, data)
+    assert sorted(map(str, rows(report))) == sorted(map(str, [
+        (ex("a"), ex("p"), None, "MaxCount", "Violation"),
+        (ex("b"), ex("p"), ox.Literal("x"), "Datatype", "Violation"),
+        (ex("ab"), ex("p"), None, "MaxCount", "Violation"),
+        (ex("ab"), ex("p"), None, "MaxCount", "Violation"),
+    ]))
+    one_way = Shapes.from_text(PREFIXES + shapes.replace("sh:targetClass ex:B ;", ""))
+    assert [s.reached_one_way for s in one_way if s.path is not None] == [True]
+
+
+def test_a_whole_store_run_queues_every_query_at_once_shacl_sparql_first() -> None:
+    """Both CPUs stay busy to the end: the SHACL-SPARQL queries (the longest, as a rule) start
+    first, and the report lists the results in the shapes' order whatever ran first."""
+    from tgsparql.validation.validator import QUERIES_AT_ONCE
+
+    SPARQL_COMPONENT = ox.NamedNode(SH + "SPARQLConstraintComponent")
+    shapes = """
+        ex:A a sh:NodeShape ; sh:targetClass ex:A ; sh:property ex:P , ex:Q , ex:R .
+        ex:P sh:path ex:p ; sh:minCount 1 .
+        ex:Q sh:path ex:q ; sh:minCount 1 .
+        ex:R sh:path ex:r ; sh:minCount 1 .
+        ex:Z a sh:NodeShape ; sh:targetClass ex:A ; sh:sparql [
+            sh:select "SELECT $this WHERE { $this <http://example.org/s> 1 }" ] .
+    """
+    store = EmbeddedStore()
+    store.bulk_load(io.BytesIO((PREFIXES + "ex:a a ex:A ; ex:s 1 .").encode()), ox.RdfFormat.TURTLE)
+    asked: list[str] = []
+    answer = store.select
+
+    def select(text: str, **kwargs: object) -> object:
+        asked.append(text)
+        return answer(text, **kwargs)  # type: ignore[arg-type]
+
+    store.select = select  # type: ignore[method-assign]
+    validator = Validator(Shapes.from_text(PREFIXES + shapes))
+    report = validator.validate(store)
+    assert len(asked) == 4
+    assert any("example.org/s" in text for text in asked[:QUERIES_AT_ONCE])
+    in_order = [query.constraints[0].component_iri for query in validator.queries]
+    assert in_order.index(SPARQL_COMPONENT) >= QUERIES_AT_ONCE  # queued ahead of its turn
+    assert [r.source_constraint_component for r in report.results] == in_order

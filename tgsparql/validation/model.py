@@ -143,8 +143,23 @@ class Shape:
 
     @property
     def chain_depth(self) -> int:
-        """How many sh:property steps the longest way from a target to this shape takes."""
+        """How many sh:property steps the longest way from a target to this shape takes: the
+        ancestors a query keeps apart to validate a focus node once per way; none for a shape
+        reached one way only."""
+        if self.reached_one_way:
+            return 0
         return max((1 + p.chain_depth for p in self.parents if p.has_focus), default=0)
+
+    @property
+    def reached_one_way(self) -> bool:
+        """Whether a focus node reaches this shape one way only: by its own targets, or as the
+        focus node itself of the one node shape (itself reached one way) that has it as
+        sh:property. Its queries then start from that node shape's focus nodes, with no
+        ancestors to group by (each grouping key costs the engine on every focus node)."""
+        parents = [p for p in self.parents if p.has_focus]
+        if self.target_pairs:
+            return not parents
+        return len(parents) == 1 and parents[0].path is None and parents[0].reached_one_way
 
     @property
     def has_focus(self) -> bool:
