@@ -52,7 +52,8 @@ above.
 
 Run: python -m benchmarks.evaluate [--corpus F] [--questions F] [--redocred F] [--rel-info F]
      [--out benchmarks/results/evaluation.md] [--limit N]
-     [--hubs [K,K,...] [--hub-noise KIND,...] [--hub-out benchmarks/results/evaluation-hubs.md]]
+     [--hubs [K,K,...] [--hub-noise KIND,...] [--hub-jobs N]
+      [--hub-out benchmarks/results/evaluation-hubs.md]]
      [--names [--names-out benchmarks/results/evaluation-names.md]]
 """
 
@@ -69,6 +70,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -447,6 +449,28 @@ def hub_stress(corpus: Path, questions: Path, docs: Path, rel_info: Path,
                         print(f"K={k} {kind} {order} {'disk' if on_disk else 'memory'}: done",
                               file=sys.stderr)
     return runs
+
+
+def hub_stress_in_jobs(corpus: Path, questions: Path, docs: Path, rel_info: Path,
+                       sizes: Sequence[int], orders: Sequence[str], stores: Sequence[bool],
+                       limit: int | None, kinds: Sequence[str], jobs: int,
+                       on_run: Callable[[list[HubRun]], None] | None = None) -> list[HubRun]:
+    """`hub_stress`, each K and noise kind in its own process, `jobs` at a time: the runs of a
+    long grid finish together, in the grid's order; `on_run` is given the runs finished so far,
+    in that order, as each finishes. Latencies measured side by side are each an upper bound."""
+    grid = [(k, kind) for k in sizes for kind in (kinds if k else kinds[:1])]
+    done: dict[tuple[int, str], list[HubRun]] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {
+            pool.submit(hub_stress, corpus, questions, docs, rel_info, [k], orders, stores,
+                        limit, True, [kind]): (k, kind)
+            for k, kind in grid
+        }
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if on_run is not None:
+                on_run([run for cell in grid if cell in done for run in done[cell]])
+    return [run for cell in grid for run in done[cell]]
 
 
 def _retrieval_ms(rag: GraphRag, question: str) -> float:
@@ -873,12 +897,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hub-stores", default="memory,disk",
                         help="which stores: memory, disk or both (memory,disk)")
     parser.add_argument("--hub-out", type=Path, default=DEFAULT_HUB_OUT)
+    parser.add_argument("--hub-jobs", type=int, default=1, metavar="N",
+                        help="run the hub stress's K and noise kinds in N processes at a time")
     parser.add_argument("--names", action="store_true",
                         help="evaluate names as people say them instead: cut short, lower case")
     parser.add_argument("--names-out", type=Path, default=DEFAULT_NAMES_OUT)
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be a positive integer")
+    if args.hub_jobs < 1:
+        parser.error("--hub-jobs must be a positive integer")
     try:
         data = (args.corpus or data_path(*CORPUS), args.questions or data_path(*QUESTIONS),
                 args.redocred or data_path(*DOCS), args.rel_info or data_path(*REL_INFO))
@@ -902,9 +930,14 @@ def main(argv: list[str] | None = None) -> int:
         def write(runs: list[HubRun]) -> None:
             args.hub_out.write_text(render_hubs(runs, len(runs[0].results)), encoding="utf-8")
 
+        on_disk = [name == "disk" for name in stores]
         try:
-            hub_stress(*data, sizes, orders, [name == "disk" for name in stores], args.limit,
-                       progress=True, kinds=kinds, on_run=write)
+            if args.hub_jobs > 1:
+                hub_stress_in_jobs(*data, sizes, orders, on_disk, args.limit, kinds,
+                                   args.hub_jobs, on_run=write)
+            else:
+                hub_stress(*data, sizes, orders, on_disk, args.limit, progress=True,
+                           kinds=kinds, on_run=write)
         except (DatasetError, OSError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1

@@ -112,6 +112,20 @@ def test_tiny_hub_stress_keeps_the_facts_under_noise_loaded_before_and_after(tin
     assert "- selection precision ≥ 0.93 at K = 0 (no noise): worst run" in table
 
 
+def test_the_hub_stress_in_parallel_jobs_writes_its_grid_in_order(tiny: dict,
+                                                                   tmp_path: Path) -> None:
+    out = tmp_path / "hubs.md"
+    assert main(["--corpus", str(tiny["corpus"]), "--questions", str(tiny["questions"]),
+                 "--redocred", str(tiny["docs"]), "--rel-info", str(tiny["rel_info"]),
+                 "--hubs", "0,30", "--hub-noise", "made-up,real", "--hub-orders", "before",
+                 "--hub-stores", "memory", "--limit", "2", "--hub-jobs", "3",
+                 "--hub-out", str(out)]) == 0
+    runs = out.read_text().split("\n## ")[0]
+    rows = [line.split(" | ")[:2] for line in runs.splitlines()
+            if line.startswith(("| 0 |", "| 30 |"))]
+    assert rows == [["| 0", "—"], ["| 30", "made-up"], ["| 30", "real"]]
+
+
 def test_a_full_name_is_cut_as_people_say_it() -> None:
     asked = Question("q", "compositional", "Why did John Middleton Murry (Writer)'s wife die?", "",
                      ())

@@ -609,14 +609,16 @@ SPOTTED = "\n".join(
     # They hold "bird" too: 24 matches, one a neighbour and stem, more than 20 — the way is
     # dropped.
     (BIRDS, ["blue", "bird"], [t("fan", "likes", "star")]),
-    # 12 edges whose predicate's label holds "blue": 12 matches.
+    # 12 edges whose predicate's label holds "blue": 12 edges of one predicate, few enough.
     (SPOTTED, ["blue"],
      [t("fan", "likes", "star"), t("star", "spots", "s00"), t("star", "spots", "s01")]),
-    # The label holds "bird" too: 24 matches, one an edge and stem, more than 20, though the
-    # store gives one row an edge — the way is dropped.
-    (SPOTTED, ["blue", "bird"], [t("fan", "likes", "star")]),
+    # The label holds "bird" too: still 12 edges of that predicate — a label that holds more of
+    # the question's words tells its edges apart no worse; they score 4 as the edge back to the
+    # seed does, and their predicate is the rarer.
+    (SPOTTED, ["blue", "bird"], [t("fan", "likes", "star"), t("star", "spots", "s00"),
+                                 t("star", "spots", "s01"), t("star", "spots", "s02")]),
 ])
-def test_a_big_node_on_the_way_counts_one_match_per_stem(
+def test_a_big_node_on_the_way_counts_neighbour_matches_by_stem_and_predicate_matches_by_edge(
     fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch,
     data: str, stems: list[str], kept: list[ox.Triple],
 ) -> None:
@@ -625,6 +627,55 @@ def test_a_big_node_on_the_way_counts_one_match_per_stem(
     update_label_index(fan_of_a_big_star)
     edges = retrieve_subgraph(fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=stems)
     assert edges == kept
+
+
+IN_LAWS = "\n".join(
+    [f"ex:star ex:inLaw{k} ex:r{k}{i:02d} ." for k in range(3) for i in range(10)]
+    + [f'ex:inLaw{k} rdfs:label "parent in law {k}" .' for k in range(3)]
+)
+"""30 edges of three predicates whose labels hold "parent": more question-matching edges in
+one direction than MATCHES_UP_TO (20 here), each predicate's few enough to tell apart."""
+
+
+def test_on_a_hub_a_predicate_keeps_its_edge_among_many_of_other_matching_predicates(
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub ranked by the store (too big to count its predicates): "mother" keeps its one edge
+    though 30 other edges match "parent", and ranks first as the rarer predicate."""
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
+    labelled_hub(tgsparql_store, 50)
+    load(tgsparql_store, IN_LAWS)
+    update_label_index(tgsparql_store)
+    edges = retrieve_subgraph(
+        tgsparql_store, [ex("star")], one_hop(2), stems=["mother", "parent"])
+    assert edges == [t("star", "mother", "mum"), t("star", "inLaw0", "r000")]
+
+
+def test_a_big_node_on_the_way_keeps_a_predicates_edge_among_many_of_other_matching_ones(
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    load(fan_of_a_big_star, IN_LAWS)
+    update_label_index(fan_of_a_big_star)
+    edges = retrieve_subgraph(
+        fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=["mother", "parent"])
+    assert edges == [t("fan", "likes", "star"), t("star", "mother", "mum"),
+                     t("star", "inLaw0", "r000")]
+
+
+def test_a_predicate_with_more_matching_edges_than_the_cap_tells_none_apart(
+    fan_of_a_big_star: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut per predicate: one of 30 edges drops them all, the other predicate's edge stays."""
+    monkeypatch.setattr(retrieval, "MATCHES_UP_TO", 20)
+    load(fan_of_a_big_star, IN_LAWS.replace("ex:inLaw1 ", "ex:inLaw0 ").replace(
+        "ex:inLaw2 ", "ex:inLaw0 "))
+    update_label_index(fan_of_a_big_star)
+    edges = retrieve_subgraph(
+        fan_of_a_big_star, [ex("fan")], FAN_TWO_HOPS, stems=["mother", "parent"])
+    assert edges == [t("fan", "likes", "star"), t("star", "mother", "mum")]
 
 
 def test_the_question_stems_holders_come_with_the_first_hops_counts(

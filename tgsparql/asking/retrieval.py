@@ -42,9 +42,10 @@ NODES_PER_QUERY = 8
 """Nodes ranked in one request: Virtuoso refuses a query of many more ("Query too large,
 variables in state over the limit")."""
 MATCHES_UP_TO = 30
-"""A node with more edges that match the question than this in one direction (a word all its
-neighbours' labels hold) keeps none of those: they tell nothing apart, and ranking them all
-would cost."""
+"""A node with more edges that match the question than this in one direction, by one predicate's
+label or by their neighbours' (a word all its neighbours' labels hold), keeps none of those:
+they tell nothing apart, and ranking them all would cost. Counted per predicate, a predicate
+keeps its few edges among a thousand of others that hold the question's words."""
 TURN_SLACK = 2
 """How many turns' worth of edges a node is first asked for when the size cap binds."""
 MIN_EDGES_PER_NODE = 5
@@ -151,20 +152,34 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
 def _next_tiers(
     added: Sequence[ox.Triple], reached: set[ox.NamedNode], predicates: Mapping[object, object]
 ) -> list[list[ox.NamedNode]]:
-    """The next hop's frontier, the nodes in the order they were reached, in two tiers: those
-    an edge whose predicate answers a word of the question reached (a step of a path the
-    question walks), then the others. When the size cap binds, the first tier takes its turns
-    first: on a node with many edges that look like the question, the one its path goes on
-    from is not crowded out by the others' neighbours. Updates `reached`."""
-    new: dict[ox.NamedNode, bool] = {}
+    """The next hop's frontier in two tiers: the nodes an edge whose predicate answers a word of
+    the question reached (a step of a path the question walks), then the others. When the size
+    cap binds, the first tier takes its turns first: on a node with many edges that look like
+    the question, the one its path goes on from is not crowded out by the others' neighbours.
+    Within a tier the nodes take turns by the predicate that reached them, each predicate's
+    first node before any predicate's second, in the order they were reached: a seed's one
+    "director" edge ranked below twenty edges of a predicate whose label holds more of the
+    question's words still gives the director an early turn. Updates `reached`."""
+    new: dict[ox.NamedNode, tuple[ox.NamedNode, bool]] = {}
     for edge in added:
         answers = edge.predicate in predicates
         for node in (edge.subject, edge.object):
             if isinstance(node, ox.NamedNode) and node not in reached:
-                new[node] = new.get(node, False) or answers
+                by, answered = new.get(node, (edge.predicate, answers))
+                if answers and not answered:
+                    by, answered = edge.predicate, True
+                new[node] = (by, answered)
     reached.update(new)
-    return [[node for node, answers in new.items() if answers],
-            [node for node, answers in new.items() if not answers]]
+    tiers: list[list[ox.NamedNode]] = []
+    for tier in (True, False):
+        turns: Counter[ox.NamedNode] = Counter()
+        keys: list[tuple[int, int, ox.NamedNode]] = []
+        for order, (node, (by, answers)) in enumerate(new.items()):
+            if answers == tier:
+                keys.append((turns[by], order, node))
+                turns[by] += 1
+        tiers.append([node for _, _, node in sorted(keys, key=lambda key: key[:2])])
+    return tiers
 
 
 @dataclass
@@ -472,7 +487,8 @@ def _best(
 
 _Match = tuple[str, ox.Triple, int]
 """An edge of a node with many edges that can rank first: how it matched (a direction of
-_matches.rq, "seed", or a neighbour named with a stem), the edge, and the match's weight."""
+_matches.rq, "seed", or a neighbour named with a stem; a match by the predicate's label names
+the predicate too: "out-predicate <p>"), the edge, and the match's weight."""
 
 
 def _split_rows(
@@ -508,8 +524,8 @@ def _split_rows(
         if isinstance(direction, ox.Literal):
             way = direction.value
             if way.endswith("predicate"):
-                # One match a stem the predicate's label holds.
-                matches[node].extend((way, edge, 2) for _ in predicates.get(p, ()))
+                # One match an edge of this predicate, weighing 2 a stem its label holds.
+                matches[node].append((f"{way} {p}", edge, 2 * len(predicates.get(p, ()))))
             else:
                 matches[node].append((way, edge, 1))
             continue
@@ -525,21 +541,26 @@ def _split_rows(
 
 
 def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
-    """A bigger node's best edges by the sum of their matches' weights, then the terms'
-    strings; a way of matching (other than to a seed) with more than MATCHES_UP_TO edges
-    counts for none of them."""
-    too_many = {
-        way for way, count in Counter(way for way, _, _ in matches).items()
-        if way != "seed" and count > MATCHES_UP_TO
-    }
+    """A bigger node's best edges by the sum of their matches' weights, then the rarity of
+    their predicate (its edges that matched by its label, the fewer the earlier; an edge
+    brought only by its neighbour or a seed counts as not rare), then the terms' strings. A
+    way of matching (other than to a seed) with more than MATCHES_UP_TO matches counts for
+    none of them: by a neighbour's label one match a stem, by a predicate's one an edge of
+    that predicate (so a thousand edges of other predicates whose labels hold the question's
+    words leave a predicate its few edges)."""
+    counts = Counter(way for way, _, _ in matches)
     scores: dict[ox.Triple, int] = {}
+    rarity: dict[ox.Triple, int] = {}
     for way, edge, weight in matches:
-        if way not in too_many:
+        count = counts[way]
+        if way == "seed" or count <= MATCHES_UP_TO:
             scores[edge] = scores.get(edge, 0) + weight
+            if "predicate" in way:
+                rarity[edge] = min(count, rarity.get(edge, count))
     return sorted(
         scores,
-        key=lambda edge: (-scores[edge], _text(edge.subject), edge.predicate.value,
-                          _text(edge.object)),
+        key=lambda edge: (-scores[edge], rarity.get(edge, COUNT_UP_TO + 1),
+                          _text(edge.subject), edge.predicate.value, _text(edge.object)),
     )[:limit]
 
 
