@@ -6,8 +6,8 @@ into each store the way `tgsparql load` does. The servers are started as the rem
 start them (`tests/remote/conftest.py`): Oxigraph server 0.5 (`rdf12`, Graph Store Protocol
 loads) and a private Virtuoso 7 (`reification`, the KG in a named graph); one that is not
 installed is left out and said so. Every store call of a session is counted and put in a stage
-by the opening comment of its template (grounding, retrieval, recording, sources); on a server
-each call is one HTTP request, which `RemoteStore.requests` confirms.
+by the opening comment of its template (grounding, retrieval, selection, recording, sources); on
+a server each call is one HTTP request, which `RemoteStore.requests` confirms.
 
 Run: python -m benchmarks.remote_bench --facts 40000 --questions 50
 """
@@ -54,9 +54,9 @@ TARGET_REQUESTS = 6
 """Grounding, retrieval and recording of one session together (issue 5)."""
 TARGET_TRACE_REQUESTS = 1
 
-STAGES = ("grounding", "retrieval", "recording", "sources", "other")
+STAGES = ("grounding", "retrieval", "selection", "recording", "sources", "other")
 _READ_STAGES = {"Grounding": "grounding", "Retrieval": "retrieval", "Labels": "retrieval",
-                "Trace": "sources", "Explain": "sources"}
+                "Selection": "selection", "Trace": "sources", "Explain": "sources"}
 """A read's stage by the first word of its template's opening comment (`# Grounding: …`)."""
 
 
@@ -240,6 +240,7 @@ def report(found: list[Side], missing: list[str], facts: int, questions: int,
         ("session wall time, ms p50 / p95", lambda side: _times(side.wall_ns)),
         ("requests: grounding", stage("grounding")),
         ("requests: retrieval (hops, labels)", stage("retrieval")),
+        ("requests: selection (what the KG says a node is)", stage("selection")),
         ("requests: recording (see below)", stage("recording")),
         ("requests: sources of the answer", stage("sources")),
         ("requests: other", stage("other")),

@@ -471,6 +471,7 @@ def test_tiny_remote_benchmark_counts_six_requests_a_session_on_every_server(
     assert stores == ["embedded"] + [name for name, found in installed.items() if found]
     rows = table_rows(text)
     for name in ("requests: grounding", "requests: retrieval (hops, labels)",
+                 "requests: selection (what the KG says a node is)",
                  "requests: sources of the answer", "trace of a session, requests"):
         assert len(set(rows[name])) == 1, (name, rows[name])  # alike on every store
     assert rows["trace of a session, requests"][0] == "1 (1–1)"
