@@ -749,7 +749,8 @@ def session_writes(recorder: Recorder, librarian: StoreLibrarian, ids: SessionId
         ),
         lambda: recorder.write(
             librarian.record(ids.answer_document, answered.answer_text, title=title),
-            recorder.answer(ids, answered.answer_usage, now(), started=started),
+            recorder.answer(ids, answered.answer_usage, now(), started=started,
+                            selected=len(parsed.edges)),
         ),
     ]
 

@@ -131,13 +131,15 @@ def generate(path: Path, sessions: int, seed: int, documents: int = 100, *, days
             chosen_facts = rng.sample(range(cited), 8)
             edges = [facts[n] for n in chosen_facts]
             failed = s % 20 == 19
+            cites = s % 10 != 3  # one answer in ten cites nothing (never a failed session's)
             session = f"<urn:trustgraph:session:{u}>"
             out.write(f"  {session} a prov:Activity ; rdfs:label \"GraphRAG query session\" ; "
                       f"prov:startedAtTime \"{stamp}\"^^xsd:dateTime ; tg:query \"question {s}\" ; "
                       f"prov:endedAtTime \"{ended}\"^^xsd:dateTime ; ")
             if current:
                 out.write(f"tg:day \"{day}\"^^xsd:date ; "
-                          f"tg:{'failedDay' if failed else 'completeDay'} \"{day}\"^^xsd:date ; ")
+                          f"tg:{'failedDay' if failed else 'completeDay'} \"{day}\"^^xsd:date ; "
+                          + ("" if cites else f"tg:uncitedDay \"{day}\"^^xsd:date ; "))
             out.write(f"tg:status \"failed\" ; tg:error \"the LLM timed out (run {s})\" .\n"
                       if failed else "tg:status \"complete\" .\n")
             retrieved = " , ".join(f"<<( {e} )>>" for e in edges)
@@ -172,7 +174,6 @@ def generate(path: Path, sessions: int, seed: int, documents: int = 100, *, days
                       f"tg:llmModel \"{model}\" ; tg:inToken {answer_in} ; "
                       f"tg:outToken {answer_out} ; ")
             if current:
-                cites = s % 10 != 3  # one answer in ten cites nothing
                 out.write((f"tg:cites <urn:trustgraph:prov:edge:{u}:0> ; tg:citedEdgeCount 1 ; "
                            if cites else "tg:citedEdgeCount 0 ; ")
                           + "tg:invalidCitationCount 0 ; "

@@ -263,7 +263,8 @@ def write_sessions(
             recorder.retrieval(ids, grounding, subgraph),
             # no documents named: the trace walks read the extraction provenance, not them
             recorder.selection(ids, edges, 0, None, {}),
-            recorder.answer(ids, None, started + dt.timedelta(milliseconds=80), started=started),
+            recorder.answer(ids, None, started + dt.timedelta(milliseconds=80), started=started,
+                            selected=len(edges)),
         ]
         for record in writes:
             trig.write(record.trig.encode())

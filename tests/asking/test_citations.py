@@ -93,7 +93,8 @@ def test_hostile_answer_text_is_recorded_literally(text: str) -> None:
         recorder = Recorder(store)
         ids = SessionIds.new()
         now = dt.datetime.now(dt.timezone.utc)
-        recorder.write(recorder.answer(ids, None, now, found, started=now))
+        recorder.write(recorder.answer(ids, None, now, found, started=now,
+                                       selected=len(SELECTED)))
         graph = vocab.DEFAULT_COLLECTION.graph
         stored = {q.object.value for q in store.oxigraph.quads_for_pattern(
             None, ox.NamedNode(vocab.TG + "sentence"), None, graph)}

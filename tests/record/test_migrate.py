@@ -161,15 +161,17 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     dry = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert ("dry run: 3 sessions, 1 selections, 2 LLM calls, the documents of 1 selections, "
-            "0 days and the checks of 1 answers (1 without their text in the librarian: their "
+            "0 days, 0 sessions whose answer cites nothing and the checks of 1 answers (1 without "
+            "their text in the librarian: their "
             "uncited sentences are not counted) would be migrated") in dry.output
     again = EmbeddedStore(str(tmp_path / "store"))
     assert set(again.oxigraph) == before
     again.close()
     first = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
     assert first.exit_code == 0 and ("migrated 3 sessions, 1 selections, 2 LLM calls, the "
-                                     "documents of 1 selections, 0 days and the checks of 1 "
-                                     "answers (1 without") in first.output
+                                     "documents of 1 selections, 0 days, 0 sessions whose "
+                                     "answer cites nothing and the checks of 1 answers (1 "
+                                     "without") in first.output
     assert first.output.rstrip().endswith("in 1 updates")
     migrated = EmbeddedStore(str(tmp_path / "store"))
     after = set(migrated.oxigraph)
@@ -180,8 +182,9 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     assert len(after) == len(before) + 13
     second = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
     assert second.exit_code == 0 and ("migrated 0 sessions, 0 selections, 0 LLM calls, the "
-                                      "documents of 0 selections, 0 days and the checks of 0 "
-                                      "answers in 0 updates") in second.output
+                                      "documents of 0 selections, 0 days, 0 sessions whose "
+                                      "answer cites nothing and the checks of 0 answers in 0 "
+                                      "updates") in second.output
     final = EmbeddedStore(str(tmp_path / "store"))
     assert set(final.oxigraph) == after
     final.close()
@@ -306,9 +309,16 @@ CITING = {
 """Answers citing nothing, everything, and some sentences but not others."""
 
 
+UNCITED_DAY = ox.NamedNode(TG + "uncitedDay")
+
+
 def answer_checks(store: EmbeddedStore) -> set[ox.Quad]:
     return {quad for predicate in CHECKS
             for quad in store.oxigraph.quads_for_pattern(None, predicate, None, GRAPH)}
+
+
+def uncited_days(store: EmbeddedStore) -> set[ox.Quad]:
+    return set(store.oxigraph.quads_for_pattern(None, UNCITED_DAY, None, GRAPH))
 
 
 def citing_nothing(store: Store) -> list[str]:
@@ -322,23 +332,27 @@ def test_answers_recorded_before_their_checks_get_the_counts_the_recorder_writes
 ) -> None:
     """An Answer written before tg:citedEdgeCount and tg:uncitedSentenceCount (its citations, its
     text in the librarian, nothing more) gets both, counted from its text and its recorded
-    citations as `query` counts them, and the saved query then finds it when it cites nothing."""
+    citations as `query` counts them, and its session tg:uncitedDay when it cites none of its
+    selected edges: the saved query then finds it."""
     rag = GraphRag(tgsparql_demo_store, ScriptedBackend(CITING))
     for question in CITING:
         assert list(rag.query(question))[-1].error is None
     recorded = answer_checks(tgsparql_demo_store)
-    assert len(recorded) == 2 * len(CITING)
+    marked = uncited_days(tgsparql_demo_store)
+    assert len(recorded) == 2 * len(CITING) and len(marked) == 1
     assert citing_nothing(tgsparql_demo_store) == ["Where was Marie Curie born?"]
-    for quad in recorded:  # the record as the version before the checks wrote it
+    for quad in recorded | marked:  # the record as the version before the checks wrote it
         tgsparql_demo_store.oxigraph.remove(quad)
     assert citing_nothing(tgsparql_demo_store) == []
     assert needs_migration(tgsparql_demo_store, GRAPH)
 
     todo = pending(tgsparql_demo_store)
     assert (len(todo.answers), todo.answers_without_text) == (len(CITING), 0)
-    assert len(todo) == len(CITING)  # nothing else is missing
+    assert len(todo.uncited) == 1
+    assert len(todo) == len(CITING) + 1  # nothing else is missing
     migrate(tgsparql_demo_store, todo)
     assert answer_checks(tgsparql_demo_store) == recorded
+    assert uncited_days(tgsparql_demo_store) == marked
     assert citing_nothing(tgsparql_demo_store) == ["Where was Marie Curie born?"]
     uncited = {row["question"].value: int(row["uncited"].value) for row in
                tgsparql_demo_store.select("""PREFIX tg: <https://trustgraph.ai/ns/>
@@ -354,6 +368,32 @@ def test_answers_recorded_before_their_checks_get_the_counts_the_recorder_writes
     assert len(pending(tgsparql_demo_store)) == 0
     assert migrate(tgsparql_demo_store, pending(tgsparql_demo_store)) == 0
     assert set(tgsparql_demo_store.oxigraph) == after
+
+
+def test_a_session_recorded_before_its_uncited_day_gets_it_once(
+    tgsparql_demo_store: EmbeddedStore,
+) -> None:
+    """A session whose answer cites none of its selected edges, recorded with the answer's
+    counts but before tg:uncitedDay, gets its day as tg:uncitedDay from them, once; until then
+    the collection needs migrating and the saved query does not list it."""
+    store = tgsparql_demo_store
+    rag = GraphRag(store, ScriptedBackend(CITING))
+    for question in CITING:
+        assert list(rag.query(question))[-1].error is None
+    marked = uncited_days(store)
+    for quad in marked:
+        store.oxigraph.remove(quad)
+    assert citing_nothing(store) == []
+    assert needs_migration(store, GRAPH)
+    todo = pending(store)
+    assert len(todo) == len(todo.uncited) == 1
+    migrate(store, todo)
+    assert uncited_days(store) == marked
+    assert citing_nothing(store) == ["Where was Marie Curie born?"]
+    assert not needs_migration(store, GRAPH)
+    after = set(store.oxigraph)
+    assert migrate(store, pending(store)) == 0
+    assert set(store.oxigraph) == after
 
 
 def test_an_answer_recorded_before_citations_cites_nothing_once_migrated(

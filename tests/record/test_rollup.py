@@ -75,6 +75,37 @@ def test_the_saved_queries_answer_alike_without_a_rollup_and_with_one_of_any_day
     assert rolled.models == 6 and rolled.documents > 0 and rolled.facts > 0
 
 
+EVERY_ANSWER_CITING_NOTHING = """PREFIX tg: <https://trustgraph.ai/ns/>
+PREFIX prov: <http://www.w3.org/ns/prov#>
+SELECT ?session ?answer WHERE { GRAPH <urn:graph:explainability> {
+  ?retrieval prov:wasGeneratedBy ?session .
+  ?selection prov:wasDerivedFrom ?retrieval ; tg:selectedEdgeCount ?selected .
+  ?answer prov:wasDerivedFrom ?selection ; tg:citedEdgeCount 0 .
+  FILTER(?selected > 0)
+  ?session prov:startedAtTime ?started } }
+ORDER BY DESC(?started) DESC(STR(?session))"""
+"""Every session walked to its answer: what answers_citing_nothing lists, without the marks."""
+
+
+def test_answers_citing_nothing_lists_what_walking_every_session_to_its_answer_finds() -> None:
+    """The saved query reads only the marked sessions (tg:uncitedDay, here added by `migrate`)
+    of the newest days that hold them: it lists the answers, spread over days, that a walk of
+    every session to its answer finds, newest first, cut at any limit, with any rollup."""
+    store = recorded(sessions=120)
+    store.update("DELETE WHERE { GRAPH ?g { ?session <https://trustgraph.ai/ns/uncitedDay> ?d } }")
+    migrate(store, pending(store))
+    every = [(row["session"], row["answer"]) for row in store.select(EVERY_ANSWER_CITING_NOTHING)]
+    assert len(every) == 12
+    for through in (None, "2024-01-02", "2024-01-04"):
+        if through is not None:
+            roll_up(store, COLLECTION, at=LATER, through=dt.date.fromisoformat(through))
+        for limit in (1, 5, 12, 100):
+            rows = store.select(current_text("answers_citing_nothing", {"limit": str(limit)}))
+            assert [(row["session"], row["answer"]) for row in rows] == every[:limit], (through,
+                                                                                     limit)
+    assert rollup_violations(store) == []
+
+
 def test_a_rollup_is_replaced_whole_and_holds_only_the_days_up_to_its_last() -> None:
     store = recorded()
     roll_up(store, COLLECTION, at=LATER, through=dt.date(2024, 1, 4))

@@ -254,6 +254,8 @@ def test_pandas_reads_the_records_urls(served: Served) -> None:
 def test_answers_citing_nothing_lists_those_with_edges_selected_and_no_citation(
     tgsparql_demo_store: Store,
 ) -> None:
+    """Only the session whose answer cites none of the edges selected for it repeats its day as
+    tg:uncitedDay, in the update that records the answer; the saved query lists that one."""
     born = ("Marie Curie", "born in", "Warsaw")
     scripts = {
         "Where was Marie Curie born?": Script([(born, "the birthplace")], "Somewhere far away."),
@@ -269,3 +271,11 @@ def test_answers_citing_nothing_lists_those_with_edges_selected_and_no_citation(
              for row in answer.rows]
     assert found == [{"question": "Where was Marie Curie born?", "selected": "1",
                       "uncitedSentences": "1"}]
+    days = tgsparql_demo_store.select("""PREFIX tg: <https://trustgraph.ai/ns/>
+        SELECT ?question ?day ?uncitedDay WHERE { GRAPH <urn:graph:explainability> {
+          ?session tg:query ?question ; tg:day ?day .
+          OPTIONAL { ?session tg:uncitedDay ?uncitedDay } } }""")
+    marked = {row["question"].value: row.get("uncitedDay") for row in days}
+    day_of = {row["question"].value: row["day"] for row in days}
+    assert marked == {"Where was Marie Curie born?": day_of["Where was Marie Curie born?"],
+                      "When was Marie Curie born?": None, "Who is Nobody Atall?": None}

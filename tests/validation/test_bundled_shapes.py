@@ -472,6 +472,19 @@ SESSION_CASES = {
             WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}""",
         (violation(SESSION, "Session", "ClosedSessionDayMatchesItsStatus", ANY),),
     ),
+    "a session whose answer cites its edges records an uncited day": Case(
+        f"""INSERT {{ GRAPH ?g {{ <{SESSION}> tg:uncitedDay ?d }} }}
+            WHERE {{ GRAPH ?g {{ <{SESSION}> tg:day ?d }} }}""",
+        (violation(SESSION, "Session", "UncitedDayMatchesItsAnswer", ANY),),
+        ("does not agree with its Answer",),
+    ),
+    "an answer citing none of its selected edges and no uncited day": Case(
+        f"""DELETE {{ GRAPH ?g {{ <{ANSWER}> tg:citedEdgeCount ?c }} }}
+            INSERT {{ GRAPH ?g {{ <{ANSWER}> tg:citedEdgeCount 0 }} }}
+            WHERE {{ GRAPH ?g {{ <{ANSWER}> tg:citedEdgeCount ?c }} }}""",
+        (violation(SESSION, "Session", "UncitedDayMatchesItsAnswer", "(none)"),),
+        ("run tgsparql migrate",),
+    ),
     "the selected edge count is off by one": Case(
         f"""DELETE {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?c }} }}
             INSERT {{ GRAPH ?g {{ <{SELECTION}> tg:selectedEdgeCount ?wrong }} }}

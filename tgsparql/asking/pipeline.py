@@ -273,7 +273,8 @@ class _Session:
         citations = find_citations(full, [edge.id for edge in parsed.edges])
         cut = kept.cut or getattr(answer, "cut", False)
         recorded = _stage("answer",
-                          lambda: self._record_answer(full, answer.usage, citations, cut))
+                          lambda: self._record_answer(full, answer.usage, citations, cut,
+                                                      len(parsed.edges)))
         yield self._explain(self.ids.answer, recorded)
         sources = self._sources(parsed.edges, found, citations)
         check = AnswerCheck(len(parsed.edges), len(citations.cited), len(citations.invalid_ids),
@@ -332,7 +333,8 @@ class _Session:
             self.rag.recorder.write(*written)
 
     def _record_answer(
-        self, text: str, usage: Usage | None, citations: Citations, truncated: bool
+        self, text: str, usage: Usage | None, citations: Citations, truncated: bool,
+        selected: int,
     ) -> Record | None:
         """The answer's text and its record, in one update when the librarian shares the store,
         so an answer is never recorded without its text; else the text goes first."""
@@ -342,7 +344,7 @@ class _Session:
         title = f"GraphRAG answer {ids.uuid}"
         librarian = rag.librarian
         record = rag.recorder.answer(ids, usage, now(), citations, truncated=truncated,
-                                     started=self.started)
+                                     started=self.started, selected=selected)
         if isinstance(librarian, StoreLibrarian) and librarian.store is rag.store:
             self._write(librarian.record(ids.answer_document, text, title=title), record)
         else:

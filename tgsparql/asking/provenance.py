@@ -236,13 +236,15 @@ class Recorder:
         citations: Citations | None = None,
         *,
         started: dt.datetime,
+        selected: int,
         truncated: bool = False,
     ) -> Record:
         """The Answer, with the edge selections its text cites (and how many), each citation's
         sentence, how many of its markers named no selected edge and how many of its sentences
         cite none. `started`: the session's start, whose UTC day the closed session is counted
-        under. `truncated`: the answer's text is cut (longer than the character limit, or the
-        model stopped at its token limit)."""
+        under. `selected`: how many edges the Selection selected (an answer citing none of them
+        marks its session for BI). `truncated`: the answer's text is cut (longer than the
+        character limit, or the model stopped at its token limit)."""
         citations = citations or Citations()
         items = [
             CitationRecord(ids.citation(i), ids.edge_selection(c.edge), c.sentence, c.offset,
@@ -261,6 +263,7 @@ class Recorder:
             invalid_citations=len(citations.invalid_ids),
             uncited_sentences=citations.uncited_sentences,
             started=started,
+            selected=selected,
             truncated=truncated,
             **_usage(usage),
         )

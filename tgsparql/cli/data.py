@@ -253,8 +253,9 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
     """Add to sessions recorded by older versions the fields BI reads (tg:day, tg:completeDay,
     tg:failedDay, tg:selectedEdgeCount, tg:selectionUsage, tg:answerUsage, the documents of
     the selected facts: tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount, each day's
-    tg:date, and the answer checks: tg:citedEdgeCount, tg:uncitedSentenceCount). Safe to
-    interrupt and to run again."""
+    tg:date, the answer checks: tg:citedEdgeCount, tg:uncitedSentenceCount, and tg:uncitedDay on
+    the session of an answer citing none of its selected edges). Safe to interrupt and to run
+    again."""
     from tgsparql.record.migrate import migrate as run_migration
     from tgsparql.record.migrate import pending
 
@@ -263,7 +264,8 @@ def migrate(target: StoreTarget, dry_run: bool, batch: int) -> None:
             todo = pending(store)
             summary = (f"{len(todo.sessions)} sessions, {len(todo.selections)} selections, "
                        f"{len(todo.calls)} LLM calls, the documents of "
-                       f"{len(todo.sourced)} selections, {len(todo.days)} days and the checks "
+                       f"{len(todo.sourced)} selections, {len(todo.days)} days, "
+                       f"{len(todo.uncited)} sessions whose answer cites nothing and the checks "
                        f"of {len(todo.answers)} answers")
             if todo.answers_without_text:
                 summary += (f" ({todo.answers_without_text} without their text in the "

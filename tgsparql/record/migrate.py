@@ -7,7 +7,8 @@ token counts on the session (tg:selectionUsage, tg:answerUsage), the documents t
 the selected facts (tg:factDocument, tg:sourceDocument, tg:sourceDocumentCount), each day that
 holds sessions saying so (tg:date), and each Answer's checks (tg:citedEdgeCount, and
 tg:uncitedSentenceCount from its text in the librarian and its recorded citations of its
-selection's edges, as `tgsparql.asking.citations` counts them). Each is derived from its own
+selection's edges, as `tgsparql.asking.citations` counts them), and on the session of an Answer
+citing none of its selected edges, its day again (tg:uncitedDay). Each is derived from its own
 session's record alone (the documents from the extraction provenance as it is when migrating),
 so adding it is safe beside live writers and `sessions delete`. A migration finds the records
 that lack them, and adds them in batches: each batch is one INSERT DATA (all or nothing), and a
@@ -41,8 +42,8 @@ MIGRATE_HINT = "run `tgsparql migrate --store DIR` once to bring them up to date
 @dataclass
 class Pending:
     """What a migration would add: the sessions, selections and LLM calls missing a field, the
-    selections whose facts' documents are not recorded (`sourced`), and the answers not checked
-    (`answers`)."""
+    selections whose facts' documents are not recorded (`sourced`), the answers not checked
+    (`answers`), and the sessions of answers citing nothing that do not say so (`uncited`)."""
 
     sessions: list[dict[str, Any]] = field(default_factory=list)
     selections: list[dict[str, Any]] = field(default_factory=list)
@@ -50,10 +51,11 @@ class Pending:
     sourced: list[dict[str, Any]] = field(default_factory=list)
     days: list[dict[str, Any]] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)
+    uncited: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (len(self.sessions) + len(self.selections) + len(self.calls) + len(self.sourced)
-                + len(self.days) + len(self.answers))
+                + len(self.days) + len(self.answers) + len(self.uncited))
 
     @property
     def answers_without_text(self) -> int:
@@ -87,24 +89,29 @@ def pending(store: Store) -> Pending:
         for row in store.run("migrate/pending_days").rows
         if isinstance(row["day"], ox.Literal) and row["day"].datatype == vocab.XSD_DATE
     ]
+    uncited = [
+        {"graph": row["graph"], "session": row["session"], "started": _datetime(row["started"])}
+        for row in store.run("migrate/pending_uncited").rows
+        if _datetime(row["started"]) is not None
+    ]
     return Pending(sessions, selections, calls, _sourced(
         store.run("migrate/pending_documents").rows,
         lambda: store.run("migrate/fact_documents").rows), days,
-        _checked(store.run("migrate/pending_answers").rows))
+        _checked(store.run("migrate/pending_answers").rows), uncited)
 
 
 def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
             progress: Callable[[int], None] | None = None) -> int:
     """Write the pending fields, `batch` records per update; returns the updates made."""
     updates = 0
-    for sessions, selections, calls, sourced, days, answers in _batches(todo, batch):
+    for sessions, selections, calls, sourced, days, answers, uncited in _batches(todo, batch):
         store.run("migrate/record_fields", dated_sessions=sessions,
                   counted_selections=selections, used_models=calls, sourced_selections=sourced,
-                  session_days=days, checked_answers=answers)
+                  session_days=days, checked_answers=answers, uncited_sessions=uncited)
         updates += 1
         if progress is not None:
             progress(len(sessions) + len(selections) + len(calls) + len(sourced) + len(days)
-                     + len(answers))
+                     + len(answers) + len(uncited))
     return updates
 
 
@@ -159,7 +166,7 @@ def _checked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-_KINDS = ("session", "selection", "call", "sourced", "day", "answer")
+_KINDS = ("session", "selection", "call", "sourced", "day", "answer", "uncited")
 
 
 def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
@@ -169,6 +176,7 @@ def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
     items += [("sourced", s) for s in todo.sourced]
     items += [("day", d) for d in todo.days]
     items += [("answer", a) for a in todo.answers]
+    items += [("uncited", u) for u in todo.uncited]
     chunks = [items[start : start + size] for start in range(0, len(items), size)]
     return [tuple([i for kind, i in chunk if kind == wanted] for wanted in _KINDS)
             for chunk in chunks]

@@ -481,7 +481,8 @@ class SessionRecord:
         StoreLibrarian(store).put(ids.answer_document, self.answer,
                                              title=f"GraphRAG answer {ids.uuid}")
         if self.outcome == "complete":
-            recorder.write(recorder.answer(ids, self.usage, self.ended, started=self.started))
+            recorder.write(recorder.answer(ids, self.usage, self.ended, started=self.started,
+                                           selected=len(edges)))
 
 
 COMPLETE_OR_FAILED: tuple[Outcome, ...] = (
