@@ -59,7 +59,8 @@ def test_each_question_is_a_test_item_failing_with_what_changed(pytester: pytest
         "golden question 'polonium' of *demo.yaml changed:",
         f"  no longer selected: {BORN} (Marie Curie — born in — Warsaw); no longer a fact of "
         f"the KG; stated in {EX}doc/marie-curie, page 1, chunk 0: *",
-        '  answer changed: expected containing "Warsaw", got "University of Paris.*',
+        # what the offline selector answers once the fact is gone is not the point here
+        '  answer changed: expected containing "Warsaw", got "*',
     ])
 
 
