@@ -3,11 +3,15 @@ the librarian changed (docs/spec.md §2.1)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
+from benchmarks.growth_drift import make_realistic
+from benchmarks.serve_bench import generate
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.cli.ask import DEMO_QUESTION
@@ -15,16 +19,20 @@ from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.record.drift import Drift, SourceDrift, find_drift
 from tgsparql.record.explain import explain_session, render_text
+from tgsparql.record.migrate import migrate, pending
 from tgsparql.record.page import render_session
+from tgsparql.record.rollup import roll_up
 from tgsparql.record.session_view import session_view
 from tgsparql.serve.saved import saved_queries
-from tgsparql.stores.store import Store, open_store
+from tgsparql.stores.store import EmbeddedStore, Store, open_store
 
 DEMO = "https://example.org/demo/"
 BORN_IN_WARSAW = ox.Triple(ox.NamedNode(DEMO + "entity/Marie_Curie"),
                            ox.NamedNode(DEMO + "rel/bornIn"), ox.NamedNode(DEMO + "entity/Warsaw"))
 MARIE_CURIE_DOC = ox.NamedNode(DEMO + "doc/marie-curie")
 COLLECTION = vocab.DEFAULT_COLLECTION
+GENERATED_DAYS = 4
+LAST_GENERATED_DAY = dt.date(2024, 1, 1) + dt.timedelta(days=GENERATED_DAYS - 1)
 
 
 @pytest.fixture(params=["rdf12", "reification"])
@@ -62,11 +70,11 @@ def selected_edges(store: Store, session: str) -> dict[ox.Triple, str]:
     return {edge.edge: edge.edge_selection for edge in explained.selected}
 
 
-def stale_sessions(store: Store) -> dict[str, tuple[int, int]]:
-    """The saved query stale_sessions, as {session: (stale edges, stale sources)}."""
+def stale_sessions(store: Store, limit: int = 100) -> dict[str, tuple[int, int]]:
+    """The saved query stale_sessions, as {session: (stale edges, stale sources)} in its order."""
     saved = saved_queries()["stale_sessions"]
     return {row["session"].value: (int(row["staleEdges"].value), int(row["staleSources"].value))
-            for row in store.run(saved.template, **saved.bind({})).rows}
+            for row in store.run(saved.template, **saved.bind({"limit": [str(limit)]})).rows}
 
 
 def test_nothing_drifts_while_the_kg_and_its_sources_are_as_they_were(store: Store) -> None:
@@ -195,3 +203,51 @@ def test_json_and_csv_name_every_finding(demo: Store) -> None:
 
 def drifted_sources(drift: Drift) -> list[tuple[ox.Triple | None, str]]:
     return [(source.edge, source.document) for s in drift.sessions for source in s.sources]
+
+
+def test_stale_sessions_lists_the_drifted_among_the_newest_sessions_of_several_days() -> None:
+    """Sessions over four days, drift in the first day and in the last: the saved query walks
+    only the newest `limit` sessions (the newest days that hold them), newest first, and counts
+    what `tgsparql drift` finds in each; with a `limit` of every session it lists all of them,
+    and a rollup of the first days changes nothing."""
+    store = EmbeddedStore()
+    with tempfile.TemporaryDirectory() as directory:
+        info = generate(Path(directory) / "records.trig", 60, 7, days=GENERATED_DAYS,
+                        current=True)
+        for file in info["files"]:
+            store.oxigraph.load(path=file, format=ox.RdfFormat.TRIG)
+    migrate(store, pending(store))
+    make_realistic(store.oxigraph, LAST_GENERATED_DAY)
+    started = {quad.subject.value: quad.object.value for quad in store.oxigraph.quads_for_pattern(
+        None, ox.NamedNode(vocab.PROV + "startedAtTime"), None, COLLECTION.graph)}
+    newest_first = sorted(started, key=lambda session: (started[session], session), reverse=True)
+    answered = [session for session in newest_first if first_selected_edge(store, session)]
+    for session in (answered[0], answered[-1]):
+        delete_fact(store, first_selected_edge(store, session))
+
+    drifted = {s.session: (len(s.edges), len(s.sources))
+               for s in find_drift(store, COLLECTION).sessions}
+    assert {answered[0], answered[-1]} <= set(drifted)
+    assert {started[s][:10] for s in drifted} >= {"2024-01-01", LAST_GENERATED_DAY.isoformat()}
+    everything = stale_sessions(store, limit=len(started))
+    assert list(everything) == [s for s in newest_first if s in drifted]
+    assert everything == drifted
+    newest = stale_sessions(store, limit=12)
+    assert list(newest) == [s for s in newest_first[:12] if s in drifted]
+    assert 0 < len(newest) < len(drifted)
+    assert all(newest[s] == drifted[s] for s in newest)
+
+    roll_up(store, COLLECTION, at=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc),
+            through=LAST_GENERATED_DAY - dt.timedelta(days=1))
+    assert stale_sessions(store, limit=12) == newest
+    assert stale_sessions(store, limit=len(started)) == everything
+
+
+def first_selected_edge(store: EmbeddedStore, session: str) -> ox.Triple | None:
+    """The fact a generated session selected first, None when it failed before selecting."""
+    selection = ox.NamedNode(session.replace("session:", "prov:edge:") + ":0")
+    for quad in store.oxigraph.quads_for_pattern(selection, ox.NamedNode(vocab.TG + "edge"),
+                                                 None, COLLECTION.graph):
+        assert isinstance(quad.object, ox.Triple)
+        return quad.object
+    return None

@@ -36,6 +36,7 @@ PARAMS: dict[str, list[dict[str, str]]] = {
     "most_cited_documents": [{}, {"limit": "2"}],
     "most_selected_facts": [{"limit": "1000"}, {"limit": "3"}],
     "answers_citing_nothing": [{}, {"limit": "2"}],
+    "stale_sessions": [{}, {"limit": "3"}],
 }
 
 
