@@ -88,7 +88,9 @@ COMMON_STEM: Final = 1000
 WORD_SCAN: Final = COMMON_STEM + 1
 """Holders of a probe's rarest word read at most: a word whose stem at most COMMON_STEM names
 hold is read whole, so its probe finds every label holding all its words; of a name whose every
-word more names hold ("John Smith"), the labels among the first this many holders of one."""
+word more names hold ("John Smith"), the labels among the first this many holders of one. (A
+probe for a longer word a name begins reads its other word's holders whole: no index finds the
+words a prefix begins, and the label may be any of them.)"""
 RANKED_EDGES: Final = 1000
 """Edges of a candidate read to rank it: one with more (a hub) is ranked as having at least
 this many, by the stems of these, so a hub costs no more than this many reads."""
