@@ -27,8 +27,9 @@ Ingest links the names it extracts the same way (`match_names`): each as one run
 case. Normalised label keys and their words live in the label index graph, written once per
 label by `update_label_index`, so grounding is indexed lookups instead of a scan over every
 label: one query, and a second for the candidates of the name runs no concept covers, so that a
-name the KG holds whole costs no lookups of its words (held by many names in a large KG); a
-third, only when several candidates fit a run equally, ranks those. The work of each is bounded
+name the KG holds whole costs no lookups of its words (held by many names in a large KG), and
+one more for a name standing for a longer word only for the runs none of those fits; a last
+one, only when several candidates fit a run equally, ranks those. The work of each is bounded
 whatever the KG's size: a probe reads at most WORD_SCAN holders of its rarest word, and a
 candidate is ranked from at most RANKED_EDGES + 1 of its edges.
 """
@@ -41,7 +42,7 @@ import re
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, TypeVar
 
 import pyoxigraph as ox
@@ -496,7 +497,8 @@ def match_names(
         asked = [RunQuery.of(i, given[i][1], None, [], read.holders)
                  for i in batch if partial and not exact[i] and given[i][1].probes]
         if asked:
-            name_rows += _ground_rows(store, runs=asked).name_rows
+            name_rows += _probe_rows(store, asked, lambda rows: set(
+                _name_fits([run for _, run in given], rows)))
     fits = _name_fits([run for _, run in given], name_rows)
     found: dict[str, NameMatch] = {}
     for i, (name, _) in enumerate(given):
@@ -554,7 +556,7 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
         for i, run in enumerate(runs)
         if i in uncovered and run.probes
     ]
-    name_rows = _ground_rows(store, runs=asked).name_rows if asked else []
+    name_rows = _probe_rows(store, asked, lambda rows: set(_name_candidates(runs, rows)))
     named = _name_matches(runs, _name_candidates(runs, name_rows),
                           lambda tied: _standings(store, tied, asked))
     named = _longest_runs(
@@ -602,6 +604,27 @@ def _ground_rows(
     ).rows)
 
 
+def _probe_rows(
+    store: Store, asked: list[RunQuery], fitted: Callable[[list[NameRow]], set[int]]
+) -> list[NameRow]:
+    """The candidates of the runs: by their words, then, only for the runs none of whose
+    candidates fits (`fitted` gives the runs some fit), by a name standing for a longer word it
+    begins ("Gwen" for "Gwendolyn"), whose probe reads its other word's holders whole."""
+    rows: list[NameRow] = []
+    for shortened in (False, True):
+        probing = [
+            replace(query, probes=[p for p in query.probes if (p.prefix is not None) == shortened])
+            for query in asked
+        ]
+        if shortened:
+            found = fitted(rows)
+            probing = [query for query in probing if query.index not in found]
+        probing = [query for query in probing if query.probes]
+        if probing:
+            rows += _ground_rows(store, runs=probing).name_rows
+    return rows
+
+
 @dataclass(frozen=True)
 class NameRow:
     """A candidate of a name run: one of its label keys."""
@@ -636,23 +659,23 @@ def _standings(
         return {}
     run_stems = {query.index: set(query.stems) for query in asked}
     degrees: dict[int, int] = {}
-    hits: dict[int, frozenset[str]] = {}
+    hits: dict[int, set[str]] = {}
     rows = store.run("ground_rank", entities=entities,
                      stems=sorted(set().union(*(run_stems[i] for i in tied))),
                      edges_up_to=RANKED_EDGES).rows
     for row in rows:
-        i, edges, degree, found = (row.get(v) for v in ("i", "edges", "degree", "hits"))
+        i, edges, degree, hit = (row.get(v) for v in ("i", "edges", "degree", "hit"))
         if not isinstance(i, ox.Literal):
             continue
         if isinstance(edges, ox.Literal) and isinstance(degree, ox.Literal):
             more = int(edges.value) > RANKED_EDGES
             degrees[int(i.value)] = RANKED_EDGES + 1 if more else int(degree.value)
-        if isinstance(found, ox.Literal):
-            hits[int(i.value)] = frozenset(found.value.split())
+        if isinstance(hit, ox.Literal):
+            hits.setdefault(int(i.value), set()).add(hit.value)
     place = {entity: i for i, entity in enumerate(entities)}
     return {
         (run, entity): Standing(degrees.get(place[entity], 0),
-                                hits.get(place[entity], frozenset()) & run_stems[run])
+                                frozenset(hits.get(place[entity], set()) & run_stems[run]))
         for run, found in tied.items() for entity in found
     }
 
