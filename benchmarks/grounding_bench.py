@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -167,6 +168,16 @@ def report(stores: dict[str, tuple[Path, list[str]]], trees: dict[str, Path],
             lines.append(f"| {name} | {tree_name} | {len(asked)} | "
                          + " | ".join(f"{figure:.2f}" for figure in figures)
                          + f" | {' | '.join(ratios)} | {differ} |")
+    tail = [name for name in stores if name.startswith("tail")]
+    lines += ["", "The tail by question, each tree's median over the rounds:", "",
+              "| question | " + " | ".join(f"{tree_name} ms" for tree_name in trees)
+              + " | × |", "|---|" + "---:|" * (len(trees) + 1)]
+    for at, question in enumerate(TAIL_QUESTIONS):
+        medians = [statistics.median(timed[(tail[0], tree_name)].ms[at::len(TAIL_QUESTIONS)])
+                   for tree_name in trees]
+        ratio = f"×{medians[-1] / medians[0]:.3f}" if len(medians) > 1 else ""
+        lines.append(f'| "{question}" | ' + " | ".join(f"{median:.2f}" for median in medians)
+                     + f" | {ratio} |")
     lines += ["", "Each tree grounds every question once a round, in a child process of its own "
               "after warm-up questions, the trees alternating; the percentiles pool the rounds. "
               "× is this tree's figure over the baseline's; \"other seeds\": the questions whose "
