@@ -551,7 +551,7 @@ def measure_scoped(
     opened), the baseline source tree's too when there is one, interleaved."""
     store = build.directory / dialect / "store"
     scoped = Scoped(build.sessions, dialect, build.quads[dialect], None)
-    if baseline and not (templates := _templates_of(baseline)).is_relative_to(baseline.resolve()):
+    if baseline and not (templates := templates_of(baseline)).is_relative_to(baseline.resolve()):
         scoped.error = f"the baseline reads the query templates in {templates}, not its own"
         return scoped
     sources = ([baseline] if baseline else []) + [None]
@@ -584,7 +584,7 @@ def measure_scoped(
     return scoped
 
 
-def _templates_of(source: Path) -> Path:
+def templates_of(source: Path) -> Path:
     """Where `source`'s package finds its query templates (an editable install of another tree
     maps them to that tree's)."""
     done = subprocess.run(

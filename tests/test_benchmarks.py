@@ -16,6 +16,7 @@ import pytest
 from conftest import REPO
 
 from benchmarks import pipeline_bench
+from benchmarks.grounding_bench import TAIL_QUESTIONS
 from benchmarks.harness import BenchParser, Size
 from tests.asking.llm.fake_openai import (  # noqa: F401  (fixture)
     FakeOpenAI, Reply, fake_openai, prompt_facts,
@@ -599,3 +600,25 @@ def test_tiny_drift_benchmark_finds_the_sessions_the_change_drifted_beside_its_f
     assert rows["scan of tg:edge"][1] == f"{edges:,.0f}"
     assert rows["every edge selection looked up"][1] == f"{stale_edges:,.0f}"
     assert all(float(row[0]) > 0 for row in rows.values())
+
+
+def test_tiny_grounding_benchmark_measures_a_baseline_beside_this_code(tmp_path: Path) -> None:
+    """With this tree as its own baseline, every store has both trees' rows, and no question
+    finds other seeds."""
+    out = tmp_path / "grounding.md"
+    done = run_module("benchmarks.grounding_bench", "--tiny", "--work", tmp_path / "work",
+                      "--out", out, "--baseline", REPO)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = [[cell.strip() for cell in found.strip("|").split("|")]
+            for found in text.splitlines() if found.startswith(("| pipeline", "| tail"))]
+    assert [(row[0].split(",")[0], row[1]) for row in rows] == [
+        ("pipeline KG", "baseline"), ("pipeline KG", "this tree"),
+        ("tail", "baseline"), ("tail", "this tree"),
+    ]
+    for row in rows:
+        assert all(figure(cell) > 0 for cell in row[3:6])
+    assert [row[-1] for row in rows] == ["", "0", "", "0"]
+    assert all(row[6].startswith("×") for row in rows if row[1] == "this tree")
+    by_question = [found for found in text.splitlines() if found.startswith('| "')]
+    assert len(by_question) == len(TAIL_QUESTIONS)

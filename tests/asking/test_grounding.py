@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from tgsparql.asking import grounding
 from tgsparql.asking.grounding import (
-    MAX_PHRASE_WORDS, IndexEntry, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
+    MAX_PHRASE_WORDS, RANKED_EDGES, WORD_SCAN, IndexEntry, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
     rebuild_label_index, update_label_index,
 )
 from tgsparql.rdf import vocab
@@ -466,11 +467,13 @@ class CountingStore(WithTemplates):
 
     def __init__(self, inner: EmbeddedStore) -> None:
         self.inner, self.queries = inner, 0
+        self.texts: list[str] = []
         self.dialect = inner.dialect
         self.round_trips = inner.round_trips
 
     def select(self, query: str, **kwargs):  # type: ignore[no-untyped-def]
         self.queries += 1
+        self.texts.append(query)
         return self.inner.select(query, **kwargs)
 
 
@@ -493,6 +496,53 @@ def test_grounding_asks_for_name_candidates_in_a_second_query_only_when_a_run_is
     covered = CountingStore(tgsparql_store)
     grounding = ground(covered, "What flows into the Ledran River?", 50)  # type: ignore[arg-type]
     assert (covered.queries, grounding.seeds) == (1, [ex("river")])
+
+
+def test_a_name_probe_reads_its_rarest_word_first_and_no_more_of_a_common_one(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """A word many thousand names hold ("John") is only looked up for the holders of the
+    rarer one, and finds what a join of all holders found: a probe of the words reads at most
+    WORD_SCAN holders of one. A shortened name beside it ("Gwen") is still found among them
+    all."""
+    many = 3 * WORD_SCAN
+    indexed(tgsparql_store, "\n".join(
+        f'ex:john{i} rdfs:label "John Doe{i}" .' for i in range(many)
+    ) + '\nex:target rdfs:label "John Zebedee Smith" . ex:gwendolyn rdfs:label "Gwendolyn John" .')
+    counting = CountingStore(tgsparql_store)
+    grounding = ground(counting, "Where was John Zebedee born?", 50)  # type: ignore[arg-type]
+    assert grounding.seeds == [ex("target")]
+    assert ground(tgsparql_store, "Where was Gwen John born?", 50).seeds == [ex("gwendolyn")]
+    probe_query = next(text for text in counting.texts if "labelWord" in text)
+    scans = re.findall(r'\?entity tg:labelWord ("\w+") \}\s*\}\s*LIMIT (\d+)', probe_query)
+    assert scans == [('"zebedee"', str(WORD_SCAN))]
+    assert re.findall(r'FILTER EXISTS \{ GRAPH <urn:graph:index> \{ \?entity tg:labelWord ("\w+")',
+                      probe_query) == ['"john"']
+
+
+def test_a_hub_candidate_is_ranked_from_no_more_than_ranked_edges_of_its_edges(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """Of two people a name fits alike, the one with more neighbours ranks first, as when every
+    edge was counted; a hub's many thousand edges are read RANKED_EDGES + 1 at most."""
+    hub_edges = 5 * RANKED_EDGES
+    indexed(tgsparql_store, "\n".join(
+        f"ex:ada ex:member ex:group{i} ." for i in range(hub_edges)
+    ) + """
+        ex:ada rdfs:label "Ada Quill" .
+        ex:bob rdfs:label "Bob Quill" ; ex:member ex:group1, ex:group2 .
+    """)
+    counting = CountingStore(tgsparql_store)
+    grounding = ground(counting, "Where did Quill live?", 50)  # type: ignore[arg-type]
+    assert grounding.seeds[:1] == [ex("ada")]
+    assert (grounding.names[0].rank, grounding.names[0].candidates) == (1, 2)
+    ranking = next(text for text in counting.texts if "?edges" in text)
+    hub = f"<{EX}ada>"
+    reads = re.findall(
+        rf"\{{ {hub} \?predicate \?neighbour \}} UNION \{{ \?neighbour \?predicate {hub} \}}"
+        r" BIND\(\d+ AS \?i\) \}\s*LIMIT (\d+)", ranking)
+    assert reads and set(reads) == {str(RANKED_EDGES + 1)}
+    assert ranking.count(hub) == 2 * len(reads)
 
 
 def test_a_question_without_phrases_asks_nothing(tgsparql_store: EmbeddedStore) -> None:
@@ -700,12 +750,14 @@ def test_two_names_joined_by_and_are_not_one_name_missing_a_word(
     assert seeds.seeds == [ex("coup"), ex("cow")]
 
 
-def test_tolerant_grounding_asks_for_every_run_in_one_query(tgsparql_store: EmbeddedStore) -> None:
+def test_tolerant_grounding_asks_for_every_run_at_once(tgsparql_store: EmbeddedStore) -> None:
     indexed(tgsparql_store, 'ex:g rdfs:label "Gwendolyn Graham" .')
     counting = CountingStore(tgsparql_store)
     question = "Did Gwen Graham meet Joanna Elisabeth Of Holstein-Gottorp or Thaddeus P. Mott?"
     assert ground(counting, question, 50).seeds == [ex("g")]  # type: ignore[arg-type]
-    assert counting.queries == 2  # the concepts, then the candidates of every uncovered run
+    # the concepts, the candidates of every uncovered run by its words, then by a shortened
+    # name for every run none of those fits
+    assert counting.queries == 3
 
 
 @settings(max_examples=100)

@@ -651,6 +651,8 @@ EVERY_PARAM: dict[str, Any] = {
     "runs": [RunQuery(0, "edsel ford", [Probe(["edsel", "ford"])], ["work"]),
              RunQuery(1, "gwen graham", [Probe(["graham"], prefix="gwen")], [])],
     "per_probe": 50,
+    "word_scan": 1001,
+    "edges_up_to": 1000,
     "version": 2,
     "activity": ox.NamedNode("urn:activity:1"),
     "agent": ox.NamedNode("urn:agent:1"),

@@ -27,7 +27,11 @@ Ingest links the names it extracts the same way (`match_names`): each as one run
 case. Normalised label keys and their words live in the label index graph, written once per
 label by `update_label_index`, so grounding is indexed lookups instead of a scan over every
 label: one query, and a second for the candidates of the name runs no concept covers, so that a
-name the KG holds whole costs no lookups of its words (held by many names in a large KG).
+name the KG holds whole costs no lookups of its words (held by many names in a large KG), and
+one more for a name standing for a longer word only for the runs none of those fits; a last
+one, only when several candidates fit a run equally, ranks those. The work of each is bounded
+whatever the KG's size: a probe reads at most WORD_SCAN holders of its rarest word, and a
+candidate is ranked from at most RANKED_EDGES + 1 of its edges.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import re
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, TypeVar
 
 import pyoxigraph as ox
@@ -82,6 +86,15 @@ MIN_SHORT_FORM: Final = 3
 """Letters a name needs to stand for a longer word it begins ("Gwen" for "Gwendolyn")."""
 COMMON_STEM: Final = 1000
 """A stem more names than this hold tells no edges apart: retrieval does not rank by it."""
+WORD_SCAN: Final = COMMON_STEM + 1
+"""Holders of a probe's rarest word read at most: a word whose stem at most COMMON_STEM names
+hold is read whole, so its probe finds every label holding all its words; of a name whose every
+word more names hold ("John Smith"), the labels among the first this many holders of one. (A
+probe for a longer word a name begins reads its other word's holders whole: no index finds the
+words a prefix begins, and the label may be any of them.)"""
+RANKED_EDGES: Final = 1000
+"""Edges of a candidate read to rank it: one with more (a hub) is ranked as having at least
+this many, by the stems of these, so a hub costs no more than this many reads."""
 NAME_CONNECTORS: Final = frozenset(
     "of the and de del della der den di da du la le van von bin ibn al".split()
 )
@@ -228,6 +241,15 @@ class Probe:
     words: list[str]
     prefix: str | None = None
 
+    def rarest_first(self, holders: dict[str, int]) -> Probe:
+        """The probe with its words ordered by how many names hold their stems (`holders`,
+        counted up to COMMON_STEM + 1; a stem not counted as more), rarest first: `ground.rq`
+        reads the first one's holders and looks up the others'."""
+        def held(word: str) -> int:
+            return holders.get(stem(word), COMMON_STEM + 1)
+
+        return Probe(sorted(self.words, key=held), self.prefix)
+
 
 @dataclass(frozen=True)
 class RunQuery:
@@ -240,6 +262,14 @@ class RunQuery:
     probes: list[Probe]
     stems: list[str]
     """The question's stems that are not the run's own, met by the candidates' edges."""
+
+    @classmethod
+    def of(cls, index: int, run: NameRun, key: str | None, question_stems: Iterable[str],
+           holders: dict[str, int]) -> RunQuery:
+        """What a run asks, its probes' rarest words first (`Probe.rarest_first`)."""
+        own = stems(run.key)
+        return cls(index, key, [probe.rarest_first(holders) for probe in run.probes],
+                   [found for found in question_stems if found not in own])
 
 
 @dataclass(frozen=True)
@@ -444,32 +474,36 @@ class NameMatch:
 def match_names(
     store: Store, names: Iterable[str], *, partial: bool = True
 ) -> dict[str, NameMatch]:
-    """Each name → the entities it names, NAMES_PER_QUERY names a query: those with a label
+    """Each name → the entities it names, NAMES_PER_QUERY names at a time: those with a label
     whose key is the name's (as a phrase of a question is grounded), else, when `partial`, those
     whose label the name fits as a run of a question does (surname, shortened, reordered:
-    `name_fit`). Names that match nothing are absent."""
+    `name_fit`), asked in a second query for the names no key matched, rarest words first (the
+    first query counts their stems' holders). Names that match nothing are absent."""
     runs = {name: given_name(name) for name in dict.fromkeys(names)}
     given = [(name, run) for name, run in runs.items() if run.words]
     keys = [{match_key(name), " ".join(run.words)} for name, run in given]
-    rows: list[Solution] = []
+    exact: dict[int, set[ox.NamedNode]] = {}
+    name_rows: list[NameRow] = []
     for start in range(0, len(given), NAMES_PER_QUERY):
         batch = range(start, min(start + NAMES_PER_QUERY, len(given)))
-        rows += store.run(
-            "ground",
+        read = _ground_rows(
+            store,
             keys=sorted({key for i in batch for key in keys[i]}),
-            runs=[RunQuery(i, None, given[i][1].probes, []) for i in batch] if partial else [],
-            per_probe=NAME_CANDIDATES,
-            schema_candidates=(),
-            stems=[],
-            common_stem=COMMON_STEM,
-        ).rows
-    read = _GroundRows.of(rows)
-    fits = _name_fits([run for _, run in given], read.name_rows)
+            stems=sorted({found for i in batch for found in stems(given[i][1].key)})
+            if partial else [],
+        )
+        for i in batch:
+            exact[i] = {entity for key in keys[i] for entity in read.entities_by_key.get(key, [])}
+        asked = [RunQuery.of(i, given[i][1], None, [], read.holders)
+                 for i in batch if partial and not exact[i] and given[i][1].probes]
+        if asked:
+            name_rows += _probe_rows(store, asked, lambda rows: set(
+                _name_fits([run for _, run in given], rows)))
+    fits = _name_fits([run for _, run in given], name_rows)
     found: dict[str, NameMatch] = {}
     for i, (name, _) in enumerate(given):
-        exact = {entity for key in keys[i] for entity in read.entities_by_key.get(key, [])}
-        if exact:
-            found[name] = NameMatch(tuple(sorted(exact, key=lambda node: node.value)), True)
+        if exact[i]:
+            found[name] = NameMatch(tuple(sorted(exact[i], key=lambda node: node.value)), True)
         elif i in fits:
             best = dict.fromkeys(entity for fit, entity in fits[i] if fit == fits[i][0][0])
             found[name] = NameMatch(tuple(best)[:NAME_MATCHES_PER_RUN], by_label=False)
@@ -492,24 +526,18 @@ def _trailing(token: str, word: str) -> bool:
 def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     """The seeds of the question, and the schema predicates the KG uses: one query of index
     lookups for the concepts, the stems and the schema, then, only when some name run is left
-    uncovered by the concepts found, one for the candidates of those runs. A run a concept
-    covers asks for nothing: its candidates would be dropped, and a word that many names hold
-    ("River", "Songs") makes them cost work that grows with the KG."""
+    uncovered by the concepts found, one for the candidates of those runs, and, only when
+    several fit a run equally, one that ranks them. A run a concept covers asks for nothing:
+    its candidates would be dropped, and a word that many names hold ("River", "Songs") makes
+    them cost more work."""
     phrases = candidate_phrases(question)
     if not phrases:
         return Grounding(concepts=[], seeds=[])
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
     question_stems = sorted(stems(question))
-    read = _GroundRows.of(store.run(
-        "ground",
-        keys=keys,
-        runs=[],
-        per_probe=NAME_CANDIDATES,
-        schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES,
-        stems=question_stems,
-        common_stem=COMMON_STEM,
-    ).rows)
+    read = _ground_rows(store, keys=keys, stems=question_stems,
+                        schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES)
     entities_by_key = read.entities_by_key
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
     covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
@@ -523,16 +551,14 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     found = [entities_by_key[phrase.key] for phrase in chosen]
     uncovered = {i for i, run in enumerate(runs) if _uncovered(run, covered)}
     asked = [
-        RunQuery(i, run.key if run.end - run.start <= MAX_PHRASE_WORDS else None, run.probes,
-                 [s for s in question_stems if s not in stems(run.key)])
+        RunQuery.of(i, run, run.key if run.end - run.start <= MAX_PHRASE_WORDS else None,
+                    question_stems, read.holders)
         for i, run in enumerate(runs)
         if i in uncovered and run.probes
     ]
-    name_rows = _GroundRows.of(store.run(
-        "ground", keys=[], runs=asked, per_probe=NAME_CANDIDATES, schema_candidates=(),
-        stems=[], common_stem=COMMON_STEM,
-    ).rows).name_rows if asked else []
-    named = _name_matches(runs, name_rows)
+    name_rows = _probe_rows(store, asked, lambda rows: set(_name_candidates(runs, rows)))
+    named = _name_matches(runs, _name_candidates(runs, name_rows),
+                          lambda tied: _standings(store, tied, asked))
     named = _longest_runs(
         runs, {i: found for i, found in named.items() if runs[i].part_of not in named}
     )
@@ -566,17 +592,92 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     )
 
 
+def _ground_rows(
+    store: Store, *, keys: Iterable[str] = (), runs: Iterable[RunQuery] = (),
+    stems: Iterable[str] = (), schema_candidates: Iterable[ox.NamedNode] = (),
+) -> _GroundRows:
+    """`ground.rq`'s answer to what is asked, sorted."""
+    return _GroundRows.of(store.run(
+        "ground", keys=list(keys), runs=list(runs), per_probe=NAME_CANDIDATES,
+        word_scan=WORD_SCAN, schema_candidates=tuple(schema_candidates), stems=list(stems),
+        common_stem=COMMON_STEM,
+    ).rows)
+
+
+def _probe_rows(
+    store: Store, asked: list[RunQuery], fitted: Callable[[list[NameRow]], set[int]]
+) -> list[NameRow]:
+    """The candidates of the runs: by their words, then, only for the runs none of whose
+    candidates fits (`fitted` gives the runs some fit), by a name standing for a longer word it
+    begins ("Gwen" for "Gwendolyn"), whose probe reads its other word's holders whole."""
+    rows: list[NameRow] = []
+    for shortened in (False, True):
+        probing = [
+            replace(query, probes=[p for p in query.probes if (p.prefix is not None) == shortened])
+            for query in asked
+        ]
+        if shortened:
+            found = fitted(rows)
+            probing = [query for query in probing if query.index not in found]
+        probing = [query for query in probing if query.probes]
+        if probing:
+            rows += _ground_rows(store, runs=probing).name_rows
+    return rows
+
+
 @dataclass(frozen=True)
 class NameRow:
-    """A candidate of a name run: one of its label keys, and what ranks it."""
+    """A candidate of a name run: one of its label keys."""
 
     run: int
     key: str
     entity: ox.NamedNode
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What ranks a candidate among those that fit a run equally, read from its first
+    RANKED_EDGES + 1 edges (`ground_rank.rq`)."""
+
     degree: int
-    """How many neighbours it has."""
+    """How many neighbours it has; RANKED_EDGES + 1 for one with more edges than that."""
     hits: frozenset[str]
-    """The question's other stems that its edges' predicates or neighbours are named with."""
+    """The question's stems that its edges' predicates or neighbours are named with."""
+
+
+_NO_STANDING: Final = Standing(0, frozenset())
+
+
+def _standings(
+    store: Store, tied: dict[int, set[ox.NamedNode]], asked: list[RunQuery]
+) -> dict[tuple[int, ox.NamedNode], Standing]:
+    """The standing of each candidate of each run in `tied` (run → candidates that fit it
+    equally well), hits counted among the run's own stems: one `ground_rank.rq` request."""
+    entities = sorted({entity for found in tied.values() for entity in found},
+                      key=lambda node: node.value)
+    if not entities:
+        return {}
+    run_stems = {query.index: set(query.stems) for query in asked}
+    degrees: dict[int, int] = {}
+    hits: dict[int, set[str]] = {}
+    rows = store.run("ground_rank", entities=entities,
+                     stems=sorted(set().union(*(run_stems[i] for i in tied))),
+                     edges_up_to=RANKED_EDGES).rows
+    for row in rows:
+        i, edges, degree, hit = (row.get(v) for v in ("i", "edges", "degree", "hit"))
+        if not isinstance(i, ox.Literal):
+            continue
+        if isinstance(edges, ox.Literal) and isinstance(degree, ox.Literal):
+            more = int(edges.value) > RANKED_EDGES
+            degrees[int(i.value)] = RANKED_EDGES + 1 if more else int(degree.value)
+        if isinstance(hit, ox.Literal):
+            hits.setdefault(int(i.value), set()).add(hit.value)
+    place = {entity: i for i, entity in enumerate(entities)}
+    return {
+        (run, entity): Standing(degrees.get(place[entity], 0),
+                                frozenset(hits.get(place[entity], set()) & run_stems[run]))
+        for run, found in tied.items() for entity in found
+    }
 
 
 @dataclass
@@ -585,6 +686,8 @@ class _GroundRows:
 
     telling: list[str] = field(default_factory=list)
     """The question's stems that name few enough things to tell them apart."""
+    holders: dict[str, int] = field(default_factory=dict)
+    """How many names hold each of the question's stems, counted up to COMMON_STEM + 1."""
     entities_by_key: dict[str, list[ox.NamedNode]] = field(default_factory=dict)
     """Entities whose label is a phrase's key, by key, in IRI order."""
     name_rows: list[NameRow] = field(default_factory=list)
@@ -599,6 +702,7 @@ class _GroundRows:
             entity, key, run, predicate = (row.get(v) for v in ("entity", "key", "run", "schema"))
             stem_, named = row.get("stem"), row.get("named")
             if isinstance(stem_, ox.Literal) and isinstance(named, ox.Literal):
+                out.holders[stem_.value] = int(named.value)
                 if 0 < int(named.value) <= COMMON_STEM:
                     out.telling.append(stem_.value)
             elif isinstance(predicate, ox.NamedNode):
@@ -606,12 +710,7 @@ class _GroundRows:
             elif not isinstance(entity, ox.NamedNode) or not isinstance(key, ox.Literal):
                 continue
             elif isinstance(run, ox.Literal):
-                degree, hits = row.get("degree"), row.get("hits")
-                out.name_rows.append(NameRow(
-                    int(run.value), key.value, entity,
-                    int(degree.value) if isinstance(degree, ox.Literal) else 0,
-                    frozenset(hits.value.split()) if isinstance(hits, ox.Literal) else frozenset(),
-                ))
+                out.name_rows.append(NameRow(int(run.value), key.value, entity))
             else:
                 out.entities_by_key.setdefault(key.value, []).append(entity)
         for found in out.entities_by_key.values():
@@ -629,14 +728,13 @@ def _longest_runs(runs: list[NameRun], named: dict[int, _Found]) -> dict[int, _F
     return {i: named[i] for i in sorted(kept)}
 
 
-def _name_matches(runs: list[NameRun], rows: list[NameRow]) -> dict[int, list[RankedMatch]]:
-    """Per run that matched, the entities whose label fits it best (`name_fit`): labels
-    holding every name before those missing one, names written in full before shortened ones,
-    in the run's order before another order ("Ford, Edsel"); then the candidates whose edges
-    meet more of the question's other stems ("wife" meets "spouse"), fewest extra words, most
-    neighbours. A run of one name fits a label's plain key (no aside) by its first or last
-    word: a given name or a surname."""
-    ranks: dict[int, dict[ox.NamedNode, tuple[int, int, bool, int, int, int, str]]] = {}
+def _name_candidates(
+    runs: list[NameRun], rows: list[NameRow]
+) -> dict[int, dict[ox.NamedNode, tuple[int, int, bool, int]]]:
+    """Per run that matched, each candidate whose label fits it (`name_fit`) and how its label
+    fits best. A run of one name fits a label's plain key (no aside) by its first or last word:
+    a given name or a surname."""
+    fits: dict[int, dict[ox.NamedNode, tuple[int, int, bool, int]]] = {}
     plain = _plain_keys(rows)
     for row in rows:
         names = runs[row.run].names
@@ -645,11 +743,37 @@ def _name_matches(runs: list[NameRun], rows: list[NameRow]) -> dict[int, list[Ra
         fit = name_fit(names, row.key) or _untitled_fit(names, row.key, plain[row.entity])
         if fit is None:
             continue
-        missing, shortened, reordered, extra = fit
-        rank = (missing, shortened, reordered, -len(row.hits), extra, -row.degree, row.entity.value)
-        best = ranks.setdefault(row.run, {})
-        if row.entity not in best or rank < best[row.entity]:
-            best[row.entity] = rank
+        best = fits.setdefault(row.run, {})
+        if row.entity not in best or fit < best[row.entity]:
+            best[row.entity] = fit
+    return fits
+
+
+def _name_matches(
+    runs: list[NameRun],
+    fits: dict[int, dict[ox.NamedNode, tuple[int, int, bool, int]]],
+    standings: Callable[[dict[int, set[ox.NamedNode]]],
+                        dict[tuple[int, ox.NamedNode], Standing]],
+) -> dict[int, list[RankedMatch]]:
+    """Per run that matched, the entities whose label fits it best (`_name_candidates`):
+    labels holding every name before those missing one, names written in full before shortened
+    ones, in the run's order before another order ("Ford, Edsel"); then the candidates whose
+    edges meet more of the question's other stems ("wife" meets "spouse"), fewest extra words,
+    most neighbours. Only the candidates that fit a run as well as its best one are ranked
+    further, so only theirs are read (`standings`)."""
+    tied = {}
+    for i, candidates in fits.items():
+        first = min(fit[:3] for fit in candidates.values())
+        best = {entity for entity, fit in candidates.items() if fit[:3] == first}
+        if len(best) > 1:
+            tied[i] = best
+    standing = standings(tied) if tied else {}
+    ranks: dict[int, dict[ox.NamedNode, tuple[int, int, bool, int, int, int, str]]] = {}
+    for i, candidates in fits.items():
+        for entity, (missing, shortened, reordered, extra) in candidates.items():
+            held = standing.get((i, entity), _NO_STANDING)
+            ranks.setdefault(i, {})[entity] = (missing, shortened, reordered, -len(held.hits),
+                                               extra, -held.degree, entity.value)
     found = {}
     for i, candidates in ranks.items():
         ranked = sorted(candidates, key=candidates.__getitem__)
