@@ -124,7 +124,9 @@ def test_a_named_collection_keeps_the_sessions_for_a_later_run_against_it(
     polonium = second.results[0]
     assert polonium.earlier == first.results[0].session
     against = [c for c in polonium.changes if c.against == KEPT.name]
-    assert [c.check for c in against if c.failing] == ["edges", "edges", "edges", "answer"]
+    failing = [c.check for c in against if c.failing]
+    # the born edge goes; how many other edges the selector trades for it is its own business
+    assert failing[-1] == "answer" and set(failing[:-1]) == {"edges"}, failing
     assert against[0].message.startswith(f"no longer selected: {BORN}")
     assert against[0].message.endswith(f"stated in {EX}doc/marie-curie")
     assert "compared with collection golden-run too" in second.headline()
