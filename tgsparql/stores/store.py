@@ -12,11 +12,11 @@ import gc
 import itertools
 import os
 import traceback
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, Protocol, cast, runtime_checkable
+from typing import Any, BinaryIO, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 import pyoxigraph as ox
 
@@ -98,6 +98,9 @@ BULK_BATCH = 50_000
 thread in memory (a 200 MB N-Triples file took 1.3 GB); batches of this size keep a load of any
 size near 100 MB, and load as fast (benchmarks/load_bench.py)."""
 
+READ_ATTEMPTS = 3
+"""Fresh snapshots a read-only store takes for one read before it gives up (EmbeddedStore._read)."""
+_Read = TypeVar("_Read")
 FLUSH_EVERY = 1000
 """Updates between flushes of an on-disk store. RocksDB keeps unflushed writes in memory, so
 without this a long-running writer grows by about 80 KB per session (the soak benchmark)."""
@@ -246,7 +249,7 @@ class EmbeddedStore(WithTemplates):
         """Whether an update ran since `_added` began."""
         try:
             if read_only:
-                self._open: ox.Store | None = ox.Store.read_only(str(path))
+                self._open: ox.Store | None = self._read(self._snapshot)
             else:
                 if self.path is not None:
                     checkpoint.recover(self.path)  # undoes writes that a crash left half done
@@ -279,8 +282,27 @@ class EmbeddedStore(WithTemplates):
         substitutions: Mapping[str, Term] | None = None,
     ) -> list[Solution]:
         """The query's rows; `substitutions` pre-binds variables (blank nodes included)."""
-        return list(self.select_iter(query, default_graph=default_graph,
-                                     substitutions=substitutions))
+        return self._read(lambda: list(self.select_iter(
+            query, default_graph=default_graph, substitutions=substitutions)))
+
+    def _read(self, read: Callable[[], _Read]) -> _Read:
+        """A read-only store's snapshot names the files of its open: a writer beside it may
+        compact them away, so a read that finds one gone is taken again from a fresh snapshot."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return read()
+            except (RuntimeError, OSError, StoreError) as error:
+                if not (self.read_only and "No such file or directory" in str(error)):
+                    raise
+                if attempt == READ_ATTEMPTS:
+                    raise StoreError(f"the store failed to read {READ_ATTEMPTS} times, its "
+                                     f"files compacted away by a writer each time: {error}") from None
+                if read != self._snapshot:
+                    self._open = self._read(self._snapshot)
+        raise AssertionError("unreachable")
+
+    def _snapshot(self) -> ox.Store:
+        return ox.Store.read_only(str(self.path))
 
     def select_iter(
         self,
@@ -304,12 +326,18 @@ class EmbeddedStore(WithTemplates):
             raise StoreError(f"the store failed to read: {error}") from None
 
     def ask(self, query: str, *, default_graph: DataGraph = None) -> bool:
+        return self._read(lambda: self._ask(query, default_graph))
+
+    def _ask(self, query: str, default_graph: DataGraph) -> bool:
         result = self._run(query, default_graph)
         if not isinstance(result, ox.QueryBoolean):
             raise StoreError("expected an ASK query")
         return bool(result)
 
     def construct(self, query: str) -> list[ox.Triple]:
+        return self._read(lambda: self._construct(query))
+
+    def _construct(self, query: str) -> list[ox.Triple]:
         result = self._run(query)
         if not isinstance(result, ox.QueryTriples):
             raise StoreError("expected a CONSTRUCT query")
