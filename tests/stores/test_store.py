@@ -316,3 +316,10 @@ def test_query_form_refuses_what_is_not_a_query(text: str) -> None:
     with pytest.raises(SyntaxError):
         query_form(text)
 
+
+
+def test_a_missing_store_opened_read_only_is_named_as_missing(tmp_path: Path) -> None:
+    """A read-only open takes a fresh snapshot when a writer compacted a table file away; a
+    store that is not there at all is no such case, and says so at once."""
+    with pytest.raises(StoreError, match=r"cannot open store at .*nowhere.*CURRENT"):
+        EmbeddedStore(tmp_path / "nowhere", read_only=True)
