@@ -708,6 +708,7 @@ EVERY_PARAM: dict[str, Any] = {
     "uncited_sessions": [{"graph": GRAPH, "session": IDS.session,
                           "started": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}],
     "rollup": ROLLUP,
+    "format": 1,
     "through": ox.Literal("2024-01-01", datatype=ox.NamedNode(XSD + "date")),
     "computed": dt.datetime(2024, 1, 2, 1, 0, tzinfo=dt.timezone.utc),
     "day_figures": [{"iri": rollup_day_iri(dt.date(2024, 1, 1)),

@@ -3,9 +3,11 @@ queries then answer as the old queries did on the old records."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -22,7 +24,7 @@ from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.record.migrate import migrate, needs_migration, pending
 from tgsparql.serve.app import ServerConfig, TgsparqlServer
-from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
+from tgsparql.stores.store import Answer, EmbeddedStore, Store, StoreError, open_store
 from tgsparql.testing.fakes import Script, ScriptedBackend
 from tgsparql.validation import Shapes, ValidationResult, Validator
 
@@ -31,6 +33,7 @@ GRAPH = vocab.DEFAULT_COLLECTION.graph
 DOCUMENTS = 5
 """Documents of the generated KG: the old documents_never_cited takes minutes past a few."""
 XSD_DATE = ox.NamedNode(vocab.XSD + "date")
+TG_RECORD_FORMAT = ox.NamedNode(TG + "recordFormat")
 
 OLD_RECORDS = """
 @prefix tg: <https://trustgraph.ai/ns/> .
@@ -100,6 +103,12 @@ def counted_open_days(row: dict[str, ox.Term]) -> dict[str, ox.Term]:
     one = ox.Literal("1", datatype=vocab.XSD_INTEGER)
     assert row["day"] == day("2024-03-02") and row["open"] == one
     return {**row, "complete": one, "failed": one}
+
+
+def as_written_before(store: EmbeddedStore, fields: Iterable[ox.Quad]) -> None:
+    """The record as a version before `fields` wrote it, which did not say its format either."""
+    for quad in [*fields, *store.oxigraph.quads_for_pattern(GRAPH, TG_RECORD_FORMAT, None, GRAPH)]:
+        store.oxigraph.remove(quad)
 
 
 def integer(value: int) -> ox.Literal:
@@ -178,8 +187,9 @@ def test_a_second_run_changes_nothing_and_a_dry_run_only_counts(tmp_path: Path) 
     migrated.close()
     # 6 days and counts; the model's label, the selection's two numbers, the answer's name; the
     # selection's count of documents; the day saying it holds sessions; the answer's count of
-    # cited edges (its text is not there)
-    assert len(after) == len(before) + 13
+    # cited edges (its text is not there); the collection's record format
+    assert len(after) == len(before) + 14
+    assert ox.Quad(GRAPH, TG_RECORD_FORMAT, integer(vocab.RECORD_FORMAT), GRAPH) in after
     second = runner.invoke(main, ["migrate", "--store", str(tmp_path / "store")])
     assert second.exit_code == 0 and ("migrated 0 sessions, 0 selections, 0 LLM calls, the "
                                       "documents of 0 selections, 0 days, 0 sessions whose "
@@ -236,6 +246,7 @@ def test_an_interrupted_migration_keeps_whole_batches_and_a_rerun_finishes_it() 
     store.oxigraph.load(io.StringIO(OLD_RECORDS), format=ox.RdfFormat.TRIG)
     with pytest.raises(StoreError, match="the disk is full"):
         migrate(store, pending(store), batch=2)
+    assert formats(store) == []  # not marked while records are pending
     left = pending(store)
     assert len(left) == 6  # the first batch of two landed whole, the second not at all
     store.left = 10
@@ -251,6 +262,76 @@ def test_serve_refuses_an_unmigrated_store_and_names_the_command(tmp_path: Path)
     assert CliRunner().invoke(main, ["migrate", "--store", str(tmp_path / "store")]).exit_code == 0
     server = TgsparqlServer(ServerConfig(store=tmp_path / "store", port=0))
     server.server_close()
+
+
+class Listening(EmbeddedStore):
+    """A store that lists the saved queries it was asked to run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran: list[str] = []
+
+    def run(self, name: str, /, default_graph: object = None, **params: object) -> Answer:
+        self.ran.append(name)
+        return super().run(name, default_graph, **params)
+
+
+def formats(store: EmbeddedStore) -> list[ox.Term]:
+    return [quad.object for quad in
+            store.oxigraph.quads_for_pattern(GRAPH, TG_RECORD_FORMAT, None, GRAPH)]
+
+
+def test_a_collection_this_version_starts_says_its_format_and_serving_reads_only_that() -> None:
+    """The first session of a collection marks its record format; serving then checks that
+    mark, not every record (one lookup on a store of a million sessions)."""
+    store = Listening()
+    for _ in range(2):  # two recorders, the second into a collection already started
+        assert list(GraphRag(store, OfflineBackend()).query("Who discovered radium?"))
+    assert formats(store) == [integer(vocab.RECORD_FORMAT)]
+    store.ran.clear()
+    assert not needs_migration(store, GRAPH)
+    assert store.ran == ["migrate/collection_marked"]
+
+
+CHECKED_BY_FORMAT = {1: "b92a15a9440cb9b1f2dc2bc7cf164337f4223121fefb855b96f4fe3905132799"}
+"""The SHA-256 of collection_pending.rq's query (comments aside) that each record format had."""
+
+
+def test_a_check_that_learns_a_field_comes_with_a_new_record_format() -> None:
+    """A collection marked with a format skips the check in full: once the check reads a field
+    more (and `migrate` adds it), the format must change, or a collection marked before would
+    be served without it. On a failure, add one to RECORD_FORMAT and its hash here."""
+    text = EmbeddedStore().templates.render("migrate/collection_pending", graph=GRAPH)
+    query = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    digest = hashlib.sha256(query.encode()).hexdigest()
+    assert CHECKED_BY_FORMAT.get(vocab.RECORD_FORMAT) == digest, (vocab.RECORD_FORMAT, digest)
+    assert len(set(CHECKED_BY_FORMAT.values())) == len(CHECKED_BY_FORMAT)
+
+
+def test_sessions_this_version_adds_to_an_old_collection_leave_it_unmarked() -> None:
+    store = old_store()
+    assert list(GraphRag(store, OfflineBackend()).query("Who discovered radium?"))
+    assert formats(store) == []
+    assert needs_migration(store, GRAPH)
+    migrate(store, pending(store))
+    assert formats(store) == [integer(vocab.RECORD_FORMAT)]
+    assert not needs_migration(store, GRAPH)
+
+
+def test_a_collection_marked_with_another_format_is_checked_record_by_record() -> None:
+    """A mark from an older version (or two marks, from writers of two versions) proves
+    nothing: the records are read, and `migrate` leaves this version's mark alone."""
+    store = Listening()
+    store.oxigraph.load(io.StringIO(OLD_RECORDS), format=ox.RdfFormat.TRIG)
+    for before in ([vocab.RECORD_FORMAT - 1], [vocab.RECORD_FORMAT - 1, vocab.RECORD_FORMAT]):
+        for value in before:
+            store.oxigraph.add(ox.Quad(GRAPH, TG_RECORD_FORMAT, integer(value), GRAPH))
+        store.ran.clear()
+        assert needs_migration(store, GRAPH)
+        assert store.ran == ["migrate/collection_marked", "migrate/collection_pending"]
+    migrate(store, pending(store))
+    assert formats(store) == [integer(vocab.RECORD_FORMAT)]
+    assert not needs_migration(store, GRAPH)
 
 
 def test_query_on_an_unmigrated_store_records_the_new_fields() -> None:
@@ -341,8 +422,7 @@ def test_answers_recorded_before_their_checks_get_the_counts_the_recorder_writes
     marked = uncited_days(tgsparql_demo_store)
     assert len(recorded) == 2 * len(CITING) and len(marked) == 1
     assert citing_nothing(tgsparql_demo_store) == ["Where was Marie Curie born?"]
-    for quad in recorded | marked:  # the record as the version before the checks wrote it
-        tgsparql_demo_store.oxigraph.remove(quad)
+    as_written_before(tgsparql_demo_store, recorded | marked)  # before the checks
     assert citing_nothing(tgsparql_demo_store) == []
     assert needs_migration(tgsparql_demo_store, GRAPH)
 
@@ -381,8 +461,7 @@ def test_a_session_recorded_before_its_uncited_day_gets_it_once(
     for question in CITING:
         assert list(rag.query(question))[-1].error is None
     marked = uncited_days(store)
-    for quad in marked:
-        store.oxigraph.remove(quad)
+    as_written_before(store, marked)
     assert citing_nothing(store) == []
     assert needs_migration(store, GRAPH)
     todo = pending(store)

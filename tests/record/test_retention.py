@@ -49,6 +49,12 @@ def day_line(day: dt.date) -> str:
             f"<{vocab.DEFAULT_COLLECTION.graph.value}> .")
 
 
+FORMAT_LINE = (f"<{vocab.DEFAULT_COLLECTION.graph.value}> <{vocab.TG}recordFormat> "
+               f"\"{vocab.RECORD_FORMAT}\"^^<{vocab.XSD}integer> "
+               f"<{vocab.DEFAULT_COLLECTION.graph.value}> .")
+"""The N-Quads line by which a collection says its record format, while it holds sessions."""
+
+
 def owned_lines(lines: list[str], uuid: str) -> list[str]:
     """The N-Quads lines a session owns, found by its UUID in the subject."""
     subject = re.compile(r"^<urn:trustgraph:(session|prov:\w+|answer):" + re.escape(uuid)
@@ -149,6 +155,9 @@ def test_older_than_deletes_exactly_the_sessions_started_before_the_cutoff(data,
     kept_days = {s.started.astimezone(UTC).date() for s in sessions if s not in old}
     emptied = {day_line(s.started.astimezone(UTC).date()) for s in old} - {
         day_line(day) for day in kept_days}
+    if len(old) == len(sessions):
+        emptied.add(FORMAT_LINE)
+    assert FORMAT_LINE in before
     assert dump(store) == sorted(set(before) - removed - emptied)
     assert_conforms(store)
 

@@ -636,6 +636,14 @@ SESSION_CASES = {
         (violation(SEED_CUT, "SeedCut-candidateEdges", "Datatype", "many"),
          violation(SEED_CUT, "SeedCut-candidateEdges", "MinInclusive", "many")),
     ),
+    "the collection says a second record format, and not as an integer": Case(
+        """INSERT DATA { GRAPH <urn:graph:explainability> {
+            <urn:graph:explainability> tg:recordFormat "one" } }""",
+        (violation("urn:graph:explainability", "CollectionFormat-recordFormat", "MaxCount"),
+         violation("urn:graph:explainability", "CollectionFormat-recordFormat", "Datatype", "one"),
+         violation("urn:graph:explainability", "CollectionFormat-recordFormat", "MinInclusive",
+                   "one")),
+    ),
     "a citation's sentence is not the answer's text there": Case(
         f"""DELETE {{ GRAPH ?g {{ <{CITATION0}> tg:sentence ?s }} }}
             INSERT {{ GRAPH ?g {{ <{CITATION0}> tg:sentence "Paris is in Poland." }} }}

@@ -165,11 +165,29 @@ class Recorder:
         self.templates = store.templates
         self.collection = collection
         self.record_retrieved_edges = record_retrieved_edges
+        self._format_known = False
 
     def session(self, ids: SessionIds, question: str, started: dt.datetime) -> Record:
-        return self._render(
+        record = self._render(
             "record_session", session=ids.session, question=question, started=started
         )
+        record_format = self._format_to_mark()
+        if record_format is None:
+            return record
+        mark = self.templates.insert_data("record_format", graph=self.collection.graph,
+                                          format=record_format)
+        return Record(InsertData(record.insert.prologue, record.insert.quads + mark.quads),
+                      record.triples)
+
+    def _format_to_mark(self) -> int | None:
+        """The record format, with the first session of a collection this version starts, so
+        that serving it reads one triple to know it needs no migration; one lookup per
+        recorder, made with its first session."""
+        if self._format_known:
+            return None
+        self._format_known = True
+        started = self.store.run("migrate/collection_started", graph=self.collection.graph)
+        return None if started.boolean else vocab.RECORD_FORMAT
 
     def retrieval(
         self,

@@ -145,6 +145,11 @@ GRAPH_LABEL_INDEX: Final = NamedNode("urn:graph:index")
 # Beyond the spec: literals as the data wrote them, where the store keeps another form.
 GRAPH_LEXICAL: Final = NamedNode("urn:graph:lexical")
 
+RECORD_FORMAT: Final = 1
+"""The format of the explainability record, as `tg:recordFormat` of a collection says: one more
+each time queries/migrate/collection_pending.rq learns a field that `migrate` adds, so that a
+collection marked with an older format is checked in full again."""
+
 RESERVED_COLLECTIONS: Final = frozenset({"source", "library", "index", "lexical"})
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 

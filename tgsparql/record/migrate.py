@@ -102,7 +102,8 @@ def pending(store: Store) -> Pending:
 
 def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
             progress: Callable[[int], None] | None = None) -> int:
-    """Write the pending fields, `batch` records per update; returns the updates made."""
+    """Write the pending fields, `batch` records per update, then mark every collection with
+    this version's record format; returns the updates made for the pending records."""
     updates = 0
     for sessions, selections, calls, sourced, days, answers, uncited in _batches(todo, batch):
         store.run("migrate/record_fields", dated_sessions=sessions,
@@ -112,11 +113,15 @@ def migrate(store: Store, todo: Pending, *, batch: int = BATCH,
         if progress is not None:
             progress(len(sessions) + len(selections) + len(calls) + len(sourced) + len(days)
                      + len(answers) + len(uncited))
+    store.run("migrate/mark_collections", format=vocab.RECORD_FORMAT)
     return updates
 
 
 def needs_migration(store: Store, graph: ox.NamedNode) -> bool:
-    """Whether the collection holds a record an older version wrote (checked when serving)."""
+    """Whether the collection holds a record an older version wrote (checked when serving):
+    a collection marked with this version's record format is not read record by record."""
+    if store.run("migrate/collection_marked", graph=graph, format=vocab.RECORD_FORMAT).boolean:
+        return False
     return store.run("migrate/collection_pending", graph=graph).boolean
 
 
