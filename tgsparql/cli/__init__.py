@@ -8,8 +8,13 @@ The rule of this face: the top of the package. Nothing imports it; it may use ev
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
+
+from tgsparql.cli.ahead import open_ahead
 
 COMMANDS = {
     "demo": "ask", "query": "ask",
@@ -27,6 +32,11 @@ COMMANDS = {
 class Commands(click.Group):
     """The group that imports a command's module only when the command is run or listed: a CI
     step running `validate` does not pay for loading the LLM backends and the pipeline."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        """Runs a command; the store of a reading one is opened meanwhile (`ahead`)."""
+        open_ahead(sys.argv[1:] if args is None else list(args))
+        return super().main(args, *rest, **options)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

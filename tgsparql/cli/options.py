@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
+from tgsparql.cli.ahead import STORE_MARKER, opened_ahead
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
@@ -48,8 +49,6 @@ StoreTarget = Path | Endpoint | None
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
 DEFAULT_LOCK_TIMEOUT = 30.0
-STORE_MARKER = "CURRENT"
-"""The file the embedded store's database keeps in every store directory it has created."""
 LLM_WAIT = "tgsparql.llm_wait"
 """Where --llm-timeout and --llm-retries are kept in the click context, for `backend_from`."""
 
@@ -323,7 +322,7 @@ def reading(target: StoreTarget) -> AbstractContextManager[Store]:
     process that writes to it (`serve --ask`, a running `query`), with no wait for a writer's
     turn."""
     if isinstance(target, Path):
-        return closing(EmbeddedStore(target, read_only=True))
+        return closing(EmbeddedStore(target, read_only=True, snapshot=opened_ahead(target)))
     return store_for(target)
 
 

@@ -240,9 +240,10 @@ class EmbeddedStore(WithTemplates):
     round_trips = False
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, snapshot: ox.Store | None = None) -> None:
         """`read_only`: the on-disk store at `path` as last committed, for a reader that needs no
-        writer's turn (it takes no lock, so opens beside a writer process) and writes nothing."""
+        writer's turn (it takes no lock, so opens beside a writer process) and writes nothing;
+        `snapshot`: that store, already opened read-only from `path`."""
         self.path = Path(path) if path is not None else None
         self.read_only = read_only
         self._updates = itertools.count(1)
@@ -253,7 +254,8 @@ class EmbeddedStore(WithTemplates):
         """Whether an update ran since `_added` began."""
         try:
             if read_only:
-                self._open: ox.Store | None = self._read(self._snapshot)
+                self._open: ox.Store | None = (
+                    snapshot if snapshot is not None else self._read(self._snapshot))
             else:
                 if self.path is not None:
                     checkpoint.recover(self.path)  # undoes writes that a crash left half done
