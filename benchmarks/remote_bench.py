@@ -56,7 +56,8 @@ TARGET_TRACE_REQUESTS = 1
 
 STAGES = ("grounding", "retrieval", "selection", "recording", "sources", "other")
 _READ_STAGES = {"Grounding": "grounding", "Retrieval": "retrieval", "Labels": "retrieval",
-                "Selection": "selection", "Trace": "sources", "Explain": "sources"}
+                "Selection": "selection", "Recording": "recording", "Trace": "sources",
+                "Explain": "sources"}
 """A read's stage by the first word of its template's opening comment (`# Grounding: …`)."""
 
 

@@ -470,8 +470,9 @@ def test_a_session_reads_the_store_a_bounded_number_of_times(tgsparql_demo_store
     counts with the question stems' holders and the seeds' edges, on the second the nodes'
     counts and the edges of those read whole (no demo node has more than 100 edges); the
     labels, the answer's sources one each — whatever the number of edges (the demo question
-    walks two hops). The pipeline's first session also asks whether the collection holds a
-    session yet (the first says the format of the collection's records)."""
+    walks two hops). The pipeline's first session also asks, as part of its recording, whether
+    the collection holds a session yet (the first says the format of the collection's
+    records)."""
     rag = faulty_rag(tgsparql_demo_store)
     for first in (True, False):
         rag.store.reads.clear()  # the label index was brought up to date when the pipeline began
@@ -479,7 +480,7 @@ def test_a_session_reads_the_store_a_bounded_number_of_times(tgsparql_demo_store
         assert messages[-1].end_of_session and messages[-1].error is None
         stages = [line.removeprefix("# ").split(maxsplit=1)[0].rstrip(",:")
                   for line in rag.store.reads]
-        assert stages == [*["Whether"] * first, "Grounding", *["Retrieval"] * 3, "Labels", "Trace"]
+        assert stages == [*["Recording"] * first, "Grounding", *["Retrieval"] * 3, "Labels", "Trace"]
 
 
 def test_the_llm_and_the_reads_go_on_while_the_store_writes(tgsparql_demo_store) -> None:
