@@ -50,6 +50,7 @@ PREFIX dc: <{DC}>
 """
 
 DATATYPE_OF = {
+    TG + "recordFormat": XSD + "integer",
     PROV + "startedAtTime": XSD + "dateTime",
     PROV + "endedAtTime": XSD + "dateTime",
     TG + "edgeCount": XSD + "integer",
@@ -193,9 +194,11 @@ def test_all_iris_of_a_session_share_one_uuid_in_the_spec_forms(recorded) -> Non
     citations = sorted(s for s in subjects if s.startswith("urn:trustgraph:prov:citation:"))
     assert citations == sorted(
         f"urn:trustgraph:prov:citation:{uuid}:{i}" for i in range(len(citations)))
-    # and the session's day, which says it holds sessions (shared by the day's sessions)
+    # and the session's day, which says it holds sessions (shared by the day's sessions), and
+    # the collection's graph, whose first session this is: it says the records' format
     (day,) = [t.object.value for t in triples if t.predicate.value == vocab.TG + "day"]
     assert subjects == {
+        EXPLAINABILITY.value,
         f"urn:trustgraph:session:{uuid}",
         f"urn:trustgraph:prov:retrieval:{uuid}",
         f"urn:trustgraph:prov:selection:{uuid}",
@@ -516,14 +519,18 @@ def test_explain_triples_of_each_message_are_exactly_what_that_write_stored(
     session_m, retrieval_m, selection_m, answer_m = explains
     for message in explains:
         assert len(message.explain_triples) == len(set(message.explain_triples))
+    # the first session of the collection also wrote the collection's record format, which
+    # is no session's
     assert set(session_m.explain_triples) | set(retrieval_m.explain_triples) == (
-        written_explainability[0]
+        written_explainability[0] - {record_format(EXPLAINABILITY)}
     )
+    assert record_format(EXPLAINABILITY) in written_explainability[0]
     assert not set(session_m.explain_triples) & set(retrieval_m.explain_triples)
     assert set(selection_m.explain_triples) == written_explainability[1]
     assert set(answer_m.explain_triples) == written_explainability[2]
     union = {t for m in explains for t in m.explain_triples}
-    assert union == graph_triples(tgsparql_demo_pipeline.store, EXPLAINABILITY)
+    assert union | {record_format(EXPLAINABILITY)} == graph_triples(
+        tgsparql_demo_pipeline.store, EXPLAINABILITY)
 
 
 def test_without_recorded_retrieved_edges_the_edge_count_is_still_right(
@@ -557,7 +564,14 @@ def test_another_collection_writes_only_to_its_own_graph(tgsparql_demo_pipeline:
     assert objects(recorded, f"urn:trustgraph:session:{uuid}", TG + "status") == [
         ox.Literal("complete")
     ]
-    assert recorded == {t for m in explains for t in m.explain_triples}
+    assert recorded == {t for m in explains for t in m.explain_triples} | {
+        record_format(ox.NamedNode("urn:graph:other"))}
+
+
+def record_format(graph: ox.NamedNode) -> ox.Triple:
+    """What the first session of a collection writes besides its own record."""
+    return ox.Triple(graph, ox.NamedNode(TG + "recordFormat"),
+                     ox.Literal(str(vocab.RECORD_FORMAT), datatype=ox.NamedNode(XSD + "integer")))
 
 
 @pytest.mark.parametrize(

@@ -96,7 +96,7 @@ class GraphRag:
         self.templates = store.templates
         self.collection = collection
         self.recorder = Recorder(
-            store, collection, record_retrieved_edges=record_retrieved_edges
+            store, collection, record_retrieved_edges=record_retrieved_edges, mark_format=record
         )
         self.limits = limits or RetrievalLimits()
         self.librarian = librarian or StoreLibrarian(store)

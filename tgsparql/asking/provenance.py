@@ -160,12 +160,16 @@ class Recorder:
         collection: vocab.Collection = vocab.DEFAULT_COLLECTION,
         *,
         record_retrieved_edges: bool = True,
+        mark_format: bool = False,
     ) -> None:
+        """`mark_format`: look up, with the first session, whether the collection holds one yet,
+        and if not write its record format with it (a recorder whose records are written to
+        `store`; one that renders records for elsewhere reads nothing)."""
         self.store = store
         self.templates = store.templates
         self.collection = collection
         self.record_retrieved_edges = record_retrieved_edges
-        self._format_known = False
+        self._format_settled = not mark_format
 
     def session(self, ids: SessionIds, question: str, started: dt.datetime) -> Record:
         record = self._render(
@@ -183,9 +187,9 @@ class Recorder:
         """The record format, with the first session of a collection this version starts, so
         that serving it reads one triple to know it needs no migration; one lookup per
         recorder, made with its first session."""
-        if self._format_known:
+        if self._format_settled:
             return None
-        self._format_known = True
+        self._format_settled = True
         started = self.store.run("migrate/collection_started", graph=self.collection.graph)
         return None if started.boolean else vocab.RECORD_FORMAT
 
