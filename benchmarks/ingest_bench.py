@@ -251,7 +251,6 @@ def ingest_once(kind: str, corpus: Corpus, work: Path) -> Run:
         if report.failed:
             raise SystemExit(f"ingestion failed: {next(iter(report.failed.values()))}")
         per_document = [b - a for a, b in zip(starts, starts[1:])]
-        oxstore = store.oxigraph
         stages = dict(clock.totals)
         stages[STAGES[-1]] = wall - sum(stages.values())
         return Run(
@@ -259,11 +258,9 @@ def ingest_once(kind: str, corpus: Corpus, work: Path) -> Run:
             wall_ns=wall,
             facts=sum(document.facts for document in report.documents),
             chunks=sum(document.chunks for document in report.documents),
-            provenance=sum(1 for _ in oxstore.quads_for_pattern(None, None, None,
-                                                                vocab.GRAPH_SOURCE)),
-            library=sum(1 for _ in oxstore.quads_for_pattern(None, None, None,
-                                                             vocab.GRAPH_LIBRARY)),
-            kg=sum(1 for _ in oxstore.quads_for_pattern(None, None, None, ox.DefaultGraph())),
+            provenance=_quads(store, vocab.GRAPH_SOURCE),
+            library=_quads(store, vocab.GRAPH_LIBRARY),
+            kg=_quads(store, ox.DefaultGraph()),
             stages=stages,
             per_document_ns=per_document,
         )
@@ -271,6 +268,12 @@ def ingest_once(kind: str, corpus: Corpus, work: Path) -> Run:
         store.close()
         if kind == "on disk":
             shutil.rmtree(work / "store")
+
+
+def _quads(store: EmbeddedStore, graph: ox.NamedNode | ox.DefaultGraph) -> int:
+    """The quads of one graph, counted without keeping a handle on the database: one left in
+    a local would keep it open, its background threads writing into the folder being removed."""
+    return sum(1 for _ in store.oxigraph.quads_for_pattern(None, None, None, graph))
 
 
 # ---------------------------------------------------------------------------------------------
