@@ -693,3 +693,17 @@ def test_when_is_answered_by_an_iso_date_written_as_plain_text(tgsparql_store) -
         '<urn:art:birthPlace> rdfs:label "place of birth" . }')
     answer, _ = GraphRag(tgsparql_store, OfflineBackend()).ask("When was Vermeer born?")
     assert answer.startswith("1632-10-31"), answer
+
+
+def test_a_predicate_that_answers_a_word_in_part_loses_to_one_that_answers_it_whole() -> None:
+    """"Where does X work?" asks for an employer: "work location" says "work" too, and a place
+    besides, but the question's word is all "employer" says (the stems read "work" so)."""
+    facts = [("Talk About a Stranger", "director", "David Bradley"),
+             ("David Bradley", "employer", "UCLA")]
+    noise = [("David Bradley", "work location", "Alain Corneau"),
+             ("Talk About a Stranger", "work location", "Lyon"),
+             ("David Bradley", "place of birth", "Chicago")]
+    chosen, lead = ask("Where does the director of film Talk About A Stranger work at?",
+                       kg(*facts, *noise), "Talk About a Stranger")
+    assert lead == "UCLA"
+    assert [edge.labels for edge in chosen] == facts

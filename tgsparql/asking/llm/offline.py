@@ -23,7 +23,8 @@ from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.paths import (
-    Path, Reading, attested, best, clauses, compare, named_ends, read, seed_names, walk,
+    Path, Reading, attested, best, clauses, compare, is_partial, named_ends, read, seed_names,
+    walk,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -105,6 +106,8 @@ def _reason(edge: LabeledEdge, path: Path | None, seeds: Sequence[object]) -> st
     walked = " — ".join(f"({' '.join(step.labels)})" for step in path.edges)
     answered = ", ".join(repr(reading.words[w]) for words in path.answered for w in words)
     parts = [f"offline selector: this edge matches {named}"]
+    if is_partial(reading, edge, own):
+        parts.append("its predicate says more than the question's relation words do")
     if len(path.edges) > 1:
         parts.append(f"it lies on the path {walked} from {path.labels[0]!r}, which answers "
                      f"{answered or 'no relation word'} in the order the question asks")
@@ -116,11 +119,14 @@ def _reason(edge: LabeledEdge, path: Path | None, seeds: Sequence[object]) -> st
 
 
 def _score(path: Path) -> float:
-    """The path's share of the question's relation words and kind, less a little per predicate
-    read against its direction and per hop."""
-    asked = sum(path.reading.relations.values()) + 1
-    found = path.covered + path.kind_grade / 2
-    return max(0.0, (found - 0.1 * path.reversed - 0.01 * len(path.edges)) / asked)
+    """The path's share of the question's relation words and kind, weighed so that scores fall
+    in the order paths rank: a word answered outweighs everything after it, a hop that answers
+    its words only in part the kind, the kind a predicate read against its direction and a
+    hop."""
+    asked = sum(path.reading.relations.values()) + 0.2
+    found = (path.covered - 0.3 * path.partial + 0.1 * path.kind_grade
+             - 0.02 * path.reversed - 0.005 * len(path.edges))
+    return max(0.0, found / asked)
 
 
 def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:

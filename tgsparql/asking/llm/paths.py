@@ -255,6 +255,9 @@ class Path:
     """2 when the end is of the kind asked for, 1 when nothing tells, 0 when it is not."""
     reversed: int
     """Hops that read their predicate against its direction (`_against`)."""
+    partial: int
+    """Hops whose predicate answers a relation word but says more than the question's relation
+    words do (`is_partial`)."""
 
     @property
     def end_label(self) -> str:
@@ -265,10 +268,10 @@ class Path:
         return sum(len(words) for words in self.answered)
 
     @property
-    def rank(self) -> tuple[int, int, int, int]:
-        """Greater is better: more words answered, the kind asked for, predicates read as
-        stated, shorter."""
-        return (self.covered, self.kind_grade, -self.reversed, -len(self.edges))
+    def rank(self) -> tuple[int, int, int, int, int]:
+        """Greater is better: more words answered, by predicates that say no more than the
+        question does, the kind asked for, predicates read as stated, shorter."""
+        return (self.covered, -self.partial, self.kind_grade, -self.reversed, -len(self.edges))
 
 
 @dataclass
@@ -404,17 +407,27 @@ def _against(edge: LabeledEdge, start: Node) -> bool:
 def _path(reading: Reading, graph: _Graph, seed: Node, edges: tuple[LabeledEdge, ...],
           nodes: tuple[Node, ...], answered: tuple[tuple[str, ...], ...], grade: int) -> Path:
     against = sum(_against(edge, start) for edge, start in zip(edges, nodes))
+    partial = sum(is_partial(reading, edge, words) for edge, words in zip(edges, answered))
     labels = tuple(graph.label.get(node, "") for node in nodes)
-    return Path(reading, seed, edges, nodes, labels, answered, grade, against)
+    return Path(reading, seed, edges, nodes, labels, answered, grade, against, partial)
+
+
+def is_partial(reading: Reading, edge: LabeledEdge, words: tuple[str, ...]) -> bool:
+    """Whether a hop answers a relation word only in part: its predicate's label has a word the
+    question's relation words do not ("Where does X work?" asks for an employer, which "work
+    location" names only with more). A hop that answers the kind alone is not partial: its
+    predicate answers no relation word to begin with."""
+    return bool(words) and not set(_stems_of(edge.labels[1])) <= reading.relations.keys()
 
 
 def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list[Path]:
     """The paths the question walks: from each seed whose best path answers as much as any
-    (words answered, kind), every path as good as its best; by seed, then rank. A comparison
-    asks the same of each option, so a path whose predicates more options' paths share comes
-    first, and, when it asks whether they have "the same N", before that a path to a value
-    more options reach: the value they share is what the question is about, and an option's
-    other paths that answer as well are edges that merely look like the question."""
+    (words answered, by predicates that say no more, kind), every path as good as its best; by
+    seed, then rank. A comparison asks the same of each option, so a path whose predicates more
+    options' paths share comes first, and, when it asks whether they have "the same N", before
+    that a path to a value more options reach: the value they share is what the question is
+    about, and an option's other paths that answer as well are edges that merely look like the
+    question."""
     by_seed: dict[Node, list[Path]] = {}
     for path in paths:
         if path.kind_grade:  # an end of another kind than asked answers nothing
@@ -433,12 +446,12 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
         # "the same N": a value another option has too is what the question asks about
         return (values[_value_key(path.end_label)], shared[_predicates(path)], *path.rank)
 
-    # shared value, shared predicates, words, kind
-    top = max(rank(path)[:4] for found in by_seed.values() for path in found)
+    # shared value, shared predicates, words, words answered in part, kind
+    top = max(rank(path)[:5] for found in by_seed.values() for path in found)
     chosen = []
     for seed in seeds:
         found = by_seed.get(seed, [])
-        if not found or max(rank(path) for path in found)[:4] != top:
+        if not found or max(rank(path) for path in found)[:5] != top:
             continue
         mark = max(rank(path) for path in found)
         chosen += sorted((path for path in found if rank(path) == mark),
