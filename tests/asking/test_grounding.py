@@ -16,6 +16,7 @@ from tgsparql.asking.grounding import (
     MAX_PHRASE_WORDS, RANKED_EDGES, WORD_SCAN, IndexEntry, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
     rebuild_label_index, update_label_index,
 )
+from tgsparql.asking.retrieval import RetrievalLimits, retrieve_subgraph
 from tgsparql.rdf import vocab
 from tgsparql.rdf.text import normalize_label
 from tgsparql.stores.store import EmbeddedStore, Solution, Store, WithTemplates
@@ -617,6 +618,28 @@ def test_the_words_of_a_grounded_name_ask_for_no_relation(tgsparql_store: Embedd
     assert "death" not in (grounding.relations or ())
     asked = ground(tgsparql_store, "When did the director of Dying God die?", 50)
     assert "death" in (asked.relations or ())  # "die" asks, though "Dying" names
+
+
+def test_an_in_law_asks_for_the_spouse_so_a_hub_keeps_that_edge(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """"Mugain's mother-in-law" is her spouse's mother: the spouse edge is what the question
+    walks first, though no word of it says "spouse", and among a hub's edges it must be kept."""
+    noise = " ".join(f"ex:mugain ex:r{i} ex:p{i} . ex:p{i} rdfs:label \"Person {i}\" . "
+                     f"ex:r{i} rdfs:label \"relation {i}\" ." for i in range(150))
+    indexed(tgsparql_store, noise + """
+        ex:mugain rdfs:label "Mugain" ; ex:spouse ex:diarmait ; ex:mother ex:other .
+        ex:diarmait rdfs:label "Diarmait" ; ex:mother ex:ness . ex:ness rdfs:label "Ness" .
+        ex:other rdfs:label "Eithne" .
+        ex:spouse rdfs:label "spouse" . ex:mother rdfs:label "mother" .
+    """)
+    grounding = ground(tgsparql_store, "Who is Mugain's mother-in-law?", 50)
+    assert "spous" in (grounding.relations or ())
+    edges = retrieve_subgraph(tgsparql_store, grounding.seeds,
+                              RetrievalLimits(max_path_length=2, triple_limit=3),
+                              grounding.schema_predicates, grounding.stems, grounding.relations)
+    assert {ox.Triple(ex("mugain"), ex("spouse"), ex("diarmait")),
+            ox.Triple(ex("diarmait"), ex("mother"), ex("ness"))} <= set(edges)
 
 
 # tolerant name matching: initials, short forms, a missing or misspelt name, ordinals, asides,

@@ -48,7 +48,7 @@ from typing import Final, TypeVar
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.stems import stem
+from tgsparql.rdf.stems import SPOUSE, in_law, stem, stem_in_place
 from tgsparql.rdf.text import WORD as _WORD
 from tgsparql.rdf.text import normalize_label, words
 from tgsparql.stores.store import Solution, Store
@@ -157,9 +157,10 @@ def content_words(key: str) -> list[str]:
 def stems(text: str) -> dict[str, str]:
     """Content words of `text` by stem (stem → first surface form)."""
     found: dict[str, str] = {}
-    for word in match_key(text).split():
+    words_of = match_key(text).split()
+    for at, word in enumerate(words_of):
         if word not in STOPWORDS:
-            found.setdefault(stem(word), word)
+            found.setdefault(stem_in_place(words_of, at), word)
     return found
 
 
@@ -581,6 +582,7 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     naming = (covered | {i for start, end in inside for i in range(start, end)}) & in_runs
     asking = {found for i, token in enumerate(tokens) if i not in naming
               for found in stems(token)}
+    asking |= {SPOUSE for i in range(len(tokens)) if i not in naming and in_law(tokens, i)}
     telling = sorted(set(read.telling))
     return Grounding(
         concepts=_unique(concepts),

@@ -4,6 +4,7 @@ compare stems, never surface words (`tgsparql.asking.grounding.stems` gives a te
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache, lru_cache
 
 import snowballstemmer
@@ -100,3 +101,18 @@ def stem(word: str) -> str:
     found = _stemmer().stemWord(word)
     return _LEMMAS.get(found, found)
 
+
+SPOUSE = stem("spouse")
+"""What "in-law" says: kin by marriage."""
+
+
+def in_law(words: Sequence[str], at: int) -> bool:
+    """Whether the word at `at` is the "law" of "mother-in-law": kin by marriage, which a KG
+    states through a spouse."""
+    return at >= 2 and words[at - 1 : at + 1] == ["in", "law"]
+
+
+def stem_in_place(words: Sequence[str], at: int) -> str:
+    """The stem of the word at `at` as the text around it uses it: the "law" of "X-in-law"
+    asks for a spouse."""
+    return SPOUSE if in_law(words, at) else stem(words[at])

@@ -30,7 +30,7 @@ from tgsparql.asking.grounding import STOPWORDS, match_key, named_labels
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
-from tgsparql.rdf.stems import stem
+from tgsparql.rdf.stems import in_law, stem, stem_in_place
 
 Node = ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple
 MAX_HOPS = 2
@@ -63,8 +63,6 @@ what it is to the object."""
 EARLIEST = frozenset("first earlier earliest older oldest".split())
 LATEST = frozenset("later latest younger youngest recent recently newer last".split())
 LONGEST = frozenset("longer longest".split())
-SPOUSE = stem("spouse")
-"""What "in-law" says: kin by marriage."""
 AGE = frozenset({"older", "oldest", "younger", "youngest"})
 """Age counts from birth: these compare when each option was born."""
 SAME = frozenset({"same"})
@@ -148,14 +146,14 @@ def read(question: str, seed_labels: Collection[str]) -> Reading:
     for i, token in enumerate(tokens):
         if token in STOPWORDS or i == noun_at or comparison and token in comparison:
             continue
-        in_law = tokens[i - 1 : i + 1] == ["in", "law"] and i >= 3
-        found = SPOUSE if in_law else stem(token)
+        found = stem_in_place(tokens, i)
         if found in names:
             continue
         relations[found] += 1
         words.setdefault(found, token)
         # X's mother-in-law is X's spouse's mother: the spouse comes first
-        places.setdefault(found, i - 2 - 0.5 if in_law and seed_at and i > seed_at[-1] else i)
+        places.setdefault(found, i - 2 - 0.5 if in_law(tokens, i) and seed_at and i > seed_at[-1]
+                          else i)
     if AGE & asking and "birth" not in relations:
         relations["birth"] += 1
         words.setdefault("birth", next(t for t in tokens if t in AGE & asking))
