@@ -707,3 +707,16 @@ def test_a_predicate_that_answers_a_word_in_part_loses_to_one_that_answers_it_wh
                        kg(*facts, *noise), "Talk About a Stranger")
     assert lead == "UCLA"
     assert [edge.labels for edge in chosen] == facts
+
+
+def test_a_predicate_that_names_only_the_kind_of_value_asked_for_answers_it_whole() -> None:
+    """"the same country" asks for values that are countries: "country of citizenship" gives
+    them as fully as an edge "country" read backwards, which gives none."""
+    facts = [("Frederick Elliott Brown", "country of citizenship", "Canada"),
+             ("John Yule", "country of citizenship", "Scotland")]
+    noise = [("Amaranthe", "country", "Frederick Elliott Brown"),
+             ("Arthur Hiller", "country", "John Yule")]
+    chosen, lead = ask("Are Frederick Elliott Brown and John Yule both from the same country?",
+                       kg(*facts, *noise), "Frederick Elliott Brown", "John Yule")
+    assert lead == "No"
+    assert sorted(edge.labels for edge in chosen) == facts

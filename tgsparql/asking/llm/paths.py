@@ -413,9 +413,11 @@ def _path(reading: Reading, graph: _Graph, seed: Node, edges: tuple[LabeledEdge,
 def is_partial(reading: Reading, edge: LabeledEdge, words: tuple[str, ...]) -> bool:
     """Whether a hop answers a relation word only in part: its predicate's label has a word the
     question's relation words do not ("Where does X work?" asks for an employer, which "work
-    location" names only with more). A hop that answers the kind alone is not partial: its
-    predicate answers no relation word to begin with."""
-    return bool(words) and not set(_stems_of(edge.labels[1])) <= reading.relations.keys()
+    location" names only with more). A hop that answers the kind alone is not partial, nor one
+    that answers only the noun of what is asked for: "the same country" asks for a value that
+    is a country, which "country of citizenship" gives as well as "country" does."""
+    asked = set(words) - {reading.noun}
+    return bool(asked) and not set(_stems_of(edge.labels[1])) <= reading.relations.keys()
 
 
 def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list[Path]:
