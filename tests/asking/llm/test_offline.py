@@ -720,3 +720,13 @@ def test_a_predicate_that_names_only_the_kind_of_value_asked_for_answers_it_whol
                        kg(*facts, *noise), "Frederick Elliott Brown", "John Yule")
     assert lead == "No"
     assert sorted(edge.labels for edge in chosen) == facts
+
+
+def test_why_asks_for_a_cause() -> None:
+    """"Why did X die?" is answered by the cause of death, not by the place of death, though
+    both answer "die"."""
+    facts = [("Waspman", "composer", "Keith Moon"), ("Keith Moon", "cause of death", "overdose")]
+    noise = [("Keith Moon", "place of death", "Kings College London")]
+    chosen, lead = ask("Why did the composer of song Waspman die?", kg(*facts, *noise), "Waspman")
+    assert lead == "overdose"
+    assert [edge.labels for edge in chosen] == facts

@@ -66,6 +66,8 @@ LONGEST = frozenset("longer longest".split())
 AGE = frozenset({"older", "oldest", "younger", "youngest"})
 """Age counts from birth: these compare when each option was born."""
 SAME = frozenset({"same"})
+CAUSE = stem("cause")
+"""What "why" asks for."""
 
 _MONTHS = {name: number for number, name in enumerate(
     "january february march april may june july august september october november december"
@@ -178,6 +180,8 @@ def _kind(tokens: list[str]) -> tuple[Kind, str, str | None, bool, int | None]:
             return Kind.PLACE, token, None, False, None
         if token in ("who", "whom"):
             return Kind.ENTITY, token, None, False, None
+        if token == "why":  # asks for a cause, as "what cause" would
+            return Kind.ANY, token, CAUSE, False, None
         if token in ("which", "what") and i + 1 < len(tokens):
             after = tokens[i + 1]
             if after in STOPWORDS:
