@@ -730,3 +730,20 @@ def test_why_asks_for_a_cause() -> None:
     chosen, lead = ask("Why did the composer of song Waspman die?", kg(*facts, *noise), "Waspman")
     assert lead == "overdose"
     assert [edge.labels for edge in chosen] == facts
+
+
+def test_a_name_that_only_shares_the_stem_of_the_kind_asked_for_is_not_of_that_kind() -> None:
+    """"What nationality ...?" asks for a country: "National Public Radio" shares a stem with
+    "nationality", which says nothing of what it is; "Mexico City" is a city by its name."""
+    facts = [("Am I Wrong", "performer", "Étienne de Crécy"),
+             ("Étienne de Crécy", "country of citizenship", "France")]
+    noise = [("Étienne de Crécy", "award received", "National Public Radio")]
+    chosen, lead = ask("What nationality is the performer of song Am I Wrong?",
+                       kg(*facts, *noise), "Am I Wrong")
+    assert lead == "France"
+    assert [edge.labels for edge in chosen] == facts
+    cities = [("Gaby: A True Story", "director", "Luis Mandoki"),
+              ("Luis Mandoki", "residence", "Mexico City"), ("Luis Mandoki", "employer", "Televisa")]
+    _, lead = ask("Which city does the director of film Gaby: A True Story live in?", kg(*cities),
+                  "Gaby: A True Story")
+    assert lead == "Mexico City"

@@ -384,11 +384,20 @@ def _grade(reading: Reading, graph: _Graph, edges: Sequence[LabeledEdge],
     if reading.noun and grade:
         if is_date and reading.noun not in DATE_NOUNS:
             return 0  # a date is no country, film or nationality, whatever leads to it
-        kinds = {*_stems_of(label), *predicate,
+        kinds = {*predicate,
                  *(word for kind in graph.types.get(end, []) for word in _stems_of(kind))}
-        named = reading.noun in kinds
+        named = reading.noun in kinds or _says_noun(label, reading)
         grade = 2 if named else min(grade, 1)
     return grade
+
+
+def _says_noun(label: str, reading: Reading) -> bool:
+    """Whether a node's own name says it is what the question asks for ("Mexico City" for
+    "which city"), by the question's very word: a name that merely shares its stem ("National
+    Public Radio" for "what nationality") says nothing of the kind."""
+    asked = reading.kind_word.rsplit(" ", 1)[-1]
+    return any(word in (asked, asked + "s") or word + "s" == asked
+               for word in match_key(label).split())
 
 
 def _in_order(reading: Reading, answered: tuple[tuple[str, ...], ...]) -> bool:
