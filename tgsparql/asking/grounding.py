@@ -120,7 +120,8 @@ STOPWORDS: Final = frozenset(
 _Found = TypeVar("_Found")
 
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
-_ASIDE = re.compile(r"\s*\([^()]*\)")
+ASIDE = re.compile(r"\s*\([^()]*\)")
+"""A parenthesised aside: in a name, which of its kind it is ("Camille (1926 film)")."""
 _JOINER = re.compile(r"(?<=[^\W_])['’‐-](?=[^\W_])")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]\s")
@@ -138,7 +139,7 @@ def label_keys(label: str) -> list[str]:
     any parenthetical aside ("Eustace III (died c. 1125) was the count of Boulogne"), and that
     with the words a hyphen or apostrophe joins written as one ("Terii-maeva-rua" as
     "Teriimaevarua")."""
-    bare = _ASIDE.sub(" ", label)
+    bare = ASIDE.sub(" ", label)
     keys = [match_key(label), match_key(_DISAMBIGUATOR.sub("", label)), match_key(bare),
             match_key(_JOINER.sub("", bare))]
     return [key for key in dict.fromkeys(keys) if key]

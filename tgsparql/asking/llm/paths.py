@@ -26,7 +26,7 @@ from enum import Enum
 
 import pyoxigraph as ox
 
-from tgsparql.asking.grounding import STOPWORDS, match_key, named_labels
+from tgsparql.asking.grounding import ASIDE, STOPWORDS, match_key, named_labels
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
@@ -131,7 +131,7 @@ def clauses(question: str) -> list[str]:
 def read(question: str, seed_labels: Collection[str]) -> Reading:
     """The relation words of `question` that are not in the names of its seeds, in path order,
     and what it asks for."""
-    tokens = match_key(question).split()
+    tokens = match_key(ASIDE.sub(" ", question)).split()
     names = {stem(word) for label in seed_labels for word in match_key(label).split()}
     seed_at = [i for i, token in enumerate(tokens) if token not in STOPWORDS
                and stem(token) in names]
