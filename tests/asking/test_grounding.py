@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
@@ -316,12 +317,30 @@ def test_update_label_index_reads_every_pending_name_before_it_writes(
         write(store, entries)
 
     monkeypatch.setattr(tgsparql_store, "stream", streamed)
+    monkeypatch.setattr(tgsparql_store, "drop_caches", lambda: events.append("drop caches"))
     monkeypatch.setattr(grounding, "write_index_entries", written)
     monkeypatch.setattr(grounding, "INDEX_BATCH", 2)
     assert update_label_index(tgsparql_store) == 5
     pending = "label_index_pending"
     assert events[events.index(f"row of {pending}"):] == (
         [f"row of {pending}"] * 5 + [f"{pending} read"] + ["write"] * 3)
+
+
+@pytest.mark.parametrize(("past", "dropped"), [(0, True), (grounding.DROP_CACHES_PAST, False)])
+def test_update_label_index_lets_go_of_what_reading_cached_before_it_writes_many_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, past: int, dropped: bool
+) -> None:
+    """The read of every label fills caches that grow with the KG; many names to write would
+    add their memory to those, a few would not be worth reopening the store for."""
+    monkeypatch.setattr(grounding, "DROP_CACHES_PAST", past)
+    with EmbeddedStore(tmp_path / "kg") as store:
+        load(store, CURIES)
+        drops: list[None] = []
+        drop = store.drop_caches
+        monkeypatch.setattr(store, "drop_caches", lambda: drops.append(drop()))
+        assert update_label_index(store) == 5
+        assert bool(drops) == dropped
+        assert ground(store, "marie curie", entity_limit=50).seeds == [ex("marie")]
 
 
 def test_rebuild_label_index_drops_stale_keys(tgsparql_store: EmbeddedStore) -> None:

@@ -225,3 +225,18 @@ def test_a_turn_taking_store_keeps_the_store_through_quick_waits(
     # closed: the lock is free at once
     with exclusive_store(tgsparql_demo_store_dir, timeout=0) as other:
         assert other.ask("ASK { <urn:x:a> ?p ?o }")
+
+
+def test_a_turn_taking_store_dropping_caches_gives_up_its_turn_until_the_next_operation(
+    tgsparql_demo_store_dir: Path
+) -> None:
+    shared = TurnTakingStore(tgsparql_demo_store_dir, step_aside_after=600)
+    try:
+        shared.update("INSERT DATA { <urn:x:a> <urn:x:p> 1 }")
+        shared.drop_caches()
+        with exclusive_store(tgsparql_demo_store_dir, timeout=0) as other:  # free at once
+            assert other.ask("ASK { <urn:x:a> ?p ?o }")
+        assert shared.ask("ASK { <urn:x:a> ?p ?o }")
+        assert shared.turns == 2
+    finally:
+        shared.close()

@@ -216,6 +216,64 @@ def test_a_full_disk_at_close_is_a_store_error_and_the_store_closed(
         store.select("SELECT * WHERE { ?s ?p ?o }")
 
 
+def test_dropping_caches_reopens_an_on_disk_store_with_all_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What reads cached goes with the handle that cached it; nothing written goes with it."""
+    opened: list[str] = []
+
+    def opening(path: str) -> ox.Store:
+        opened.append(path)
+        return real_store(path)
+
+    real_store = ox.Store
+    with open_store(tmp_path / "db") as store:
+        store.update(DATA)
+        monkeypatch.setattr(ox, "Store", opening)
+        store.drop_caches()
+        monkeypatch.undo()
+        assert opened == [str(tmp_path / "db")]
+        assert len(store.oxigraph) == 5
+        store.update(f"INSERT DATA {{ <{PIERRE.value}> <{BORN.value}> 1859 }}")
+    with open_store(tmp_path / "db") as reopened:
+        assert len(reopened.oxigraph) == 6
+
+
+def test_dropping_caches_of_a_store_in_memory_keeps_it() -> None:
+    store = open_store()
+    store.update(DATA)
+    before = store.oxigraph
+    store.drop_caches()
+    assert store.oxigraph is before
+
+
+def test_dropping_caches_of_a_read_only_store_takes_a_fresh_snapshot(tmp_path: Path) -> None:
+    with open_store(tmp_path / "db") as writer:
+        reader = EmbeddedStore(tmp_path / "db", read_only=True)
+        writer.update(DATA)
+        writer.oxigraph.flush()
+        assert len(reader.oxigraph) == 0
+        reader.drop_caches()
+        assert len(reader.oxigraph) == 5
+
+
+def test_dropping_caches_while_rows_are_read_is_a_store_error_naming_the_store(
+    tmp_path: Path,
+) -> None:
+    """Rows still being read hold the store open, so it cannot open again; the error says so,
+    and what was written stays on disk."""
+    path = tmp_path / "db"
+    store = open_store(path)
+    store.update(DATA)
+    rows = store.select_iter("SELECT * WHERE { ?s ?p ?o }")
+    next(rows)
+    with pytest.raises(StoreError, match=f"cannot open the store at {path} again.*lock"):
+        store.drop_caches()
+    rows.close()
+    with open_store(path) as reopened:
+        assert len(reopened.oxigraph) == 5
+
+
 def test_a_store_opened_elsewhere_starts_empty(tmp_path: Path) -> None:
     first = open_store(tmp_path / "a")
     first.update(DATA)

@@ -58,6 +58,9 @@ MAX_QUESTION_WORDS: Final = 200
 INDEX_BATCH: Final = 5000
 """Labels a bulk write of the index: some 40,000 quads, within one write of the store's bulk
 path (tgsparql.stores.store.BULK_BATCH)."""
+DROP_CACHES_PAST: Final = 1 << 20
+"""Bytes of pending names (some 10,000) past which the store lets go of what reading them
+cached before writing them: less writing adds too little memory to be worth reopening it."""
 REMOVE_BATCH: Final = 5000
 """Index quads an update removes when the index is rebuilt."""
 INDEX_VERSION: Final = 4
@@ -967,13 +970,17 @@ def update_label_index(store: Store, progress: Callable[[int], None] | None = No
     An index written by an older version is rebuilt whole, so every entry has what grounding
     now looks up. The pending names are read whole first, into a temporary file, then written
     INDEX_BATCH at a time: a read left open while the store is written holds what the writes
-    replace, so its memory grew with the labels written (1 GB for a million labels).
+    replace, so its memory grew with the labels written (1 GB for a million labels). Between
+    the two the store lets go of what the read cached, which grows with the KG: the step's peak
+    is then the larger of reading and writing, not their sum (at 10 M facts 343 -> 252 MB).
     """
     if not store.run("label_index_version", version=INDEX_VERSION).boolean:
         clear_label_index(store)
     added = 0
     with tempfile.TemporaryFile(prefix="tgsparql-labels-") as spool:
         ox.serialize(_pending_names(store), spool, ox.RdfFormat.N_TRIPLES)
+        if spool.tell() > DROP_CACHES_PAST:
+            store.drop_caches()
         spool.seek(0)
         names = ox.parse(spool, ox.RdfFormat.N_TRIPLES)
         while read := list(itertools.islice(names, INDEX_BATCH)):

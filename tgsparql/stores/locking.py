@@ -193,6 +193,14 @@ class TurnTakingStore(WithTemplates):
                 self._timer = None
             self._release()
 
+    def drop_caches(self) -> None:
+        """Give up the turn once no operation is under way: the next one opens the store
+        afresh, without what earlier reads cached."""
+        with self._guard:
+            while self._busy:
+                self._guard.wait()
+            self._release()
+
     def _use(self, operation: Callable[[EmbeddedStore], T]) -> T:
         with self._guard:
             if self._store is None:
