@@ -40,6 +40,9 @@ TARGET_DASHBOARD_MS = 300.0
 """Every saved BI query's p50 with one client at the largest sessions size, at most."""
 TARGET_PEAK_MB = 2048.0
 """No step's peak above this, at any size."""
+TARGET_INDEX_OWN_GROWTH = 1.25
+"""The label index's own share of its peak (above reading every label, the store's part) at the
+largest facts size over the next smaller one, at most: it must not grow with the KG."""
 BOUNDED = ("load", "label index", "index", "migrate")
 """The steps that keep the store, whose peak must not grow with it."""
 COLUMNS = ("p50_ms", "p95_ms", "p99_ms", "seconds", "peak_mb")
@@ -92,6 +95,7 @@ def verdicts(rows: Sequence[GrowthRow]) -> list[str]:
             f"- grounding p95 at {large.size:,} facts / at {small.size:,}: {growth:.2f} "
             f"(target ≤ {TARGET_GROUNDING_GROWTH:g}; p99 {_ratio(large.p99_ms, small.p99_ms)}): "
             + ("pass" if ok else "**FAIL**"))
+    lines += _index_verdict(rows)
     lines += _dashboard_verdicts(rows)
     peaks = [r for r in rows if r.peak_mb is not None]
     if peaks:
@@ -105,6 +109,24 @@ def verdicts(rows: Sequence[GrowthRow]) -> list[str]:
             f"{kept.axis}) (target: none above {TARGET_PEAK_MB:,.0f} MB): "
             + ("pass" if ok else "**FAIL**"))
     return lines
+
+
+def _index_verdict(rows: Sequence[GrowthRow]) -> list[str]:
+    """The label index's peak above reading every label, at the two largest facts sizes."""
+    def peak(size: int, step: str) -> float:
+        found = [r.peak_mb for r in rows if (r.axis, r.size, r.step) == ("facts", size, step)]
+        return found[0] if found and found[0] is not None else math.nan
+
+    sizes = sorted({r.size for r in rows if r.axis == "facts"})
+    if len(sizes) < 2:
+        return []
+    own = [peak(size, "label index") - peak(size, growth_facts.READING_LABELS)
+           for size in sizes[-2:]]
+    growth = own[1] / own[0] if own[0] > 0 else math.nan
+    return [f"- label index's own share of its peak (above reading every label) at "
+            f"{sizes[-1]:,} facts / at {sizes[-2]:,}: {own[1]:,.0f} / {own[0]:,.0f} MB = "
+            f"×{growth:.2f} (target ≤ {TARGET_INDEX_OWN_GROWTH:g}): "
+            + ("pass" if growth <= TARGET_INDEX_OWN_GROWTH else "**FAIL**")]
 
 
 def _dashboard_verdicts(rows: Sequence[GrowthRow]) -> list[str]:
