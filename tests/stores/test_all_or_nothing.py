@@ -9,6 +9,7 @@ import pyoxigraph as ox
 import pytest
 
 from tests.conftest import cli
+from tgsparql.asking import grounding
 from tgsparql.data.loader import load_files
 from tgsparql.rdf.lexical import GRAPH_LEXICAL
 from tgsparql.stores import checkpoint
@@ -136,3 +137,30 @@ def test_in_memory_the_quads_added_are_removed_and_those_there_before_kept() -> 
         with store.all_or_nothing():
             store.update("INSERT DATA { <urn:c> <urn:p> 3 }")
             raise StoreError("boom")
+
+
+def test_an_index_write_that_fails_after_the_store_reopened_is_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The label index reopens the store between reading the names and writing them; a write
+    that fails after that is undone from the checkpoint taken before the file, as any other."""
+    store = EmbeddedStore(tmp_path / "kg")
+    load_files(store, [entities(tmp_path / "small.nt", 50, prefix="s")])
+    held = everything(store)
+    drops: list[None] = []
+    drop = store.drop_caches
+    monkeypatch.setattr(store, "drop_caches", lambda: drops.append(drop()))
+    monkeypatch.setattr(grounding, "DROP_CACHES_PAST", 0)
+
+    def failing(*_: object) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(grounding, "write_index_entries", failing)
+    more = entities(tmp_path / "more.nt", 20, prefix="m")
+    report = load_files(store, [more])
+    assert drops and list(report.failed) == [more]
+    assert report.failed[more].endswith("nothing of it was kept: the store is as it was before")
+    assert everything(store) == held
+    monkeypatch.undo()
+    assert load_files(store, [more]).labels_indexed == 19  # e0 was indexed before
+    store.close()
