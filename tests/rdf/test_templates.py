@@ -1168,8 +1168,7 @@ ALL_TEMPLATES = sorted(template_files())
 def test_used_variables_follow_includes_and_leave_out_what_a_template_sets() -> None:
     assert used_variables("_trace/session_sources.rq") == {"graph", "session"}
     assert used_variables("retrieve_subgraph.rq") == {
-        "nodes", "hubs", "excluded", "stems", "predicates", "seeds", "neighbours",
-        "matches_up_to"}
+        "nodes", "hubs", "excluded", "stems", "predicates", "neighbours", "matches_up_to"}
     assert used_variables("_union.rq") == set()
 
 

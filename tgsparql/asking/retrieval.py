@@ -2,11 +2,11 @@
 docs/spec.md §5.
 
 Per node and hop the node's edges are ranked before the limit cuts them (`RANKING_RULE`, spelled
-out in queries/retrieve_ranked.rq): edges to other seeds, then edges whose predicate or neighbour
-is named with the question's words, then rare predicates of that node before common ones, ties
-by term strings — so the edges a question needs survive on a hub, and every engine keeps the
-same ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by the same
-rule; the store ranks only bigger seeds.
+out in queries/retrieve_ranked.rq): a seed's edges to other seeds, then edges whose predicate or
+neighbour is named with the question's words, then rare predicates of that node before common
+ones, ties by term strings — so the edges a question needs survive on a hub, and every engine
+keeps the same ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by
+the same rule; the store ranks only bigger seeds.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import pyoxigraph as ox
 
@@ -138,48 +138,104 @@ def walk(query: HopQuery, limits: RetrievalLimits) -> Retrieved:
     """Hop by hop from `query.seeds`, within the limits."""
     seeds = query.seeds
     subgraph: dict[ox.Triple, None] = {}
-    reached: set[ox.NamedNode] = set(seeds)
+    steps = {seed: Step(seed, None) for seed in seeds}
     tiers = [list(dict.fromkeys(seeds))]
     for _ in range(limits.max_path_length):
         if not any(tiers) or len(subgraph) >= limits.max_subgraph_size:
             break
-        added = _hop(query, tiers, subgraph, limits)
-        tiers = _next_tiers(added, reached, query.predicates)
+        added = _hop(query, tiers, subgraph, limits, steps)
+        tiers = _next_tiers(added, steps, query.predicates)
     seed_counts = {seed: query.candidates[seed] for seed in query.seeds if seed in query.candidates}
     return Retrieved(list(subgraph), seed_counts)
 
 
+class Step(NamedTuple):
+    """How the walk reached a node: from which seed, and by which predicate (None: a seed)."""
+
+    origin: ox.NamedNode
+    by: ox.NamedNode | None
+
+
 def _next_tiers(
-    added: Sequence[ox.Triple], reached: set[ox.NamedNode], predicates: Mapping[object, object]
+    added: Sequence[ox.Triple],
+    steps: dict[ox.NamedNode, Step],
+    predicates: Mapping[object, object],
 ) -> list[list[ox.NamedNode]]:
     """The next hop's frontier in two tiers: the nodes an edge whose predicate answers a word of
     the question reached (a step of a path the question walks), then the others. When the size
     cap binds, the first tier takes its turns first: on a node with many edges that look like
     the question, the one its path goes on from is not crowded out by the others' neighbours.
-    Within a tier the nodes take turns by the predicate that reached them, each predicate's
-    first node before any predicate's second, in the order they were reached: a seed's one
-    "director" edge ranked below twenty edges of a predicate whose label holds more of the
-    question's words still gives the director an early turn. Updates `reached`."""
-    new: dict[ox.NamedNode, tuple[ox.NamedNode, bool]] = {}
+    Within a tier the nodes take turns by the seed they were reached from and the predicate
+    that reached them, each seed's first node by each predicate before any second, in the order
+    they were reached: a seed's one "director" edge ranked below twenty edges of a predicate
+    whose label holds more of the question's words still gives the director an early turn, and
+    a second seed's director (two films compared) as early a turn as the first seed's.
+    `steps` holds how each node reached so far was reached; the new nodes are added to it."""
+    new: dict[ox.NamedNode, tuple[Step, bool]] = {}
     for edge in added:
         answers = edge.predicate in predicates
-        for node in (edge.subject, edge.object):
-            if isinstance(node, ox.NamedNode) and node not in reached:
-                by, answered = new.get(node, (edge.predicate, answers))
+        ends = (edge.subject, edge.object)
+        origin = next(steps[end].origin for end in ends if end in steps)
+        for node in ends:
+            if isinstance(node, ox.NamedNode) and node not in steps:
+                step, answered = new.get(node, (Step(origin, edge.predicate), answers))
                 if answers and not answered:
-                    by, answered = edge.predicate, True
-                new[node] = (by, answered)
-    reached.update(new)
+                    step, answered = Step(origin, edge.predicate), True
+                new[node] = (step, answered)
+    steps.update((node, step) for node, (step, _) in new.items())
     tiers: list[list[ox.NamedNode]] = []
     for tier in (True, False):
-        turns: Counter[ox.NamedNode] = Counter()
+        turns: Counter[Step] = Counter()
         keys: list[tuple[int, int, ox.NamedNode]] = []
-        for order, (node, (by, answers)) in enumerate(new.items()):
+        for order, (node, (step, answers)) in enumerate(new.items()):
             if answers == tier:
-                keys.append((turns[by], order, node))
-                turns[by] += 1
+                keys.append((turns[step], order, node))
+                turns[step] += 1
         tiers.append([node for _, _, node in sorted(keys, key=lambda key: key[:2])])
     return tiers
+
+
+def _parallel(nodes: Sequence[ox.NamedNode], steps: Mapping[ox.NamedNode, Step]
+              ) -> list[ox.NamedNode]:
+    """The nodes that one predicate reached from different seeds: the directors of two films a
+    question compares."""
+    origins: dict[ox.NamedNode | None, set[ox.NamedNode]] = {}
+    for node in nodes:
+        origins.setdefault(steps[node].by, set()).add(steps[node].origin)
+    return [node for node in nodes
+            if steps[node].by is not None and len(origins[steps[node].by]) > 1]
+
+
+def _parallel_first(
+    parallel: Sequence[ox.NamedNode],
+    steps: Mapping[ox.NamedNode, Step],
+    ranked: Mapping[ox.NamedNode, list[ox.Triple]],
+    predicates: Mapping[object, object],
+) -> dict[ox.NamedNode, list[ox.Triple]]:
+    """The ranked edges of `_parallel` nodes, each node's edges by a predicate that answers a
+    word of the question (`predicates`) and that such a node of another seed has too first,
+    the best ranked at both first: a comparison asks the same of each option, so of a
+    director's several edges that answer "country" one use each, the one the other director
+    ranks high as well goes on the path, whatever else each hub's noise holds. The other
+    edges keep their order after them."""
+    places: dict[tuple[ox.NamedNode | None, ox.NamedNode], dict[ox.NamedNode, int]] = {}
+    for node in parallel:
+        step = steps[node]
+        for place, edge in enumerate(ranked[node]):
+            if edge.predicate not in predicates:
+                continue
+            by_origin = places.setdefault((step.by, edge.predicate), {})
+            by_origin[step.origin] = min(place, by_origin.get(step.origin, place))
+    reordered = {}
+    for node in parallel:
+        origin, by = steps[node]
+        keys = []
+        for place, edge in enumerate(ranked[node]):
+            others = [at for seed, at in places.get((by, edge.predicate), {}).items()
+                      if seed != origin]
+            keys.append((max(place, min(others)) if others else len(ranked[node]), place))
+        reordered[node] = [ranked[node][place] for _, place in sorted(keys)]
+    return reordered
 
 
 @dataclass
@@ -257,16 +313,15 @@ class RankedQuery:
         self, small: Sequence[ox.NamedNode], hubs: Sequence[ox.NamedNode]
     ) -> list[ox.NamedNode]:
         """In one request (retrieve_subgraph.rq), the edges of the nodes read whole, ranked
-        here, and the best edges of nodes with many edges that are not seeds, from their edges
-        to seeds and those that match the question. Returns the nodes read whole that gave
-        more than RANK_WHOLE_UP_TO edges."""
+        here, and the best edges of nodes with many edges that are not seeds, from those that
+        match the question. Returns the nodes read whole that gave more than RANK_WHOLE_UP_TO
+        edges."""
         holders = self.holders or {}
         neighbours = sorted((term for term in holders if isinstance(term, ox.NamedNode)), key=str)
         by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
         rows = self._select_edges(small, hubs, neighbours if by_value else None)
-        seeds = set(self.seeds)
         read, matches = _split_rows(
-            rows, small, hubs, seeds, holders if by_value else {}, self.predicates
+            rows, small, hubs, holders if by_value else {}, self.predicates
         )
         grown = [node for node, edges in zip(small, read) if not self._rank_whole(node, edges)]
         for node, rows_of_node in matches.items():
@@ -276,12 +331,15 @@ class RankedQuery:
     def _rank_whole(self, node: ox.NamedNode, edges: Sequence[_Edge]) -> bool:
         """Ranks the edges of a node read whole; False, ranking nothing, when it gave more than
         RANK_WHOLE_UP_TO (it grew since its count): it is ranked as the bigger node it is. An
-        edge with a blank node counts, as the count counts it, and is dropped after the test."""
+        edge with a blank node counts, as the count counts it, and is dropped after the test.
+        Only a seed's edges to other seeds score as such: a node the walk reached from a seed
+        has its path back already, and on a hub its other edges to the seeds are as likely
+        noise as the rest."""
         if len(edges) > RANK_WHOLE_UP_TO:
             return False
         kept = [edge for edge in edges if not isinstance(edge[0], ox.BlankNode)]
-        self.best[node] = _best(
-            node, kept, self.seed_iris, self.named, self.asked, self.triple_limit)
+        seeds = self.seed_iris if node.value in self.seed_iris else frozenset()
+        self.best[node] = _best(node, kept, seeds, self.named, self.asked, self.triple_limit)
         return True
 
     def _select_edges(
@@ -296,7 +354,6 @@ class RankedQuery:
             hubs=hubs,
             stems=self.stems,
             predicates=self.predicates,
-            seeds=self.seeds,
             neighbours=neighbours,
             excluded=self.excluded,
             matches_up_to=MATCHES_UP_TO,
@@ -440,10 +497,10 @@ def _best(
     """The ranking of retrieve_ranked.rq applied to all of a node's edges: score (4 to another
     seed, 2 a relation stem of the predicate's label, 1 a stem of the neighbour's), then the
     predicate's rarity at the node, then the terms' strings, subject, predicate, object. `seeds`
-    are the seeds' IRIs, `named` how many stems each IRI's label holds and `asked` how many
-    relation stems each predicate's does, as strings: a node's edges
-    are looked up by their neighbour's string, which is needed for the order anyway, rather
-    than by the term."""
+    are the seeds' IRIs when the node is one, else none (`RankedQuery._rank_whole`), `named`
+    how many stems each IRI's label holds and `asked` how many relation stems each predicate's
+    does, as strings: a node's edges are looked up by their neighbour's string, which is
+    needed for the order anyway, rather than by the term."""
     uses = Counter(p for _, p, _ in edges)
     # Per predicate once: its count, its string and the score its label gives (a schema one
     # none: it is dropped).
@@ -487,7 +544,7 @@ def _best(
 
 _Match = tuple[str, ox.Triple, int]
 """An edge of a node with many edges that can rank first: how it matched (a direction of
-_matches.rq, "seed", or a neighbour named with a stem; a match by the predicate's label names
+_matches.rq, or a neighbour named with a stem; a match by the predicate's label names
 the predicate too: "out-predicate <p>"), the edge, and the match's weight."""
 
 
@@ -495,7 +552,6 @@ def _split_rows(
     rows: Sequence[Solution],
     small: Sequence[ox.NamedNode],
     hubs: Sequence[ox.NamedNode],
-    seeds: set[ox.NamedNode],
     named: dict[object, set[str]],
     predicates: dict[object, list[str]],
 ) -> tuple[list[list[_Edge]], dict[ox.NamedNode, list[_Match]]]:
@@ -529,13 +585,10 @@ def _split_rows(
             else:
                 matches[node].append((way, edge, 1))
             continue
-        # An edge to a seed or to a neighbour named with the question's stems (one match a
-        # stem), told apart here.
+        # An edge to a neighbour named with the question's stems (one match a stem).
         way, neighbour = (
             ("out-neighbour", edge.object) if "o" in row else ("in-neighbour", edge.subject)
         )
-        if neighbour in seeds:
-            matches[node].append(("seed", edge, 4))
         matches[node].extend((way, edge, 1) for _ in named.get(neighbour, ()))
     return read, matches
 
@@ -543,8 +596,8 @@ def _split_rows(
 def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
     """A bigger node's best edges by the sum of their matches' weights, then the rarity of
     their predicate (its edges that matched by its label, the fewer the earlier; an edge
-    brought only by its neighbour or a seed counts as not rare), then the terms' strings. A
-    way of matching (other than to a seed) with more than MATCHES_UP_TO matches counts for
+    brought only by its neighbour counts as not rare), then the terms' strings. A
+    way of matching with more than MATCHES_UP_TO matches counts for
     none of them: by a neighbour's label one match a stem, by a predicate's one an edge of
     that predicate (so a thousand edges of other predicates whose labels hold the question's
     words leave a predicate its few edges)."""
@@ -553,7 +606,7 @@ def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
     rarity: dict[ox.Triple, int] = {}
     for way, edge, weight in matches:
         count = counts[way]
-        if way == "seed" or count <= MATCHES_UP_TO:
+        if count <= MATCHES_UP_TO:
             scores[edge] = scores.get(edge, 0) + weight
             if "predicate" in way:
                 rarity[edge] = min(count, rarity.get(edge, count))
@@ -579,6 +632,7 @@ def _hop(
     tiers: Sequence[Sequence[ox.NamedNode]],
     subgraph: dict[ox.Triple, None],
     limits: RetrievalLimits,
+    steps: Mapping[ox.NamedNode, Step],
 ) -> list[ox.Triple]:
     """One hop over the frontier's tiers (`_next_tiers`); returns the edges it added to
     `subgraph`.
@@ -587,7 +641,9 @@ def _hop(
     only for about as many edges as its turns can use: a node of the first tier its share of
     what is left among that tier, any other its share among the whole frontier. Nodes whose
     short lists run out before the cap is reached are asked again for their full
-    `triple_limit`. One request a hop either way: the tiers are asked together.
+    `triple_limit`. One request a hop either way: the tiers are asked together. The nodes one
+    predicate reached from different seeds have their edges ordered by what they share
+    (`_parallel_first`) before the cut, from their full lists, which the ranking has already.
     """
     cap, limit = limits.max_subgraph_size, limits.triple_limit
     frontier = [node for tier in tiers for node in tier]
@@ -598,8 +654,12 @@ def _hop(
         for node in tier
     } if frontier else {}
     per_node = max(wanted.values(), default=limit)
-    edges = {node: found[: wanted[node]]
-             for node, found in query.ranked(frontier, per_node).items()}
+    edges = query.ranked(frontier, per_node)
+    parallel = _parallel(frontier, steps)
+    if parallel:
+        edges.update(_parallel_first(parallel, steps, query.ranked(parallel, limit),
+                                     query.predicates))
+    edges = {node: found[: wanted[node]] for node, found in edges.items()}
     if min(wanted.values(), default=limit) < limit:
         _, ran_out = _take_in_turns(tiers, edges, dict(subgraph), cap)
         cut_short = [
