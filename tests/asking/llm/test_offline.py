@@ -747,6 +747,26 @@ LOOK_ALIKE_CASES = [
          ("William Adam", "place of death", "Edinburgh")],
         [("James Adam", "place of death", "Naval Forces Germany")],
         "Edinburgh", id="an-aside-after-a-name-asks-for-nothing"),
+    # grounding also took "Death" for a name; its words are a predicate's, so it asks, and a
+    # path from it (its own father's date of death) answers nothing the question asks of the
+    # name it says
+    pytest.param(
+        "What is the date of death of Alexander of Masovia's father?",
+        ["Death", "Alexander of Masovia"],
+        [("Alexander of Masovia", "father", "Siemowit IV"),
+         ("Siemowit IV", "date of death", "21 January 1425")],
+        [("Death", "father", "Karl Anton"), ("Karl Anton", "date of death", "27 February 1979")],
+        "21 January 1425", id="a-seed-whose-words-a-predicate-says-starts-no-path"),
+    # ... but one the question writes as a name still does, whatever predicates say its words
+    pytest.param(
+        "Which film has the director who was born first, Who's Your Brother? or Last Outpost?",
+        ["Who's Your Brother?", "Last Outpost"],
+        [("Who's Your Brother?", "director", "John G. Adolfi"),
+         ("John G. Adolfi", "date of birth", "February 19, 1888"),
+         ("Last Outpost", "director", "Lewis R. Foster"),
+         ("Lewis R. Foster", "date of birth", "August 5, 1898")],
+        [("Lewis R. Foster", "brother", "Sam Foster")],
+        "Who's Your Brother?", id="a-seed-the-question-writes-as-a-name-starts-paths"),
 ]
 
 

@@ -23,8 +23,8 @@ from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.paths import (
-    Path, Reading, attested, best, clauses, compare, is_partial, named_ends, read, seed_names,
-    walk,
+    Path, Reading, attested, best, clauses, compare, is_partial, named_ends, path_seeds, read,
+    seed_names, walk,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -46,8 +46,9 @@ class OfflineBackend:
         seeds = seeds or named_ends(request.question, edges)
         names = seed_names(edges, seeds)
         readings = [read(clause, names) for clause in clauses(request.question)]
+        starts = path_seeds(request.question, edges, seeds)
         paths = [path for reading in readings
-                 for path in best(reading, walk(reading, edges, seeds), seeds)]
+                 for path in best(reading, walk(reading, edges, starts), starts)]
         chosen = _edges_of(attested(paths, request.roles))
         if not chosen:
             chosen = [(edge, None) for edge in edges if _links_seeds(edge, seeds)]

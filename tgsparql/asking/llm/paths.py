@@ -26,11 +26,12 @@ from enum import Enum
 
 import pyoxigraph as ox
 
-from tgsparql.asking.grounding import ASIDE, STOPWORDS, match_key, named_labels
+from tgsparql.asking.grounding import ASIDE, STOPWORDS, match_key, name_runs, named_labels
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
 from tgsparql.rdf.stems import in_law, stem, stem_in_place
+from tgsparql.rdf.text import words
 
 Node = ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple
 MAX_HOPS = 2
@@ -529,14 +530,34 @@ def _predicates(path: Path) -> tuple[str, ...]:
 def seed_names(edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> list[str]:
     """The labels the seeds are named by, but for a seed whose every word some predicate here
     uses ("Death" for "Where was the place of death of ..."): its words ask, not name."""
+    return list(_naming(edges, seeds).values())
+
+
+def path_seeds(question: str, edges: Sequence[LabeledEdge], seeds: Sequence[Node]
+               ) -> list[Node]:
+    """The seeds the paths start from: those `seed_names` names, and those the question writes
+    as a name, capitalised ("Who's Your Brother?"), though a predicate uses their words; not
+    one whose words it says as words ("the date of death of ...", where grounding found an
+    entity "Death"), whose own edges would answer what the question asks of the name. All of
+    them when none is named."""
+    named = _naming(edges, seeds)
+    said = {word for run in name_runs(question) for word in run.names}
+    labels = _seed_labels(edges, seeds)
+    return [seed for seed in seeds
+            if seed in named or said & set(words(labels.get(seed, "")))] or list(seeds)
+
+
+def _naming(edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> dict[Node, str]:
     used = {word for edge in edges for word in _stems_of(edge.labels[1])}
-    found = []
-    for edge in edges:
-        for label, end in ((edge.labels[0], edge.triple.subject),
-                           (edge.labels[2], edge.triple.object)):
-            if end in seeds and not set(_stems_of(label)) <= used:
-                found.append(label)
-    return found
+    return {end: label for end, label in _seed_labels(edges, seeds).items()
+            if not set(_stems_of(label)) <= used}
+
+
+def _seed_labels(edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> dict[Node, str]:
+    return {end: label for edge in edges
+            for label, end in ((edge.labels[0], edge.triple.subject),
+                               (edge.labels[2], edge.triple.object))
+            if end in seeds}
 
 
 def named_ends(question: str, edges: Sequence[LabeledEdge]) -> list[Node]:
