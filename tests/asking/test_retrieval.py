@@ -844,6 +844,19 @@ def test_two_seeds_compared_each_keep_their_path_whole_under_look_alike_noise(
     assert len(edges) == 30
 
 
+def test_what_two_seeds_compared_share_is_a_predicate_in_the_same_direction(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """Noise gives both directors a "country of the anthem" edge, one from him and one to her:
+    a look-alike each, not the same thing said of both, so the country of citizenship still
+    goes first, into the one place each director has."""
+    load(tgsparql_store, TWO_FILMS.replace("ex:areaCountry ex:area", "ex:knows ex:area")
+         + "ex:area ex:anthemCountry ex:nora .")
+    update_label_index(tgsparql_store)
+    edges = retrieved_for(tgsparql_store, TWO_FILMS_QUESTION, limits(max_subgraph_size=28))
+    assert set(TWO_FILMS_PATHS) <= set(edges)
+
+
 def test_two_seeds_compared_under_look_alike_noise_are_answered_from_their_paths(
     tgsparql_store: EmbeddedStore
 ) -> None:

@@ -213,26 +213,27 @@ def _parallel_first(
     predicates: Mapping[object, object],
 ) -> dict[ox.NamedNode, list[ox.Triple]]:
     """The ranked edges of `_parallel` nodes, each node's edges by a predicate that answers a
-    word of the question (`predicates`) and that such a node of another seed has too first,
-    the best ranked at both first: a comparison asks the same of each option, so of a
-    director's several edges that answer "country" one use each, the one the other director
-    ranks high as well goes on the path, whatever else each hub's noise holds. The other
-    edges keep their order after them."""
-    places: dict[tuple[ox.NamedNode | None, ox.NamedNode], dict[ox.NamedNode, int]] = {}
+    word of the question (`predicates`) and that such a node of another seed has too, in the
+    same direction, first, the best ranked at both first: a comparison asks the same of each
+    option, so of a director's several edges that answer "country" one use each, the one the
+    other director ranks high as well goes on the path, whatever else each hub's noise holds.
+    The other edges keep their order after them."""
+    places: dict[tuple[ox.NamedNode | None, ox.NamedNode, bool], dict[ox.NamedNode, int]] = {}
     for node in parallel:
         step = steps[node]
         for place, edge in enumerate(ranked[node]):
             if edge.predicate not in predicates:
                 continue
-            by_origin = places.setdefault((step.by, edge.predicate), {})
+            way = (step.by, edge.predicate, edge.subject == node)
+            by_origin = places.setdefault(way, {})
             by_origin[step.origin] = min(place, by_origin.get(step.origin, place))
     reordered = {}
     for node in parallel:
         origin, by = steps[node]
         keys = []
         for place, edge in enumerate(ranked[node]):
-            others = [at for seed, at in places.get((by, edge.predicate), {}).items()
-                      if seed != origin]
+            way = (by, edge.predicate, edge.subject == node)
+            others = [at for seed, at in places.get(way, {}).items() if seed != origin]
             keys.append((max(place, min(others)) if others else len(ranked[node]), place))
         reordered[node] = [ranked[node][place] for _, place in sorted(keys)]
     return reordered
