@@ -614,6 +614,37 @@ def test_look_alikes_stay_when_the_kg_tells_none_of_them_apart() -> None:
     assert {edge.labels for edge in chosen} == {*COMPOSER, *LOOK_ALIKES}
 
 
+def test_of_look_alikes_the_kg_bears_out_alike_the_one_value_a_node_has_is_kept() -> None:
+    """Every end is what many edges call a country, so the ends tell nothing apart; but the
+    composer reaches several neighbours by "country" and one by "country of citizenship":
+    "Which country ...?" asks for the value he has one of, not for one of a list."""
+    look_alikes = [("Hans J. Salter", "country", country) for country in ("Peru", "Chad", "Laos")]
+    elsewhere = [(city, "country", country) for country in ("Austria", "Peru", "Chad", "Laos")
+                 for city in ("a", "b", "c")]
+    roles = kg_roles(*COMPOSER, *look_alikes, *[(f"{country} {city}", p, country)
+                                                 for city, p, country in elsewhere])
+    chosen, lead = ask(COMPOSER_FROM, kg(*COMPOSER, *look_alikes), "Thunder on the Hill",
+                       roles=roles)
+    assert [edge.labels for edge in chosen] == [
+        ("Thunder on the Hill", "composer", "Hans J. Salter"),
+        ("Hans J. Salter", "country of citizenship", "Austria")]
+    assert lead == "Austria"
+
+
+def test_a_date_a_node_has_once_answers_when_over_dates_it_has_many_of() -> None:
+    """A film reached by "date of death" three times was not born and did not die; its one
+    "publication date" is when it came out."""
+    facts = [("Dying God", "publication date", "2008"), ("3 Dots", "publication date", "2013")]
+    look_alikes = [(film, "date of death", date) for film, dates in (
+        ("Dying God", ("28 October 1950", "9 May 1811", "3 March 1733")),
+        ("3 Dots", ("9 January 1890", "1 July 1701", "2 June 1650"))) for date in dates]
+    chosen, lead = ask("Which film came out first, 3 Dots or Dying God?",
+                       kg(*facts, *look_alikes), "3 Dots", "Dying God",
+                       roles=kg_roles(*facts, *look_alikes))
+    assert {edge.labels for edge in chosen} == set(facts)
+    assert lead == "Dying God"
+
+
 def test_the_class_the_kg_gives_a_neighbour_decides_between_ends_of_one_predicate() -> None:
     """Two ends by one predicate: a country is what many edges call a country, a town what has
     a country and is a place of birth, though the edge at hand calls it a country too."""

@@ -480,23 +480,37 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
     citizenship: Austrian" and "country of origin: Interstate 5" answer "Which country ...?"
     alike, but the KG names Austrian by "country" in many other edges and the road in none;
     "date of death: 953" and "cause of death: 9 June 1938" answer "When did X die?" alike, but
-    only the first says it gives a date. One read of the KG (`roles`) for all the entities in
-    question, none when no entity is."""
+    only the first says it gives a date. Of those, only the paths whose last hop's predicate
+    their start uses least often that way round (`_uses`): a person whose "country" edges reach
+    tens of neighbours has one "country of citizenship", the country asked for. One read of
+    the KG (`roles`) for all the ends and starts in question, none when no entity is."""
     groups: dict[tuple[int, Node], list[Path]] = {}
     for path in paths:
         if not path.reading.plural:  # a question for several things wants them all
             groups.setdefault((id(path.reading), path.seed), []).append(path)
     torn = [group for group in groups.values() if len({path.nodes[-1] for path in group}) > 1]
-    entities = [path.nodes[-1] for group in torn for path in group
-                if isinstance(path.nodes[-1], ox.NamedNode) and not _is_date(path)]
+    entities = [node for group in torn for path in group
+                for node in (path.nodes[-1] if not _is_date(path) else None, path.nodes[-2])
+                if isinstance(node, ox.NamedNode)]
     known = roles(entities) if roles is not None and entities else {}
     dropped: set[int] = set()
     for group in torn:
         told = [path for path in group if _is_date(path) and _names_date(path.edges[-1])
-                or not _is_date(path) and _is_what_it_reaches(path, known)]
-        if told:
-            dropped.update(id(path) for path in group if path not in told)
+                or not _is_date(path) and _is_what_it_reaches(path, known)] or group
+        fewest = min(_uses(path, known) for path in told)
+        dropped.update(id(path) for path in group
+                       if path not in told or _uses(path, known) > fewest)
     return [path for path in paths if id(path) not in dropped]
+
+
+def _uses(path: Path, roles: Roles) -> int:
+    """How many edges of the KG its start reaches by the last hop's predicate, that way round:
+    a question for one thing ("Which country ...?", "When ...?") asks for a value its start has
+    one of, as a person has one date of death, not for one of a list ("country" to each of
+    several neighbours); 0 when the KG was not read."""
+    edge, start = path.edges[-1], path.nodes[-2]
+    found = roles.get(start, Counter()) if isinstance(start, ox.NamedNode) else Counter()
+    return found[(edge.triple.object == start, edge.labels[1])]
 
 
 def _is_date(path: Path) -> bool:
