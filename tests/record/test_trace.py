@@ -525,6 +525,24 @@ def test_document_sessions_list_exactly_the_sessions_whose_edges_came_from_it(
     assert used_by_some >= 3
 
 
+def test_a_documents_sessions_come_in_the_order_they_started_not_of_their_start_texts(
+    tgsparql_demo_store: EmbeddedStore, ox_store: ox.Store, sessions: list[str]
+) -> None:
+    """A store writes a start in canonical form, without a fraction's trailing zeros: the
+    session started at …:01.12 reads "…:01.12Z", after "…:01.123Z" as text."""
+    document = next(d for d in documents(ox_store) if len(walk_document_uses(ox_store, d)) >= 2)
+    using = [s for s in sessions if s in walk_document_uses(ox_store, document)]
+    started = vocab.PROV_STARTED_AT_TIME
+    for session, fraction in zip(using, ["1", "12", "123", "1234"]):
+        [old] = ox_store.quads_for_pattern(ox.NamedNode(session), started, None, EXPLAINABILITY)
+        ox_store.remove(old)
+        ox_store.add(ox.Quad(old.subject, started, ox.Literal(
+            f"2026-03-01T10:00:01.{fraction}Z", datatype=vocab.XSD_DATETIME), EXPLAINABILITY))
+    found = document_sessions(tgsparql_demo_store, vocab.DEFAULT_COLLECTION, document)
+    assert found is not None
+    assert [use.session.session for use in found.sessions] == using
+
+
 def test_a_document_no_session_used_has_no_sessions_and_an_unknown_one_is_none(
     tgsparql_demo_store: EmbeddedStore
 ) -> None:

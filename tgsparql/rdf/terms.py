@@ -3,6 +3,7 @@ SPARQL; and reading plain values out of terms, the one way every reader of the r
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Final, get_args
 from typing import Literal as TypingLiteral
@@ -50,6 +51,32 @@ def term_integer(term: Term | None) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def term_datetime(term: Term | None) -> dt.datetime | None:
+    """An xsd:dateTime's moment, when it has a time zone; None for anything else."""
+    if not isinstance(term, ox.Literal):
+        return None
+    return text_datetime(term.value)
+
+
+def text_datetime(text: str | None) -> dt.datetime | None:
+    """The moment an xsd:dateTime's lexical form names, when it has a time zone; None else."""
+    try:
+        moment = dt.datetime.fromisoformat(text) if text is not None else None
+    except ValueError:
+        return None
+    return moment if moment is not None and moment.tzinfo is not None else None
+
+
+def oldest_first(started: str | None, tie: str) -> tuple[int, dt.datetime, str, str]:
+    """A sort key for records by their xsd:dateTime start: by the moment, never by the text
+    (stores write the canonical form, which drops a fraction's trailing zeros, so "…:01.12Z"
+    sorts after "…:01.123Z" as text); a start that names no moment goes last, by its text."""
+    moment = text_datetime(started)
+    if moment is None:
+        return (1, dt.datetime.min.replace(tzinfo=dt.timezone.utc), started or "", tie)
+    return (0, moment, "", tie)
 
 
 Parts = tuple[Term | None, Term | None, Term | None]

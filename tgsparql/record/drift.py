@@ -24,7 +24,7 @@ from tgsparql.asking.labels import LabelTriple, fetch_labels, label_of, label_te
 from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.messages import rdf_text
 from tgsparql.rdf.iris import trailing_index
-from tgsparql.rdf.terms import Term, term_text
+from tgsparql.rdf.terms import Term, oldest_first, term_text
 from tgsparql.rdf import vocab
 from tgsparql.rdf.vocab import Collection
 from tgsparql.record.terminal import one_line, visible
@@ -204,7 +204,7 @@ def find_drift(store: Store, collection: Collection) -> Drift:
         session.sources.sort(key=lambda source: (source.index, source.document))
     return Drift(
         collection.name,
-        sorted(sessions.values(), key=lambda s: (s.started or "", s.session)),
+        sorted(sessions.values(), key=lambda s: oldest_first(s.started, s.session)),
         sorted((d for d in documents.values() if d.sessions), key=lambda d: d.document),
     )
 

@@ -30,7 +30,7 @@ import pyoxigraph as ox
 from tgsparql.asking.citations import uncited_sentences
 from tgsparql.asking.provenance import call_usage, document_iris
 from tgsparql.rdf import vocab
-from tgsparql.rdf.terms import term_text
+from tgsparql.rdf.terms import term_datetime, term_text
 from tgsparql.stores.store import Store
 
 BATCH = 2000
@@ -67,9 +67,9 @@ def pending(store: Store) -> Pending:
     """The records of every collection that lack a field the current templates write."""
     sessions = [
         {"graph": row["graph"], "session": row["session"],
-         "started": _datetime(row["started"]), "status": term_text(row.get("status"))}
+         "started": term_datetime(row["started"]), "status": term_text(row.get("status"))}
         for row in store.run("migrate/pending_sessions").rows
-        if _datetime(row["started"]) is not None
+        if term_datetime(row["started"]) is not None
     ]
     selections = [
         {"graph": row["graph"], "selection": row["selection"],
@@ -90,9 +90,9 @@ def pending(store: Store) -> Pending:
         if isinstance(row["day"], ox.Literal) and row["day"].datatype == vocab.XSD_DATE
     ]
     uncited = [
-        {"graph": row["graph"], "session": row["session"], "started": _datetime(row["started"])}
+        {"graph": row["graph"], "session": row["session"], "started": term_datetime(row["started"])}
         for row in store.run("migrate/pending_uncited").rows
-        if _datetime(row["started"]) is not None
+        if term_datetime(row["started"]) is not None
     ]
     return Pending(sessions, selections, calls, _sourced(
         store.run("migrate/pending_documents").rows,
@@ -185,18 +185,6 @@ def _batches(todo: Pending, size: int) -> list[tuple[Sequence[Any], ...]]:
     chunks = [items[start : start + size] for start in range(0, len(items), size)]
     return [tuple([i for kind, i in chunk if kind == wanted] for wanted in _KINDS)
             for chunk in chunks]
-
-
-def _datetime(term: Any) -> dt.datetime | None:
-    """The datetime of an xsd:dateTime with a time zone; None for anything else (such a session
-    gets no day, and the shapes report its start time)."""
-    if not isinstance(term, ox.Literal):
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(term.value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
 
 
 def _integer(term: Any) -> int | None:

@@ -20,7 +20,7 @@ from tgsparql.asking.sources import ChunkSource, chunk_source, facts_sources, so
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import EDGE_SELECTION_PREFIX, SESSION_PREFIX, UUID, ExtractionIds, SessionIds
 from tgsparql.rdf.templates import Templates, header
-from tgsparql.rdf.terms import edge_of, term_text
+from tgsparql.rdf.terms import edge_of, oldest_first, term_text
 from tgsparql.record.readback import Explanation, RecordedEdge
 from tgsparql.record.terminal import one_line, visible
 from tgsparql.stores.store import Solution, Store
@@ -221,7 +221,7 @@ def document_sessions(
             edge.sources = sorted_sources(edge.sources)
     _label_edges(rows, used.values())
     out.sessions = sorted(uses.values(),
-                          key=lambda u: (u.session.started or "", u.session.session))
+                          key=lambda u: oldest_first(u.session.started, u.session.session))
     return out
 
 
