@@ -1,16 +1,19 @@
 """A reading command's store is opened while the command loads (`tgsparql.cli.ahead`): the
-command then reads that store, and nothing else is ever opened or created on a guess."""
+command then reads that store, and nothing else is ever opened or created on a guess. Its
+process ends once its output is flushed, with its exit code."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
+import click
 import pyoxigraph as ox
 import pytest
 
-from tests.conftest import cli
-from tgsparql.cli import options
+from tests.conftest import cli, tgsparql_process
+from tgsparql.cli import main, options
 from tgsparql.cli.ahead import open_ahead, opened_ahead
 
 QUAD = ox.Quad(ox.NamedNode("http://example.org/s"), ox.NamedNode("http://example.org/p"),
@@ -98,3 +101,60 @@ def test_validate_reads_the_store_opened_ahead(
     assert done.exit_code in (0, 1), done.stderr
     assert json.loads(done.stdout)["conforms"] in (True, False)
     assert len(taken) == 1 and taken[0] is not None
+
+
+@pytest.fixture
+def kg_store(tmp_path: Path) -> Path:
+    """A KG of many facts without extraction provenance: one warning per fact, when all asked."""
+    store = ox.Store(str(tmp_path / "kg"))
+    ex = "http://example.org/"
+    label = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+    store.extend(quad for n in range(600) for quad in (
+        ox.Quad(ox.NamedNode(f"{ex}person/{n}"), label, ox.Literal(f"Person {n}"), ox.DefaultGraph()),
+        ox.Quad(ox.NamedNode(f"{ex}person/{n}"), ox.NamedNode(f"{ex}knows"),
+                ox.NamedNode(f"{ex}person/{n + 1}"), ox.DefaultGraph()),
+    ))
+    store.flush()
+    del store
+    return tmp_path / "kg"
+
+
+@pytest.mark.parametrize(("args", "exit_code"), [
+    (["--format", "json", "--all-results"], 0),
+    (["--format", "json", "--all-results", "--fail-on", "warning"], 1),
+    (["--format", "junit", "--all-results", "--output", "{}/report.xml"], 0),
+    (["--session", "urn:trustgraph:session:0b0c8d53-5c4a-4bd4-9a65-8a3f35a7e0a1"], 2),
+])
+def test_a_reading_commands_process_ends_with_its_exit_code_and_all_its_output(
+    kg_store: Path, tmp_path: Path, args: list[str], exit_code: int
+) -> None:
+    """A reading command's process ends without Python's teardown: what it wrote is flushed
+    first, to a pipe as to a file, and the exit code is the command's."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "started").mkdir()
+    within = cli("validate", "--store", kg_store, *(a.format(tmp_path / "in") for a in args))
+    process = tgsparql_process("validate", "--store", kg_store,
+                               *(a.format(tmp_path / "started") for a in args))
+    stdout, stderr = process.communicate(timeout=120)
+    assert (process.returncode, stdout) == (exit_code, within.stdout)
+    assert stderr == within.stderr.replace(str(tmp_path / "in"), str(tmp_path / "started"))
+    assert within.exit_code == exit_code
+    if "--output" in args:
+        written = (tmp_path / "started" / "report.xml").read_text(encoding="utf-8")
+        assert written == (tmp_path / "in" / "report.xml").read_text(encoding="utf-8")
+        assert written.count("<testcase") > 600
+    elif exit_code != 2:
+        assert len(json.loads(stdout)["results"]) == 600
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_a_command_leaves_the_cyclic_collector_as_it_was(enabled: bool) -> None:
+    """Commands load without the collector (it frees nothing meanwhile), and it runs again
+    after: a long command, or a test process that loads commands, collects as before."""
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for name in main.list_commands(click.Context(main)):
+            assert main.get_command(click.Context(main), name) is not None
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
