@@ -631,6 +631,82 @@ def test_of_look_alikes_the_kg_bears_out_alike_the_one_value_a_node_has_is_kept(
     assert lead == "Austria"
 
 
+def test_of_look_alikes_the_kg_tells_the_end_it_names_so_most_surely_is_kept() -> None:
+    """Both ends are what several edges call a country, and the composer has one edge to
+    each; but the man is called so four times beside his other roles, Austria in every one of
+    the eight edges that name it."""
+    look_alike = ("Hans J. Salter", "country", "Imre Puskás")
+    elsewhere = [*[(place, "country", "Austria") for place in
+                   ("Vienna", "Graz", "Linz", "Wels", "Steyr", "Leoben", "Krems", "Villach")],
+                 *[(place, "country", "Imre Puskás") for place in ("Pécs", "Győr", "Eger", "Vác")],
+                 ("MTK", "coach", "Imre Puskás"), ("Vasas", "captain", "Imre Puskás")]
+    roles = kg_roles(*COMPOSER, look_alike, *elsewhere)
+    chosen, lead = ask(COMPOSER_FROM, kg(*COMPOSER, look_alike), "Thunder on the Hill",
+                       roles=roles)
+    assert [edge.labels for edge in chosen] == COMPOSER
+    assert lead == "Austria"
+
+
+def test_how_surely_the_kg_names_an_end_picks_none_of_look_alikes_it_does_not_tell() -> None:
+    """Neither end is what the KG tells is a country; that one of them is named so once more
+    than the other tells nothing."""
+    facts = [("Mongkut", "country of citizenship", "Siam"), ("Mongkut", "country", "Treze")]
+    elsewhere = [("Pécs", "country", "Treze"), *[(other, role, "Treze") for role, other in (
+        ("director", "A"), ("producer", "B"), ("editor", "C"))]]
+    chosen, _ = ask("Which country is Mongkut from?", kg(*facts), "Mongkut",
+                    roles=kg_roles(*facts, *elsewhere))
+    assert {edge.labels for edge in chosen} == set(facts)
+
+
+ASIDE_SONG = [("Am I Wrong", "performer", "Étienne de Crécy"),
+              ("Étienne de Crécy", "country of citizenship", "France")]
+ASIDE_LOOK_ALIKE = ("Am I Wrong", "country of origin", "Edmund Duffy")
+
+
+def test_a_question_for_one_thing_keeps_the_end_the_kg_tells_whichever_seed_reaches_it() -> None:
+    """The aside names the performer, so both the song and he are seeds; each reaches a
+    "nationality" in one hop, the song by a look-alike. The question asks for one nationality:
+    the one the KG tells is a country."""
+    elsewhere = [*[(person, "country of citizenship", "France")
+                   for person in ("Daft Punk", "Air", "Cassius")],
+                 ("Edmund Duffy", "award received", "Pulitzer Prize"),
+                 ("Edmund Duffy", "employer", "The Baltimore Sun")]
+    roles = kg_roles(*ASIDE_SONG, ASIDE_LOOK_ALIKE, *elsewhere)
+    chosen, lead = ask("What nationality is the performer of song Am I Wrong (Étienne De Crécy "
+                       "Song)?", kg(*ASIDE_SONG, ASIDE_LOOK_ALIKE), "Am I Wrong",
+                       "Étienne de Crécy", roles=roles)
+    assert lead == "France"
+    assert ASIDE_LOOK_ALIKE not in [edge.labels for edge in chosen]
+
+
+def test_of_seeds_that_answer_alike_the_one_whose_path_reads_its_predicate_as_stated_wins(
+) -> None:
+    """"X mother Y" says Y is X's mother: read from Y it names Y's child, a worse reading of
+    "mother" than a seed's own "mother" edge, whatever the KG says of the ends."""
+    facts = [("Robert Petre, 7th Baron Petre", "mother", "Mary Clifton"),
+             ("Canada East", "mother", "Robert James Petre")]
+    chosen, lead = ask("Who is the mother of Robert James Petre's father, Robert Petre, 7th "
+                       "Baron Petre?", kg(*facts), "Robert James Petre",
+                       "Robert Petre, 7th Baron Petre", roles=kg_roles(*facts))
+    assert [edge.labels for edge in chosen] == [facts[0]]
+    assert lead == "Mary Clifton"
+
+
+def test_a_value_an_option_reaches_only_against_a_predicates_direction_is_not_shared() -> None:
+    """"M3 country C-Man" says C-Man is M3's country, nothing of what C-Man's country is: that
+    M3 also reaches American does not make American a value both films' paths share, so C-Man
+    is still compared by its director's country."""
+    facts = [("C-Man", "director", "Joseph Lerner"),
+             ("Joseph Lerner", "country of citizenship", "Canadian"),
+             ("Greencastle", "director", "Koran Dunbar"),
+             ("Koran Dunbar", "country of citizenship", "American")]
+    noise = [("M3", "country", "C-Man"), ("M3", "country of origin", "American")]
+    chosen, lead = ask("Are the directors of films C-Man and Greencastle both from the same "
+                       "country?", kg(*facts, *noise), "C-Man", "Greencastle")
+    assert lead == "No"
+    assert {edge.labels for edge in chosen} == set(facts)
+
+
 def test_a_date_a_node_has_once_answers_when_over_dates_it_has_many_of() -> None:
     """A film reached by "date of death" three times was not born and did not die; its one
     "publication date" is when it came out."""

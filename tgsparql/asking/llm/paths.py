@@ -441,7 +441,8 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     options' paths share comes first, and, when it asks whether they have "the same N", before
     that a path to a value more options reach: the value they share is what the question is
     about, and an option's other paths that answer as well are edges that merely look like the
-    question."""
+    question. Only paths that read every hop as its predicate states it count as reaching a
+    value: one read against a predicate's direction says nothing of what its end is."""
     by_seed: dict[Node, list[Path]] = {}
     for path in paths:
         if path.kind_grade:  # an end of another kind than asked answers nothing
@@ -453,8 +454,8 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     if reading.comparison is not None:
         for found in by_seed.values():
             shared.update({_predicates(path) for path in found})
-            if reading.comparison is SAME:
-                values.update({_value_key(path.end_label) for path in found})
+            if reading.comparison is SAME:  # reached as its predicates state it
+                values.update({_value_key(path.end_label) for path in found if not path.reversed})
 
     def rank(path: Path) -> tuple[int, ...]:
         # "the same N": a value another option has too is what the question asks about
@@ -474,32 +475,46 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
 
 
 def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
-    """The paths, but where a seed's equally good paths of one clause reach different ends, only
-    those to an end that is told to be what the last hop reaches, if any is: an entity the KG
-    says is (`_is_what_it_reaches`), a date by a predicate that names a date. "country of
-    citizenship: Austrian" and "country of origin: Interstate 5" answer "Which country ...?"
-    alike, but the KG names Austrian by "country" in many other edges and the road in none;
-    "date of death: 953" and "cause of death: 9 June 1938" answer "When did X die?" alike, but
-    only the first says it gives a date. Of those, only the paths whose last hop's predicate
-    their start uses least often that way round (`_uses`): a person whose "country" edges reach
-    tens of neighbours has one "country of citizenship", the country asked for. One read of
-    the KG (`roles`) for all the ends and starts in question, none when no entity is."""
-    groups: dict[tuple[int, Node], list[Path]] = {}
+    """The paths, but where equally good paths of one clause reach different ends (from one
+    option of a comparison, which asks each option for its value; from any seed of another
+    question for one thing), only those to an end that is told to be what the last hop
+    reaches, if any is: an entity the KG says is (`_is_what_it_reaches`), a date by a predicate
+    that names a date. "country of citizenship: Austrian" and "country of origin: Interstate 5"
+    answer "Which country ...?" alike, but the KG names Austrian by "country" in many other
+    edges and the road in none; "date of death: 953" and "cause of death: 9 June 1938" answer
+    "When did X die?" alike, but only the first says it gives a date. Of those, only the paths
+    whose last hop's predicate their start uses least often that way round (`_uses`): a person
+    whose "country" edges reach tens of neighbours has one "country of citizenship", the
+    country asked for. Of ends the KG tells, only those it names so most surely (`_surety`):
+    America, which tens of edges call a country, over a man three edges call so among his many
+    others. Paths from several seeds are first held to the best of them (`Path.rank`: a hop
+    read against its predicate's direction tells less). One read of the KG (`roles`) for all
+    the ends and starts in question, none when no entity is."""
+    groups: dict[tuple[int, Node | None], list[Path]] = {}
     for path in paths:
         if not path.reading.plural:  # a question for several things wants them all
-            groups.setdefault((id(path.reading), path.seed), []).append(path)
-    torn = [group for group in groups.values() if len({path.nodes[-1] for path in group}) > 1]
+            option = path.seed if path.reading.comparison is not None else None
+            groups.setdefault((id(path.reading), option), []).append(path)
+    dropped: set[int] = set()
+    torn = []
+    for group in groups.values():
+        top = max(path.rank for path in group)  # seeds' paths may read their hops less well
+        dropped.update(id(path) for path in group if path.rank != top)
+        ranked = [path for path in group if path.rank == top]
+        if len({path.nodes[-1] for path in ranked}) > 1:
+            torn.append(ranked)
     entities = [node for group in torn for path in group
                 for node in (path.nodes[-1] if not _is_date(path) else None, path.nodes[-2])
                 if isinstance(node, ox.NamedNode)]
     known = roles(entities) if roles is not None and entities else {}
-    dropped: set[int] = set()
     for group in torn:
         told = [path for path in group if _is_date(path) and _names_date(path.edges[-1])
-                or not _is_date(path) and _is_what_it_reaches(path, known)] or group
-        fewest = min(_uses(path, known) for path in told)
+                or not _is_date(path) and _is_what_it_reaches(path, known)]
+        fewest = min(_uses(path, known) for path in told or group)
+        least = [path for path in told or group if _uses(path, known) == fewest]
+        surest = max(_surety(path, known) for path in least) if told else 0.0
         dropped.update(id(path) for path in group
-                       if path not in told or _uses(path, known) > fewest)
+                       if path not in least or _surety(path, known) < surest)
     return [path for path in paths if id(path) not in dropped]
 
 
@@ -522,6 +537,24 @@ def _is_what_it_reaches(path: Path, roles: Roles) -> bool:
     that shares a word with that hop's in ATTESTED_USES other edges at least, and ATTESTED_LIFT
     times as often as it uses its other predicates of that side on average: a node that a few
     edges name so at random, as any node of many edges is, is not told."""
+    most, usual = _named_so(path, roles)
+    return most >= ATTESTED_USES and most >= ATTESTED_LIFT * usual
+
+
+def _surety(path: Path, roles: Roles) -> float:
+    """How surely the KG names the path's end what the last hop reaches: how many times more
+    often than its other predicates on average (at least one use) it uses one of those
+    (`_named_so`); 0 for a date, which the KG does not name so."""
+    if _is_date(path):
+        return 0.0
+    most, usual = _named_so(path, roles)
+    return most / max(usual, 1.0)
+
+
+def _named_so(path: Path, roles: Roles) -> tuple[int, float]:
+    """(the most edges other than the path's own that name its end, on the side the last hop
+    reaches it, by one predicate that shares a word with that hop's; how many it names it by
+    each of its other predicates of that side, on average)."""
     edge, end = path.edges[-1], path.nodes[-1]
     incoming = edge.triple.subject == path.nodes[-2]
     found = roles.get(end, Counter()) if isinstance(end, ox.NamedNode) else Counter()
@@ -533,8 +566,7 @@ def _is_what_it_reaches(path: Path, roles: Roles) -> bool:
             like.append(uses - (label == edge.labels[1]))  # the edge walked is one of them
         else:
             unlike.append(uses)
-    most = max(like, default=0)
-    return most >= ATTESTED_USES and most >= ATTESTED_LIFT * sum(unlike) / max(len(unlike), 1)
+    return max(like, default=0), sum(unlike) / max(len(unlike), 1)
 
 
 def _predicates(path: Path) -> tuple[str, ...]:
