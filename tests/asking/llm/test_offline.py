@@ -707,6 +707,19 @@ def test_a_value_an_option_reaches_only_against_a_predicates_direction_is_not_sh
     assert {edge.labels for edge in chosen} == set(facts)
 
 
+def test_the_one_value_a_node_has_answers_though_the_kg_tells_only_its_look_alikes() -> None:
+    """Each of the three neighbours the composer calls his "country" is what many edges call a
+    country, Austria, in this KG, in no other edge; but he has one "country of citizenship"
+    beside three "country" edges: "Which country ...?" asks for the value he has one of."""
+    look_alikes = [("Hans J. Salter", "country", country) for country in ("Peru", "Chad", "Laos")]
+    elsewhere = [(f"{country} {city}", "country", country)
+                 for country in ("Peru", "Chad", "Laos") for city in ("a", "b", "c")]
+    chosen, lead = ask(COMPOSER_FROM, kg(*COMPOSER, *look_alikes), "Thunder on the Hill",
+                       roles=kg_roles(*COMPOSER, *look_alikes, *elsewhere))
+    assert [edge.labels for edge in chosen] == COMPOSER
+    assert lead == "Austria"
+
+
 def test_a_date_a_node_has_once_answers_when_over_dates_it_has_many_of() -> None:
     """A film reached by "date of death" three times was not born and did not die; its one
     "publication date" is when it came out."""

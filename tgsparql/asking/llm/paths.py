@@ -477,19 +477,22 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
 def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
     """The paths, but where equally good paths of one clause reach different ends (from one
     option of a comparison, which asks each option for its value; from any seed of another
-    question for one thing), only those to an end that is told to be what the last hop
-    reaches, if any is: an entity the KG says is (`_is_what_it_reaches`), a date by a predicate
-    that names a date. "country of citizenship: Austrian" and "country of origin: Interstate 5"
-    answer "Which country ...?" alike, but the KG names Austrian by "country" in many other
-    edges and the road in none; "date of death: 953" and "cause of death: 9 June 1938" answer
-    "When did X die?" alike, but only the first says it gives a date. Of those, only the paths
-    whose last hop's predicate their start uses least often that way round (`_uses`): a person
-    whose "country" edges reach tens of neighbours has one "country of citizenship", the
-    country asked for. Of ends the KG tells, only those it names so most surely (`_surety`):
-    America, which tens of edges call a country, over a man three edges call so among his many
-    others. Paths from several seeds are first held to the best of them (`Path.rank`: a hop
-    read against its predicate's direction tells less). One read of the KG (`roles`) for all
-    the ends and starts in question, none when no entity is."""
+    question for one thing), only those whose last hop's predicate their start uses least often
+    that way round (`_uses`): a question for one thing ("Which country ...?", "When ...?") asks
+    for a value its start has one of, so a person whose "country" edges reach tens of
+    neighbours has one "country of citizenship", the country asked for. Of those, only those to
+    an end that is told to be what the last hop reaches, if any is: an entity the KG says is
+    (`_is_what_it_reaches`), a date by a predicate that names a date. "country of citizenship:
+    Austrian" and "country of origin: Interstate 5" answer "Which country ...?" alike, but the
+    KG names Austrian by "country" in many other edges and the road in none; "date of death:
+    953" and "cause of death: 9 June 1938" answer "When did X die?" alike, but only the first
+    says it gives a date. Of ends the KG tells, only those it names so most surely
+    (`_surety`): America, which tens of edges call a country, over a man three edges call so
+    among his many others. The start's counts come first: what a node's own edges are is read
+    from more of them than what an end is called by others, which any node of many edges is
+    called now and then. Paths from several seeds are first held to the best of them
+    (`Path.rank`: a hop read against its predicate's direction tells less). One read of the KG
+    (`roles`) for all the ends and starts in question, none when no entity is."""
     groups: dict[tuple[int, Node | None], list[Path]] = {}
     for path in paths:
         if not path.reading.plural:  # a question for several things wants them all
@@ -508,13 +511,13 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
                 if isinstance(node, ox.NamedNode)]
     known = roles(entities) if roles is not None and entities else {}
     for group in torn:
-        told = [path for path in group if _is_date(path) and _names_date(path.edges[-1])
+        fewest = min(_uses(path, known) for path in group)
+        least = [path for path in group if _uses(path, known) == fewest]
+        told = [path for path in least if _is_date(path) and _names_date(path.edges[-1])
                 or not _is_date(path) and _is_what_it_reaches(path, known)]
-        fewest = min(_uses(path, known) for path in told or group)
-        least = [path for path in told or group if _uses(path, known) == fewest]
-        surest = max(_surety(path, known) for path in least) if told else 0.0
+        surest = max(_surety(path, known) for path in told) if told else 0.0
         dropped.update(id(path) for path in group
-                       if path not in least or _surety(path, known) < surest)
+                       if path not in (told or least) or _surety(path, known) < surest)
     return [path for path in paths if id(path) not in dropped]
 
 
