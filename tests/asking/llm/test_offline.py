@@ -502,6 +502,18 @@ def test_a_comparison_compares_the_values_it_selected(question: str, lead: str) 
     assert {edge.labels[0] for edge in chosen} & seeds == seeds  # each option's path is cited
 
 
+def test_the_same_n_with_one_options_value_has_no_lead() -> None:
+    """"Are A and B from the same country?" asks yes or no: with only B's country in the facts
+    there is nothing to compare, and B's country is no answer to it."""
+    facts = kg(("Greencastle", "director", "Koran Dunbar"),
+               ("Koran Dunbar", "country of citizenship", "American"))
+    question = "Are the directors of films C-Man and Greencastle both from the same country?"
+    chosen, lead = ask(question, facts, "Greencastle")
+    assert len(chosen) == 2 and lead == ""
+    [text] = list(OfflineBackend().answer(question, chosen, stream=False))
+    assert text.startswith("From the knowledge graph: Greencastle director Koran Dunbar")
+
+
 COUPON = kg(
     ("The Last Coupon", "director", "Frank Launder"),
     ("Interview with a Hitman", "director", "Perry Bhandal"),

@@ -23,8 +23,8 @@ from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.paths import (
-    Path, Reading, attested, best, clauses, compare, is_partial, named_ends, path_seeds, read,
-    seed_names, walk,
+    SAME, Path, Reading, attested, best, clauses, compare, is_partial, named_ends, path_seeds,
+    read, seed_names, walk,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -158,10 +158,15 @@ def _lead(question: str, facts: Sequence[LabeledEdge]) -> str | None:
 
 def _clause_lead(reading: Reading, facts: Sequence[LabeledEdge],
                  seeds: Sequence[object]) -> str | None:
+    """The end the clause's paths reach; for a comparison, what comparing the options' values
+    gives, and nothing when the facts give fewer than two options a value and the question
+    asks yes or no ("Are A and B from the same country?"): an entity is no answer to it."""
     paths = best(reading, walk(reading, facts, seeds), seeds)
     compared = compare(reading, paths)
     if compared is not None:
         return compared.capitalize() if compared in ("yes", "no") else compared
+    if reading.comparison is SAME:
+        return None
     ends = list(dict.fromkeys(path.end_label for path in paths if path.end_label))
     if not ends:
         return None
