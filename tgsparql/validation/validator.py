@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Collection, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -25,6 +24,9 @@ from tgsparql.validation.prebinding import group_starts, insert_values
 from tgsparql.validation.report import ValidationReport, ValidationResult
 from tgsparql.validation.shapes import Shapes
 from tgsparql.validation.sparql import SparqlConstraint
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 _PLACEHOLDER = re.compile(r"\{[?$]([A-Za-z_][A-Za-z0-9_]*)\}")
 _STAND_IN = re.compile(f"<{re.escape(FOCUS_STAND_IN)}([0-9]+)>")
@@ -209,7 +211,7 @@ class Validator:
         results: list[ValidationResult] = []
         checked = set() if focus is None else set(idle)  # an idle shape is checked: it has no value
         run = 0
-        overlapped = isinstance(store, EmbeddedStore)
+        overlapped = isinstance(store, EmbeddedStore) and focus is None
         requests = self._batched(queries) if focus is not None else [(q.text, [q]) for q in queries]
         for query, rows in _answered(store, requests, default_graph, overlapped):
             if query.per_focus_node is not None:
@@ -429,33 +431,27 @@ def _answered(
     store: Store, requests: Iterable[tuple[str, list[CompiledQuery]]], default_graph: DataGraph,
     overlapped: bool,
 ) -> Iterator[tuple[CompiledQuery, list[Solution]]]:
-    """Each query with its rows, in order; with `overlapped`, QUERIES_AT_ONCE requests run at a
-    time. Requests given one at a time (a few focus nodes: each text lists them) are sent only
-    as the first ones are read, so no more texts are held than run; a list (every focus node: a
-    few short texts) is queued whole, the longest first (_longest_first), so that both CPUs stay
-    busy to the end instead of one waiting while the other finishes the request read next."""
+    """Each query with its rows, in order. Without `overlapped` one request after another: a
+    run over a few focus nodes, whose texts each list the nodes, is given them one at a time
+    and holds no more texts than the one it runs (on the embedded store, its forty-odd short
+    queries run faster so than two at a time, and a command need not load a thread pool). With
+    it (every focus node, on the embedded store), QUERIES_AT_ONCE requests at a time, queued
+    whole, the longest first (_longest_first), so that both CPUs stay busy to the end instead
+    of one waiting while the other finishes the request read next."""
     if not overlapped:
         for text, answered in requests:
             yield from _split(answered, store.select(text, default_graph=default_graph))
         return
+    from concurrent.futures import ThreadPoolExecutor  # with logging, 4 ms a command need not pay
+
+    queued = list(requests)
     pool = ThreadPoolExecutor(QUERIES_AT_ONCE)
     try:
-        if isinstance(requests, list):
-            futures: dict[int, Future[list[Solution]]] = {}
-            for i in sorted(range(len(requests)), key=lambda i: _longest_first(requests[i][1])):
-                futures[i] = pool.submit(store.select, requests[i][0], default_graph=default_graph)
-            for i, (_, answered) in enumerate(requests):
-                yield from _split(answered, futures.pop(i).result())
-            return
-        pending: deque[tuple[list[CompiledQuery], Future[list[Solution]]]] = deque()
-        for text, answered in requests:
-            pending.append((answered, pool.submit(store.select, text, default_graph=default_graph)))
-            if len(pending) >= QUERIES_AT_ONCE:
-                done, future = pending.popleft()
-                yield from _split(done, future.result())
-        while pending:
-            done, future = pending.popleft()
-            yield from _split(done, future.result())
+        futures: dict[int, Future[list[Solution]]] = {}
+        for i in sorted(range(len(queued)), key=lambda i: _longest_first(queued[i][1])):
+            futures[i] = pool.submit(store.select, queued[i][0], default_graph=default_graph)
+        for i, (_, answered) in enumerate(queued):
+            yield from _split(answered, futures.pop(i).result())
     finally:  # a run stopped by an error (or its reader) runs none of the queued requests
         pool.shutdown(cancel_futures=True)
 
