@@ -4,7 +4,6 @@ the KG and its sources as they are now) and `doctor` (an endpoint)."""
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from pathlib import Path
 
@@ -121,6 +120,8 @@ def drift(target: StoreTarget, collection: Collection, format_: str,
             found = find_drift(store, collection)
     except StoreError as error:
         raise CannotCheck(str(error)) from None
+    import json  # here, not with the module, which `validate --session` loads too
+
     text = {
         "json": lambda: json.dumps(found.to_json(), ensure_ascii=False, indent=2) + "\n",
         "csv": found.to_csv,
@@ -156,6 +157,8 @@ def session_conforms(store: Store, session: str, *, jsonl: bool) -> bool:
     except (ShapesError, StoreError, SessionNotFound, ValueError) as error:
         raise CannotCheck(str(error)) from None
     if jsonl:
+        import json
+
         line = {"validation": {"session": session, **report.to_json()}}
         click.echo(json.dumps(line, ensure_ascii=False))
     else:
@@ -185,6 +188,8 @@ def doctor(remote: Endpoint | None, dialect: Dialect | None, format_: str) -> No
     except StoreError as error:
         raise Failure(str(error)) from None
     if format_ == "json":
+        import json
+
         click.echo(json.dumps(diagnosis.to_json(), ensure_ascii=False, indent=2))
     else:
         click.echo(diagnosis.to_text())

@@ -13,7 +13,6 @@ which of its verbs runs it without reading the text.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -465,6 +464,8 @@ def header(name: str) -> Header:
 
 
 def _parameter(template: str, name: str, text: str) -> Parameter:
+    import json  # a template's header is read once, when its file is; not by every command
+
     spec, _, description = text.partition(" — ")
     kind, *options = spec.split(", ")
     found: dict[str, Any] = {}

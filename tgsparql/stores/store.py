@@ -12,7 +12,6 @@ import gc
 import itertools
 import os
 import re
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -442,6 +441,8 @@ class EmbeddedStore(WithTemplates):
         """The store put back from its checkpoint after `error`, and reopened; what that left,
         in words. Should putting it back fail, the store stays closed: a later write would be
         lost when the next open puts it back."""
+        import traceback  # only here: 2 ms a reading command need not pay
+
         # The failed writes' frames may hold a query's rows, which keep the store open.
         traceback.clear_frames(error.__traceback__)
         self._open = None
