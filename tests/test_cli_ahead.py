@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pyoxigraph as ox
 import pytest
 
-from tests.conftest import cli, tgsparql_process
+from tests.conftest import clean_env, cli, console_script, tgsparql_process
 from tgsparql.cli import main, options
 from tgsparql.cli.ahead import open_ahead, opened_ahead
 
@@ -158,3 +160,19 @@ def test_loading_a_command_leaves_the_cyclic_collector_as_it_was(enabled: bool) 
             assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+def test_a_reading_command_started_without_stdout_still_exits_with_its_code(
+    kg_store: Path
+) -> None:
+    """A CI runner that closes the command's stdout: nothing to flush it to, and the exit code
+    is still the command's."""
+    done = subprocess.run([console_script(), "validate", "--store", str(kg_store), "--fail-on",
+                           "warning", "--all-results"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env=clean_env(), timeout=120)
+    assert (done.returncode, done.stderr) == (1, "")
+    closed = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; "
+                             "from tgsparql.cli import main; main()", "validate", "--store",
+                             str(kg_store)], stderr=subprocess.PIPE, text=True, env=clean_env(),
+                            timeout=120)
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr

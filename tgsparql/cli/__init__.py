@@ -82,11 +82,13 @@ class Commands(click.Group):
 def _leave(code: object) -> NoReturn:
     """Exit with `code` as `sys.exit` would, once stdout and stderr are flushed, skipping
     the interpreter's teardown."""
-    if isinstance(code, str):
-        print(code, file=sys.stderr)
     status = code if isinstance(code, int) else (0 if code is None else 1)
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started without it
+            continue
         try:
+            if stream is sys.stderr and isinstance(code, str):
+                print(code, file=stream)
             stream.flush()
         except (OSError, ValueError):  # a reader that went away, or a closed stream
             pass
