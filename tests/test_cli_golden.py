@@ -12,7 +12,7 @@ import click
 import pytest
 import yaml
 
-from tests.conftest import CliRun, cli
+from tests.conftest import CliRun, cli, tgsparql_process
 from tgsparql.cli import main
 from tgsparql.cli.ask import DEMO_QUESTION
 from tgsparql.stores.store import open_store
@@ -219,3 +219,26 @@ def test_a_session_that_no_longer_conforms_is_frozen_so_with_a_warning(asked: Pa
                          r"warnings from \d+ shapes\); frozen as `validation: violates`$", warning)
     verdicts = [q.get("validation") for q in yaml.safe_load(run.stdout)["questions"]]
     assert verdicts == ["violates", "violates"]
+
+
+def test_a_started_check_keeps_the_sessions_it_records_and_ends_with_its_code(
+    asked: Path, frozen: Path
+) -> None:
+    """`check` started as CI starts it: its process ends without Python's teardown once its
+    output is flushed, so what it wrote must be on disk by then; the sessions kept in the
+    named collection are there for the next process to read, and a throwaway run leaves the
+    store as it found it."""
+    process = tgsparql_process("check", "--store", asked, frozen, "--collection", "ci-1")
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "all 2 questions hold" in stdout
+    kept = json.loads(ok("sessions", "--store", asked, "--collection", "ci-1", "--format",
+                         "json").stdout)
+    assert len(kept) == 2
+    with open_store(asked) as store:
+        before = set(store.oxigraph)
+    process = tgsparql_process("check", "--store", asked, frozen)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    with open_store(asked) as store:
+        assert set(store.oxigraph) == before

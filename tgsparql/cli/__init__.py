@@ -56,9 +56,10 @@ class Commands(click.Group):
         """Runs a command; the store of a reading one is opened meanwhile (`ahead`).
 
         The process of a reading command (the command line its own: `args` not given) ends as
-        soon as its output is flushed: what it holds is read-only, and Python's teardown, which
-        frees every object one by one and closes the store, only delays the exit code a CI step
-        waits for (about 10 ms of `validate --session`)."""
+        soon as its output is flushed: by then the command has closed what it opened (the
+        store `check` records its replayed sessions in is flushed and closed as its block
+        ends), and Python's teardown, which frees every object one by one, only delays the exit
+        code a CI step waits for (about 10 ms of `validate --session`)."""
         open_ahead(sys.argv[1:] if args is None else list(args))
         if args is not None or len(sys.argv) < 2 or sys.argv[1] not in READING_COMMANDS:
             return super().main(args, *rest, **options)
