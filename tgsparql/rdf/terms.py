@@ -69,14 +69,15 @@ def text_datetime(text: str | None) -> dt.datetime | None:
     return moment if moment is not None and moment.tzinfo is not None else None
 
 
-def oldest_first(started: str | None, tie: str) -> tuple[int, dt.datetime, str, str]:
+_NO_MOMENT: Final = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+def oldest_first(started: str | None, tie: str) -> tuple[bool, dt.datetime, str, str]:
     """A sort key for records by their xsd:dateTime start: by the moment, never by the text
     (stores write the canonical form, which drops a fraction's trailing zeros, so "…:01.12Z"
     sorts after "…:01.123Z" as text); a start that names no moment goes last, by its text."""
     moment = text_datetime(started)
-    if moment is None:
-        return (1, dt.datetime.min.replace(tzinfo=dt.timezone.utc), started or "", tie)
-    return (0, moment, "", tie)
+    return (moment is None, moment or _NO_MOMENT, "" if moment else started or "", tie)
 
 
 Parts = tuple[Term | None, Term | None, Term | None]

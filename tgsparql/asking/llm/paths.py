@@ -482,12 +482,12 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
     for a value its start has one of, so a person whose "country" edges reach tens of
     neighbours has one "country of citizenship", the country asked for. Of those, only those to
     an end that is told to be what the last hop reaches, if any is: an entity the KG says is
-    (`_is_what_it_reaches`), a date by a predicate that names a date. "country of citizenship:
+    (`_told`), a date by a predicate that names a date. "country of citizenship:
     Austrian" and "country of origin: Interstate 5" answer "Which country ...?" alike, but the
     KG names Austrian by "country" in many other edges and the road in none; "date of death:
     953" and "cause of death: 9 June 1938" answer "When did X die?" alike, but only the first
     says it gives a date. Of ends the KG tells, only those it names so most surely
-    (`_surety`): America, which tens of edges call a country, over a man three edges call so
+    (`_told`): America, which tens of edges call a country, over a man three edges call so
     among his many others. The start's counts come first: what a node's own edges are is read
     from more of them than what an end is called by others, which any node of many edges is
     called now and then. Paths from several seeds are first held to the best of them
@@ -511,13 +511,15 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
                 if isinstance(node, ox.NamedNode)]
     known = roles(entities) if roles is not None and entities else {}
     for group in torn:
-        fewest = min(_uses(path, known) for path in group)
-        least = [path for path in group if _uses(path, known) == fewest]
-        told = [path for path in least if _is_date(path) and _names_date(path.edges[-1])
-                or not _is_date(path) and _is_what_it_reaches(path, known)]
-        surest = max(_surety(path, known) for path in told) if told else 0.0
+        uses = {id(path): _uses(path, known) for path in group}
+        fewest = min(uses.values())
+        least = [path for path in group if uses[id(path)] == fewest]
+        told = {id(path): surety for path in least
+                if (surety := _told(path, known)) is not None}
+        surest = max(told.values(), default=0.0)
+        kept = {key for key, surety in told.items() if surety == surest}
         dropped.update(id(path) for path in group
-                       if path not in (told or least) or _surety(path, known) < surest)
+                       if id(path) not in (kept or {id(path) for path in least}))
     return [path for path in paths if id(path) not in dropped]
 
 
@@ -535,22 +537,19 @@ def _is_date(path: Path) -> bool:
     return date_of(path.end_label) is not None
 
 
-def _is_what_it_reaches(path: Path, roles: Roles) -> bool:
-    """Whether the KG names the path's end, on the side the last hop reaches it, by a predicate
-    that shares a word with that hop's in ATTESTED_USES other edges at least, and ATTESTED_LIFT
-    times as often as it uses its other predicates of that side on average: a node that a few
-    edges name so at random, as any node of many edges is, is not told."""
-    most, usual = _named_so(path, roles)
-    return most >= ATTESTED_USES and most >= ATTESTED_LIFT * usual
-
-
-def _surety(path: Path, roles: Roles) -> float:
-    """How surely the KG names the path's end what the last hop reaches: how many times more
-    often than its other predicates on average (at least one use) it uses one of those
-    (`_named_so`); 0 for a date, which the KG does not name so."""
+def _told(path: Path, roles: Roles) -> float | None:
+    """How surely the KG tells that the path's end is what the last hop reaches; None when it
+    does not. A date is told by a predicate that names a date (surety 0: the KG does not name a
+    date so). An entity is told when the KG names it, on the side the last hop reaches it, by a
+    predicate that shares a word with that hop's in ATTESTED_USES other edges at least, and
+    ATTESTED_LIFT times as often as it uses its other predicates of that side on average (a
+    node that a few edges name so at random, as any node of many edges is, is not told); its
+    surety is how many times as often (against at least one use)."""
     if _is_date(path):
-        return 0.0
+        return 0.0 if _names_date(path.edges[-1]) else None
     most, usual = _named_so(path, roles)
+    if most < ATTESTED_USES or most < ATTESTED_LIFT * usual:
+        return None
     return most / max(usual, 1.0)
 
 
