@@ -162,6 +162,22 @@ def test_loading_a_command_leaves_the_cyclic_collector_as_it_was(enabled: bool) 
         gc.enable()
 
 
+def test_a_command_in_its_own_process_keeps_what_it_loaded_out_of_the_collectors_passes() -> None:
+    """Run as the process's own command line, the objects loaded with the command live as long
+    as the process: they are frozen out of the collector's passes (gc.freeze). A caller in
+    Python that hands the command its arguments keeps its own objects collectable."""
+    script = ("import gc, sys\nfrom tgsparql.cli import main\nsys.argv = ['tgsparql', 'sessions', "
+              "'--help']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+              "print(gc.get_freeze_count(), gc.isenabled())")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=clean_env(), timeout=120, check=True)
+    frozen, enabled = done.stdout.split()[-2:]
+    assert int(frozen) > 10_000 and enabled == "True"
+    before = gc.get_freeze_count()
+    assert cli("sessions", "--help").exit_code == 0
+    assert gc.get_freeze_count() == before
+
+
 def test_a_reading_command_started_without_stdout_still_exits_with_its_code(
     kg_store: Path
 ) -> None:
