@@ -4,6 +4,7 @@ directory others can write is never trusted, and is built again."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -180,6 +181,26 @@ def test_a_whole_entry_this_code_cannot_use_is_built_again(directory: Path, payl
     build, built = counting(build)
     assert isinstance(kept_validator(sources, "rdf12", build), Validator)
     assert built == [None]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("payload", [None, b"cno_such_module\nThing\n."])
+def test_reading_an_entry_back_leaves_the_cyclic_collector_as_it_was(
+    directory: Path, enabled: bool, payload: bytes | None
+) -> None:
+    """The collector pauses while an entry is read back (its objects all live on), whether it
+    reads whole or not, and runs again after as it did before."""
+    sources, build = bundled()
+    kept_validator(sources, "rdf12", build)
+    if payload is not None:
+        [entry] = entries(directory)
+        entry.write_bytes(MAGIC + hashlib.sha256(payload).digest() + payload)
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert isinstance(kept_validator(sources, "rdf12", build), Validator)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
 
 
 def test_shapes_changed_since_are_read_again(directory: Path, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ not an error, as is one that cannot be written.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -159,10 +160,15 @@ def _read(entry: Path, kind: type[T]) -> T | None:
     payload = data[head + 32:]
     if data[:head] != MAGIC or hashlib.sha256(payload).digest() != data[head:head + 32]:
         return None
-    try:
+    collecting = gc.isenabled()
+    gc.disable()  # the objects read back all live on: passes of the collector over them free
+    try:  # nothing (a validator is tens of thousands of objects: about a third of the read)
         found, imported = pickle.loads(payload)
     except Exception:  # a whole entry this code cannot read back: built again, as a stale one
         return None
+    finally:
+        if collecting:
+            gc.enable()
     if not isinstance(found, kind):
         return None
     if any(_digest(Path(path)) != digest for path, digest in imported):
