@@ -30,15 +30,13 @@ from tgsparql.rdf.iris import (
     rollup_fact_iri,
     rollup_usage_iri,
 )
+from tgsparql.rdf.headers import header, parse_type, split_header
 from tgsparql.rdf.templates import (
     STAND_IN,
     Sparql,
     TemplateError,
     Templates,
     _environment,
-    header,
-    parse_type,
-    split_header,
     stand_in,
 )
 from tgsparql.rdf.terms import DIALECTS, Dialect

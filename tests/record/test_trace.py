@@ -21,7 +21,8 @@ from tgsparql.asking.sources import ChunkSource
 from tgsparql.data.loader import load_files
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import SessionIds
-from tgsparql.rdf.templates import Templates, header, split_header
+from tgsparql.rdf.headers import header, split_header
+from tgsparql.rdf.templates import Templates
 from tgsparql.record.explain import explain_session
 from tgsparql.record.readback import Explanation
 from tgsparql.record.trace import (
@@ -207,7 +208,7 @@ def is_comment(line: str) -> bool:
 
 
 def template_lines(path: Path) -> list[str]:
-    """The template's lines below its header (tgsparql.rdf.templates.Header), each shared
+    """The template's lines below its header (tgsparql.rdf.headers.Header), each shared
     fragment's in place of the line that includes it (less the fragment's own header and
     opening comment)."""
     lines: list[str] = []

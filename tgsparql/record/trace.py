@@ -19,7 +19,8 @@ from tgsparql.asking.messages import Source, rdf_text
 from tgsparql.asking.sources import ChunkSource, chunk_source, facts_sources, sorted_sources
 from tgsparql.rdf import vocab
 from tgsparql.rdf.iris import EDGE_SELECTION_PREFIX, SESSION_PREFIX, UUID, ExtractionIds, SessionIds
-from tgsparql.rdf.templates import Templates, header
+from tgsparql.rdf.headers import header
+from tgsparql.rdf.templates import Templates
 from tgsparql.rdf.terms import edge_of, oldest_first, term_text
 from tgsparql.record.readback import Explanation, RecordedEdge
 from tgsparql.record.terminal import one_line, visible

@@ -1,4 +1,4 @@
-"""Saved BI queries: `queries/bi/NAME.rq`, whose header (tgsparql.rdf.templates.Header) gives
+"""Saved BI queries: `queries/bi/NAME.rq`, whose header (tgsparql.rdf.headers.Header) gives
 its title, description and parameters.
 
 A URL's query string becomes template parameters only after each value is checked against its
@@ -18,7 +18,8 @@ from urllib.parse import urlencode
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.templates import Templates, header
+from tgsparql.rdf.headers import header
+from tgsparql.rdf.templates import Templates
 from tgsparql.serve.sparql import ProtocolError
 
 PUBLIC_TYPES = {"integer": "integer", "text": "string", "date": "date", "collection": "collection"}

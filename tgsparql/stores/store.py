@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Literal, Protocol, TypeVar, cast, runtime_chec
 import pyoxigraph as ox
 
 from tgsparql.rdf.lexical import with_records
-from tgsparql.rdf.templates import TemplateError, Templates, header, templates_for
+from tgsparql.rdf.templates import TemplateError, Templates, templates_for
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.stores import checkpoint
 
@@ -231,6 +231,8 @@ class InDialect(WithTemplates):
 def _runnable(name: str, default_graph: DataGraph) -> RunForm:
     """The form template `name` runs as; TemplateError for a partial, or a data graph given to
     what the store runs on its own (an update, a CONSTRUCT)."""
+    from tgsparql.rdf.headers import header  # read where a template runs by its name
+
     form = header(name).form
     if form == "partial":
         raise TemplateError(f"{name} is a partial, which other templates include: it is not run")
