@@ -477,7 +477,7 @@ def _retrieval_ms(rag: GraphRag, question: str) -> float:
     started = time.perf_counter()
     grounding = ground(rag.store, question, rag.limits.entity_limit)
     retrieve(rag.store, grounding.seeds, rag.limits,
-             grounding.schema_predicates, grounding.stems, grounding.relations)
+             grounding.schema_predicates, grounding.stems, grounding.relations, grounding.kinds)
     return 1000 * (time.perf_counter() - started)
 
 

@@ -813,7 +813,7 @@ class Bench:
         def ranked() -> list[ox.Triple]:
             return retrieve_subgraph(
                 counting, grounding.seeds, self.limits,  # type: ignore[arg-type]
-                grounding.schema_predicates, grounding.stems, grounding.relations,
+                grounding.schema_predicates, grounding.stems, grounding.relations, grounding.kinds,
             )
 
         def unranked() -> list[ox.Triple]:

@@ -661,6 +661,27 @@ def test_an_in_law_asks_for_the_spouse_so_a_hub_keeps_that_edge(
             ox.Triple(ex("diarmait"), ex("mother"), ex("ness"))} <= set(edges)
 
 
+@pytest.mark.parametrize(("question", "relations", "kinds"), [
+    ("Where did Camille die?", {"death"}, ("place",)),
+    ("When did Camille die?", {"death"}, ("date",)),
+    ("What is the place of death of Camille?", {"death", "place"}, ()),
+    ("Who is the mother of Camille?", {"mother"}, ()),
+])
+def test_what_the_question_word_asks_for_is_told_apart_from_the_relations(
+    tgsparql_store: EmbeddedStore, question: str, relations: set[str], kinds: tuple[str, ...]
+) -> None:
+    """"Where" asks for a place: retrieval ranks the predicates that say so first at the end
+    of a path (`Grounding.kinds`), not at the seed, where the question's own words lead."""
+    indexed(tgsparql_store, """
+        ex:camille rdfs:label "Camille" . ex:pod rdfs:label "place of death" .
+        ex:dod rdfs:label "date of death" . ex:mother rdfs:label "mother" .
+        ex:camille ex:pod ex:x ; ex:dod ex:y ; ex:mother ex:z .
+    """)
+    grounding = ground(tgsparql_store, question, 50)
+    assert set(grounding.relations or ()) == relations
+    assert grounding.kinds == kinds
+
+
 # tolerant name matching: initials, short forms, a missing or misspelt name, ordinals, asides,
 # joined words, the name before a comma
 

@@ -635,6 +635,40 @@ def test_a_big_node_on_the_way_counts_neighbour_matches_by_stem_and_predicate_ma
     assert edges == kept
 
 
+WHERE_DID_THE_COMPOSER_DIE = """
+ex:film rdfs:label "Camille" ; ex:composer ex:axt ; ex:placeOfDeath ex:elsewhere .
+ex:axt rdfs:label "William Axt" ; ex:causeOfDeath ex:illness ; ex:dateOfDeath ex:day ;
+    ex:placeOfDeath ex:ukiah .
+ex:composer rdfs:label "composer" . ex:placeOfDeath rdfs:label "place of death" .
+ex:causeOfDeath rdfs:label "cause of death" . ex:dateOfDeath rdfs:label "date of death" .
+ex:elsewhere rdfs:label "Elsewhere" . ex:illness rdfs:label "Illness" . ex:day rdfs:label "Day" .
+ex:ukiah rdfs:label "Ukiah" .
+"""
+"""A path the question walks (the film's composer, then where he died) beside edges that
+answer its words at the wrong step: a place of death of the film, a cause and a date of death
+of the composer."""
+
+
+@pytest.mark.parametrize("noise", [0, 30])
+def test_what_the_question_word_asks_for_ranks_first_at_the_end_of_a_path_not_at_the_seed(
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch, noise: int
+) -> None:
+    """"Where did the composer of Camille die?": at the seed the composer edge is as good as a
+    place of death (the question word counts only beyond the seeds), and at the composer, read
+    whole or too big to be, the place of death beats his cause and date of death."""
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 20)
+    monkeypatch.setattr(retrieval, "COUNT_UP_TO", 40)
+    load(tgsparql_store, WHERE_DID_THE_COMPOSER_DIE + "".join(
+        f"ex:axt ex:knows ex:k{i} . " for i in range(noise)))
+    update_label_index(tgsparql_store)
+    grounding = ground(tgsparql_store, "Where did the composer of Camille die?", 50)
+    assert (grounding.relations, grounding.kinds) == (("compos", "death"), ("place",))
+    edges = retrieve_subgraph(tgsparql_store, grounding.seeds, limits(triple_limit=1),
+                              grounding.schema_predicates, grounding.stems, grounding.relations,
+                              grounding.kinds)
+    assert edges == [t("film", "composer", "axt"), t("axt", "placeOfDeath", "ukiah")]
+
+
 IN_LAWS = "\n".join(
     [f"ex:star ex:inLaw{k} ex:r{k}{i:02d} ." for k in range(3) for i in range(10)]
     + [f'ex:inLaw{k} rdfs:label "parent in law {k}" .' for k in range(3)]

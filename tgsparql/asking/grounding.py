@@ -48,7 +48,7 @@ from typing import Final, TypeVar
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.stems import SPOUSE, in_law, stem, stem_in_place
+from tgsparql.rdf.stems import ASKS_FOR, SPOUSE, in_law, stem, stem_in_place
 from tgsparql.rdf.text import WORD as _WORD
 from tgsparql.rdf.text import normalize_label, words
 from tgsparql.stores.store import Solution, Store
@@ -159,11 +159,14 @@ def content_words(key: str) -> list[str]:
 
 
 def stems(text: str) -> dict[str, str]:
-    """Content words of `text` by stem (stem → first surface form)."""
+    """Content words of `text` by stem (stem → first surface form), and what its question words
+    ask for (`ASKS_FOR`: "where" → place)."""
     found: dict[str, str] = {}
     words_of = match_key(text).split()
     for at, word in enumerate(words_of):
-        if word not in STOPWORDS:
+        if word in ASKS_FOR:
+            found.setdefault(ASKS_FOR[word], word)
+        elif word not in STOPWORDS:
             found.setdefault(stem_in_place(words_of, at), word)
     return found
 
@@ -308,6 +311,10 @@ class Grounding:
     """Those of `stems` that are no word of a name the question grounded ("death" of "Where
     did X die?" but not of "Dying God"): the words a predicate's label must hold to answer the
     question; None when not told apart (every stem)."""
+    kinds: tuple[str, ...] = ()
+    """Those of `stems` that only the question word says (`ASKS_FOR`: "place" of "Where did X
+    die?"): what the path's last predicate names, the place of death rather than its date or
+    cause."""
 
 
 def candidate_phrases(question: str) -> list[Phrase]:
@@ -584,9 +591,10 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     # a word of a name run that grounded names; any other word may ask
     in_runs = {i for run in runs for i in range(run.start, run.end)}
     naming = (covered | {i for start, end in inside for i in range(start, end)}) & in_runs
-    asking = {found for i, token in enumerate(tokens) if i not in naming
+    asking = {found for i, token in enumerate(tokens) if i not in naming and token not in ASKS_FOR
               for found in stems(token)}
     asking |= {SPOUSE for i in range(len(tokens)) if i not in naming and in_law(tokens, i)}
+    asked_for = {ASKS_FOR[token] for token in tokens if token in ASKS_FOR} - asking
     telling = sorted(set(read.telling))
     return Grounding(
         concepts=_unique(concepts),
@@ -595,6 +603,7 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
         stems=tuple(telling),
         names=tuple(by_entity[seed] for seed in seeds if seed in by_entity),
         relations=tuple(found for found in telling if found in asking),
+        kinds=tuple(found for found in telling if found in asked_for),
     )
 
 

@@ -287,7 +287,7 @@ class _Session:
         grounding = ground(rag.store, self.question, rag.limits.entity_limit)
         retrieved = retrieve(
             rag.store, grounding.seeds, rag.limits, grounding.schema_predicates,
-            grounding.stems, grounding.relations,
+            grounding.stems, grounding.relations, grounding.kinds,
         )
         return grounding, retrieved
 

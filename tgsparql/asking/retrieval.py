@@ -82,9 +82,10 @@ def retrieve_subgraph(
     schema_predicates: Sequence[ox.NamedNode] | None = None,
     stems: Sequence[str] = (),
     relations: Sequence[str] | None = None,
+    kinds: Sequence[str] = (),
 ) -> list[ox.Triple]:
     """Edges within `max_path_length` hops of the seeds, in the order they were reached."""
-    return retrieve(store, seeds, limits, schema_predicates, stems, relations).edges
+    return retrieve(store, seeds, limits, schema_predicates, stems, relations, kinds).edges
 
 
 def retrieve(
@@ -94,6 +95,7 @@ def retrieve(
     schema_predicates: Sequence[ox.NamedNode] | None = None,
     stems: Sequence[str] = (),
     relations: Sequence[str] | None = None,
+    kinds: Sequence[str] = (),
 ) -> Retrieved:
     """The subgraph, and what its cut chose from.
 
@@ -103,7 +105,9 @@ def retrieve(
     When the size cap binds, the frontier's nodes take turns, so a seed with many edges cannot
     crowd out the others. `stems` are the question's word stems the ranking matches labels
     with, `relations` those of them a predicate's label answers the question by (all of them
-    when None: grounding tells the words of the names it grounded apart, `Grounding.relations`);
+    when None: grounding tells the words of the names it grounded apart, `Grounding.relations`),
+    `kinds` those of them only the question word says (`Grounding.kinds`: "place" of "where"),
+    which a predicate's label answers at a node the walk reached, the end of a path from a seed;
     `schema_predicates` are the well-known ones the KG uses (grounding asks for them in
     its own query); the store is asked here only when they are not given.
     """
@@ -117,6 +121,7 @@ def retrieve(
     query = RankedQuery(
         store, excluded, sorted(set(stems)), list(dict.fromkeys(seeds)),
         limits.triple_limit, None if relations is None else frozenset(relations),
+        frozenset(kinds),
     )
     return walk(query, limits)
 
@@ -261,6 +266,9 @@ class RankedQuery:
     triple_limit: int
     relations: frozenset[str] | None = None
     """The stems a predicate's label answers the question by; None: all of `stems`."""
+    kinds: frozenset[str] = frozenset()
+    """The stems a predicate's label answers the question word by at a node that is no seed
+    (`retrieve`); they match no neighbour's label."""
     candidates: dict[ox.NamedNode, int] = field(default_factory=dict)
     best: dict[ox.NamedNode, list[ox.Triple]] = field(default_factory=dict)
     holders: dict[object, set[str]] | None = None
@@ -268,10 +276,14 @@ class RankedQuery:
     with the first hop's degrees."""
     predicates: dict[object, list[str]] = field(default_factory=dict)
     """Those of them used as predicates whose label holds a relation stem, with those."""
+    beyond: dict[object, list[str]] = field(default_factory=dict)
+    """As `predicates`, a kind stem counted too: at a node that is no seed."""
     named: dict[str, int] = field(default_factory=dict)
     """How many of the stems each holder's label holds, by its IRI (`_best`)."""
     asked: dict[str, int] = field(default_factory=dict)
     """How many relation stems each of `predicates` holds, by its IRI (`_best`)."""
+    asked_beyond: dict[str, int] = field(default_factory=dict)
+    """As `asked`, of `beyond`."""
 
     @cached_property
     def seed_iris(self) -> frozenset[str]:
@@ -322,7 +334,7 @@ class RankedQuery:
         by_value = len(neighbours) * len(hubs) <= NEIGHBOURS_BY_VALUE
         rows = self._select_edges(small, hubs, neighbours if by_value else None)
         read, matches = _split_rows(
-            rows, small, hubs, holders if by_value else {}, self.predicates
+            rows, small, hubs, holders if by_value else {}, self.beyond
         )
         grown = [node for node, edges in zip(small, read) if not self._rank_whole(node, edges)]
         for node, rows_of_node in matches.items():
@@ -339,8 +351,9 @@ class RankedQuery:
         if len(edges) > RANK_WHOLE_UP_TO:
             return False
         kept = [edge for edge in edges if not isinstance(edge[0], ox.BlankNode)]
-        seeds = self.seed_iris if node.value in self.seed_iris else frozenset()
-        self.best[node] = _best(node, kept, seeds, self.named, self.asked, self.triple_limit)
+        seed = node.value in self.seed_iris
+        self.best[node] = _best(node, kept, self.seed_iris if seed else frozenset(), self.named,
+                                self.asked if seed else self.asked_beyond, self.triple_limit)
         return True
 
     def _select_edges(
@@ -354,7 +367,7 @@ class RankedQuery:
             nodes=small,
             hubs=hubs,
             stems=self.stems,
-            predicates=self.predicates,
+            predicates=self.beyond,
             neighbours=neighbours,
             excluded=self.excluded,
             matches_up_to=MATCHES_UP_TO,
@@ -374,21 +387,29 @@ class RankedQuery:
             elif isinstance(row.get("predicate"), ox.NamedNode):
                 predicates.add(row["predicate"])
         telling = {stem: terms for stem, terms in by_stem.items() if len(terms) <= COMMON_STEM}
-        self.stems = sorted(telling)
-        holders: dict[object, set[str]] = {}
+        kinds = self.kinds - (self.relations or set())
+        self.stems = sorted(stem for stem in telling if stem not in kinds)
+        held_by: dict[object, set[str]] = {}
         for stem, terms in telling.items():
             for term in terms:
-                holders.setdefault(term, set()).add(stem)
+                held_by.setdefault(term, set()).add(stem)
         relations = self.relations
-        self.predicates = {
-            term: held
-            for term in sorted(predicates & holders.keys(), key=str)
-            if (held := sorted(stem for stem in holders[term]
-                               if relations is None or stem in relations))
-        }
+
+        def answering(counted: frozenset[str]) -> dict[object, list[str]]:
+            return {
+                term: held
+                for term in sorted(predicates & held_by.keys(), key=str)
+                if (held := sorted(stem for stem in held_by[term] if stem in counted
+                                   or relations is None and stem not in kinds))
+            }
+
+        self.predicates = answering(relations or frozenset())
+        self.beyond = answering((relations or frozenset()) | kinds)
         self.asked = {term.value: len(held) for term, held in self.predicates.items()
                       if isinstance(term, ox.NamedNode)}
-        return holders
+        self.asked_beyond = {term.value: len(held) for term, held in self.beyond.items()
+                             if isinstance(term, ox.NamedNode)}
+        return {term: held - kinds for term, held in held_by.items() if held - kinds}
 
     def _degrees(
         self, nodes: Sequence[ox.NamedNode]

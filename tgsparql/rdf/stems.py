@@ -89,6 +89,12 @@ _LEMMAS = {
 }
 
 
+ASKS_FOR = {"where": "place", "when": "date"}
+"""The stem a KG's predicates name what a question word asks for with: "Where did X die?" asks
+for the place of death, not its date or cause; "When was X born?" for the date of birth. The
+question words themselves are stopwords, which name nothing."""
+
+
 @cache
 def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")
