@@ -661,6 +661,26 @@ def test_an_in_law_asks_for_the_spouse_so_a_hub_keeps_that_edge(
             ox.Triple(ex("diarmait"), ex("mother"), ex("ness"))} <= set(edges)
 
 
+def test_an_aside_after_a_name_that_grounded_seeds_nothing_of_its_own(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """"Camille (1926 Feature Film)": the aside tells which Camille, and neither the year nor
+    the singer a song's aside names is a thing the question asks about."""
+    indexed(tgsparql_store, """
+        ex:camille rdfs:label "Camille (1926 feature film)" . ex:year rdfs:label "1926" .
+        ex:song rdfs:label "Am I Wrong" . ex:singer rdfs:label "Etienne de Crecy" .
+    """)
+    film = ground(tgsparql_store, "Where did the composer of Camille (1926 Feature Film) die?",
+                  50)
+    assert film.seeds == [ex("camille")]
+    song = ground(tgsparql_store, "Who sang Am I Wrong (Etienne De Crecy Song)?", 50)
+    assert song.seeds == [ex("song")]
+    # an aside after a name that grounded nothing, or one that stands alone, still seeds
+    alone = ground(tgsparql_store, "Who sang Am I Right (Etienne De Crecy Song)?", 50)
+    assert alone.seeds == [ex("singer")]
+    assert ground(tgsparql_store, "What happened in (1926)?", 50).seeds == [ex("year")]
+
+
 @pytest.mark.parametrize(("question", "relations", "kinds"), [
     ("Where did Camille die?", {"death"}, ("place",)),
     ("When did Camille die?", {"death"}, ("date",)),

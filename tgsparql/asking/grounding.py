@@ -535,6 +535,26 @@ def _trailing(token: str, word: str) -> bool:
     return lower and (word in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None)
 
 
+def _asides(question: str) -> list[tuple[int, int]]:
+    """The words of each parenthesised aside of the question, as [start, end) positions in
+    `words(question)`; none where case folding would change how the text splits into words."""
+    text = unicodedata.normalize("NFKC", question)
+    matches = list(itertools.islice(_WORD.finditer(text), MAX_QUESTION_WORDS))
+    if [match.group().casefold() for match in matches] != words(question)[:MAX_QUESTION_WORDS]:
+        return []
+    found = []
+    for aside in ASIDE.finditer(text):
+        inside = [i for i, match in enumerate(matches)
+                  if aside.start() < match.start() and match.end() < aside.end()]
+        if inside:
+            found.append((inside[0], inside[-1] + 1))
+    return found
+
+
+def _within(start: int, end: int, spans: Iterable[tuple[int, int]]) -> bool:
+    return any(outer_start <= start and end <= outer_end for outer_start, outer_end in spans)
+
+
 def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     """The seeds of the question, and the schema predicates the KG uses: one query of index
     lookups for the concepts, the stems and the schema, then, only when some name run is left
@@ -574,13 +594,19 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     named = _longest_runs(
         runs, {i: found for i, found in named.items() if runs[i].part_of not in named}
     )
-    inside = [(runs[i].start, runs[i].end) for i in named]
+    # the words of an aside right after a name that grounded tell which of its kind that one
+    # is ("Camille (1926 Feature Film)"): they name no seed of their own
+    ends = {phrase.end for phrase in chosen} | {runs[i].end for i in named}
+    told = [(start, end) for start, end in _asides(question) if start in ends]
+    named = {i: found for i, found in named.items()
+             if not _within(runs[i].start, runs[i].end, told)}
+    inside = [(runs[i].start, runs[i].end) for i in named] + told
     # a run that names one entity is not also the single words it is made of ("William",
     # "Louis", "Prince" in "William Louis, Prince of Anhalt-Harzgerode")
     found = [
         entities
         for phrase, entities in zip(chosen, found)
-        if not any(start <= phrase.start and phrase.end <= end for start, end in inside)
+        if not _within(phrase.start, phrase.end, inside)
     ]
     found += [[match.entity for match in named[i]] for i in sorted(named)]
     seeds: list[ox.NamedNode] = []
