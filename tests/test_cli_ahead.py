@@ -105,6 +105,24 @@ def test_validate_reads_the_store_opened_ahead(
     assert len(taken) == 1 and taken[0] is not None
 
 
+def test_validate_reads_its_validator_while_the_store_is_still_opening(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The validator (a file read back) is read before the command waits for the store opened
+    ahead, so the two overlap: the wait for the store comes last."""
+    from tgsparql.record import conformance
+
+    order: list[str] = []
+    taking, building = options.opened_ahead, conformance.bundled_validator
+    monkeypatch.setattr(options, "opened_ahead",
+                        lambda path: order.append("store") or taking(path))
+    monkeypatch.setattr(conformance, "bundled_validator",
+                        lambda dialect: order.append("validator") or building(dialect))
+    done = cli("validate", "--store", str(store_dir), "--format", "json")
+    assert done.exit_code in (0, 1), done.stderr
+    assert order == ["validator", "store"]
+
+
 @pytest.fixture
 def kg_store(tmp_path: Path) -> Path:
     """A KG of many facts without extraction provenance: one warning per fact, when all asked."""

@@ -69,12 +69,12 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
     except (GraphNameError, ShapeNameError) as error:
         raise CannotCheck(str(error)) from None
     try:
+        # read before the store is: an on-disk store opened meanwhile (`ahead`) is then ready
+        dialect = target.dialect if isinstance(target, Endpoint) else EmbeddedStore.dialect
+        validator = (
+            files_validator(shape_files, dialect) if shape_files else bundled_validator(dialect)
+        )
         with reading(target) as store:
-            validator = (
-                files_validator(shape_files, store.dialect)
-                if shape_files
-                else bundled_validator(store.dialect)
-            )
             if graph == "union":
                 _union_shown(store)
             for name in empty_graphs(store, graph):
