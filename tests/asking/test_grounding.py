@@ -681,6 +681,24 @@ def test_an_aside_after_a_name_that_grounded_seeds_nothing_of_its_own(
     assert ground(tgsparql_store, "What happened in (1926)?", 50).seeds == [ex("year")]
 
 
+@pytest.mark.parametrize(("question", "seeds"), [
+    ("What nationality is Lord Frederick Cavendish's father?", ["frederick"]),
+    ("Who is Sir Frederick Cavendish?", ["frederick"]),
+    ("Who is the Lord?", ["lord"]),  # a title that is all the question names still seeds
+    ("Who did the Lord of Frederick Cavendish meet?", ["lord", "frederick"]),
+])
+def test_a_title_right_before_a_name_that_was_found_is_part_of_that_name(
+    tgsparql_store: EmbeddedStore, question: str, seeds: list[str]
+) -> None:
+    """Real KGs label entities "Lord" or "Sir": "Lord Frederick Cavendish-Bentinck" names one
+    person, not that entity beside him."""
+    indexed(tgsparql_store, """
+        ex:lord rdfs:label "Lord" . ex:sir rdfs:label "Sir" .
+        ex:frederick rdfs:label "Frederick Cavendish" .
+    """)
+    assert ground(tgsparql_store, question, 50).seeds == [ex(seed) for seed in seeds]
+
+
 @pytest.mark.parametrize(("question", "relations", "kinds"), [
     ("Where did Camille die?", {"death"}, ("place",)),
     ("When did Camille die?", {"death"}, ("date",)),

@@ -551,6 +551,15 @@ def _asides(question: str) -> list[tuple[int, int]]:
     return found
 
 
+def _titles(phrases: list[Phrase], starts: set[int]) -> list[Phrase]:
+    """The concepts that are a title right before a name that was found ("Lord" of "Lord
+    Frederick Cavendish-Bentinck", where an entity is labelled "Lord"): part of that name, they
+    name a seed only when nothing else does."""
+    return [phrase for phrase in phrases
+            if phrase.end - phrase.start == 1 and phrase.text in TITLE_WORDS
+            and phrase.end in starts]
+
+
 def _within(start: int, end: int, spans: Iterable[tuple[int, int]]) -> bool:
     return any(outer_start <= start and end <= outer_end for outer_start, outer_end in spans)
 
@@ -603,11 +612,11 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     inside = [(runs[i].start, runs[i].end) for i in named] + told
     # a run that names one entity is not also the single words it is made of ("William",
     # "Louis", "Prince" in "William Louis, Prince of Anhalt-Harzgerode")
-    found = [
-        entities
-        for phrase, entities in zip(chosen, found)
-        if not _within(phrase.start, phrase.end, inside)
-    ]
+    kept = [(phrase, entities) for phrase, entities in zip(chosen, found)
+            if not _within(phrase.start, phrase.end, inside)]
+    starts = {phrase.start for phrase, _ in kept} | {runs[i].start for i in named}
+    titles = _titles([phrase for phrase, _ in kept], starts)
+    found = [entities for phrase, entities in kept if phrase not in titles]
     found += [[match.entity for match in named[i]] for i in sorted(named)]
     seeds: list[ox.NamedNode] = []
     for entity in dict.fromkeys(entity for entities in found for entity in entities):
