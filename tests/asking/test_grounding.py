@@ -704,6 +704,7 @@ def test_a_title_right_before_a_name_that_was_found_is_part_of_that_name(
     ("When did Camille die?", {"death"}, ("date",)),
     ("What is the place of death of Camille?", {"death", "place"}, ()),
     ("Who is the mother of Camille?", {"mother"}, ()),
+    ("Who is the mother of When Harry Met Sally?", {"mother"}, ()),  # a name's "When" asks not
 ])
 def test_what_the_question_word_asks_for_is_told_apart_from_the_relations(
     tgsparql_store: EmbeddedStore, question: str, relations: set[str], kinds: tuple[str, ...]
@@ -714,6 +715,7 @@ def test_what_the_question_word_asks_for_is_told_apart_from_the_relations(
         ex:camille rdfs:label "Camille" . ex:pod rdfs:label "place of death" .
         ex:dod rdfs:label "date of death" . ex:mother rdfs:label "mother" .
         ex:camille ex:pod ex:x ; ex:dod ex:y ; ex:mother ex:z .
+        ex:film rdfs:label "When Harry Met Sally" .
     """)
     grounding = ground(tgsparql_store, question, 50)
     assert set(grounding.relations or ()) == relations

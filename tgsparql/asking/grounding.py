@@ -339,12 +339,12 @@ def name_runs(question: str) -> list[NameRun]:
     `words(question)`; where case folding would change how the text splits into words, the
     positions cannot be trusted and no runs are given.
     """
-    text = unicodedata.normalize("NFKC", question)
-    matches = list(itertools.islice(_WORD.finditer(text), MAX_QUESTION_WORDS))
-    original = [match.group() for match in matches]
-    tokens = words(question)[:MAX_QUESTION_WORDS]
-    if [token.casefold() for token in original] != tokens:
+    placed = _placed(question)
+    if placed is None:
         return []
+    text, matches = placed
+    original = [match.group() for match in matches]
+    tokens = [token.casefold() for token in original]
     if not any(ch.isupper() for ch in text):
         return _lower_case_runs(text, matches, tokens)
     gaps = [text[matches[i - 1].end() : matches[i].start()] for i in range(1, len(matches))]
@@ -535,13 +535,24 @@ def _trailing(token: str, word: str) -> bool:
     return lower and (word in NAME_CONNECTORS or _ORDINAL.fullmatch(token) is not None)
 
 
-def _asides(question: str) -> list[tuple[int, int]]:
-    """The words of each parenthesised aside of the question, as [start, end) positions in
-    `words(question)`; none where case folding would change how the text splits into words."""
+def _placed(question: str) -> tuple[str, list[re.Match[str]]] | None:
+    """The question's text and where each of its words is written in it, word by word as
+    `words(question)` gives them; None where case folding would change how the text splits
+    into words, so that no place can be trusted."""
     text = unicodedata.normalize("NFKC", question)
     matches = list(itertools.islice(_WORD.finditer(text), MAX_QUESTION_WORDS))
     if [match.group().casefold() for match in matches] != words(question)[:MAX_QUESTION_WORDS]:
+        return None
+    return text, matches
+
+
+def _asides(question: str) -> list[tuple[int, int]]:
+    """The words of each parenthesised aside of the question, as [start, end) positions in
+    `words(question)`; none where those cannot be placed (`_placed`)."""
+    placed = _placed(question)
+    if placed is None:
         return []
+    text, matches = placed
     found = []
     for aside in ASIDE.finditer(text):
         inside = [i for i, match in enumerate(matches)
@@ -554,7 +565,7 @@ def _asides(question: str) -> list[tuple[int, int]]:
 def _titles(phrases: list[Phrase], starts: set[int]) -> list[Phrase]:
     """The concepts that are a title right before a name that was found ("Lord" of "Lord
     Frederick Cavendish-Bentinck", where an entity is labelled "Lord"): part of that name, they
-    name a seed only when nothing else does."""
+    name no seed of their own."""
     return [phrase for phrase in phrases
             if phrase.end - phrase.start == 1 and phrase.text in TITLE_WORDS
             and phrase.end in starts]
@@ -629,7 +640,8 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     asking = {found for i, token in enumerate(tokens) if i not in naming and token not in ASKS_FOR
               for found in stems(token)}
     asking |= {SPOUSE for i in range(len(tokens)) if i not in naming and in_law(tokens, i)}
-    asked_for = {ASKS_FOR[token] for token in tokens if token in ASKS_FOR} - asking
+    asked_for = {ASKS_FOR[token] for i, token in enumerate(tokens)
+                 if i not in naming and token in ASKS_FOR} - asking
     telling = sorted(set(read.telling))
     return Grounding(
         concepts=_unique(concepts),
