@@ -11,7 +11,7 @@ import click
 
 from tgsparql.cli.options import (
     CannotCheck, Failure, StoreTarget, collection_option, open_remote, reading, refuse_non_store,
-    remote_options, store_option, write_report,
+    remote_options, store_option, target_dialect, write_report,
 )
 from tgsparql.rdf.iris import SessionNotFound
 from tgsparql.rdf.terms import Dialect
@@ -70,7 +70,7 @@ def validate(target: StoreTarget, shape_files: tuple[Path, ...], graphs: tuple[s
         raise CannotCheck(str(error)) from None
     try:
         # read before the store is: an on-disk store opened meanwhile (`ahead`) is then ready
-        dialect = target.dialect if isinstance(target, Endpoint) else EmbeddedStore.dialect
+        dialect = target_dialect(target)
         validator = (
             files_validator(shape_files, dialect) if shape_files else bundled_validator(dialect)
         )

@@ -16,7 +16,7 @@ from click.core import ParameterSource
 from tgsparql.cli.ahead import STORE_MARKER, opened_ahead
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
-from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS
+from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
 from tgsparql.stores.endpoint import ENDPOINT_ENVIRONMENT, Endpoint
 from tgsparql.stores.locking import TurnTakingStore, exclusive_store
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
@@ -324,6 +324,12 @@ def reading(target: StoreTarget) -> AbstractContextManager[Store]:
     if isinstance(target, Path):
         return closing(EmbeddedStore(target, read_only=True, snapshot=opened_ahead(target)))
     return store_for(target)
+
+
+def target_dialect(target: Path | Endpoint) -> Dialect:
+    """The dialect the store `reading` opens writes, known before it is opened: an endpoint's
+    as given, the embedded store's own."""
+    return target.dialect if isinstance(target, Endpoint) else EmbeddedStore.dialect
 
 
 def refuse_non_store(path: Path) -> None:
