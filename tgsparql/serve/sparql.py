@@ -91,17 +91,14 @@ def _names(table: Mapping[str, ox.QueryResultsFormat | ox.RdfFormat],
 
 
 RESULT_NAMES = _names(RESULT_FORMATS, {
-    "srj": "json", "application/json": "json", "srx": "xml", "application/xml": "xml",
-    "text/xml": "xml"})
+    "srj": "json", "application/json": "json", "srx": "xml"})
 GRAPH_NAMES = _names(GRAPH_FORMATS, {
     "ttl": "turtle", "application/turtle": "turtle", "n3": "turtle", "text/n3": "turtle",
     "nt": "ntriples", "n-triples": "ntriples", "nq": "nquads", "n-quads": "nquads",
-    "xml": "rdfxml", "rdf": "rdfxml", "rdf+xml": "rdfxml", "application/xml": "rdfxml",
-    "text/xml": "rdfxml", "json": "jsonld", "json-ld": "jsonld", "application/json": "jsonld",
-    "application/x-json+ld": "jsonld"})
+    "xml": "rdfxml", "rdf": "rdfxml", "rdf+xml": "rdfxml", "json": "jsonld",
+    "json-ld": "jsonld", "application/json": "jsonld", "application/x-json+ld": "jsonld"})
 """`xml` and `json` name the graph formats of those syntaxes: SPARQLWrapper sends `format=xml`
-for a CONSTRUCT by default; `application/xml` and `text/xml`, which clients send for XML of
-either kind, name what pyoxigraph reads by them (results in XML, RDF/XML)."""
+for a CONSTRUCT by default."""
 DESCRIPTION_NAMES = {**GRAPH_NAMES, PAGE: PAGE, "text/html": PAGE, "application/xhtml+xml": PAGE}
 """What a GET without a query may be answered in: a graph format, or the SPARQL page."""
 _UNICODE = ("utf-8", "utf8", "us-ascii")
