@@ -100,12 +100,29 @@ def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")
 
 
+_KEPT = frozenset(_LEMMAS.values())
+"""Stems the lemmas name: words in their own right ("mother", "father"), not agent nouns."""
+
+
 @lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A word's stem, remembered: the pure-Python stemmer would otherwise dominate selection,
     since the same label words recur across every question's subgraph."""
     found = _stemmer().stemWord(word)
-    return _LEMMAS.get(found, found)
+    if found in _LEMMAS:
+        return _LEMMAS[found]
+    return found if found in _KEPT else _doer(found)
+
+
+def _doer(found: str) -> str:
+    """The verb's stem for an agent noun's, which the stemmer leaves apart: "the discoverer of
+    polonium" asks what "discovered" states, "the founder" what "founded by" does, "who directed"
+    what "director" does. The stem of the verb's -ing form, so that a silent e comes back
+    ("writer" → "write"); a stem that stays short ("owner", "water") is left as it is."""
+    if len(found) < 6 or not found.endswith(("er", "or")):
+        return found
+    verb = _stemmer().stemWord(found[:-2] + "ing")
+    return _LEMMAS.get(verb, verb)
 
 
 SPOUSE = stem("spouse")

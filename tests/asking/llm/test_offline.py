@@ -95,10 +95,11 @@ def parsed_lines(output: SelectionOutput) -> list[dict]:
 # ---- the demo questions
 
 
+@pytest.mark.parametrize("question", [POLONIUM, "Where was the discoverer of polonium born?"])
 def test_polonium_question_selects_discovery_and_birthplace_and_answers_warsaw(
-    tgsparql_demo_pipeline
+    tgsparql_demo_pipeline, question: str
 ) -> None:
-    text, ids = run(tgsparql_demo_pipeline, POLONIUM)
+    text, ids = run(tgsparql_demo_pipeline, question)
     selected = [edge for edge, _ in recorded_selection(tgsparql_demo_pipeline.store, ids)]
     assert fact("Marie_Curie", "bornIn", "Warsaw") in selected
     assert fact("Marie_Curie", "discovered", "Polonium") in selected

@@ -1,0 +1,39 @@
+"""Stems: a question's words meet the labels that say the same thing in another form."""
+
+from __future__ import annotations
+
+import pytest
+
+from tgsparql.rdf.stems import stem
+
+
+@pytest.mark.parametrize(
+    ("noun", "verb"),
+    [
+        ("discoverer", "discovered"),
+        ("founder", "founded"),
+        ("director", "directed"),
+        ("creator", "created"),
+        ("inventor", "invented"),
+        ("writer", "wrote"),  # the verb's silent e comes back
+        ("painter", "painting"),
+        ("builder", "built"),
+    ],
+)
+def test_an_agent_noun_meets_its_verb(noun: str, verb: str) -> None:
+    assert stem(noun) == stem(verb)
+
+
+@pytest.mark.parametrize(("word", "kin"), [("mother", "grandmother"), ("father", "paternal")])
+def test_a_word_a_lemma_names_is_no_agent_noun(word: str, kin: str) -> None:
+    assert stem(word) == stem(kin) == word
+
+
+@pytest.mark.parametrize("word", ["owner", "water", "river"])
+def test_a_short_stem_ending_in_er_is_left_as_it_is(word: str) -> None:
+    assert stem(word) == word
+
+
+def test_agent_nouns_of_other_verbs_stay_apart() -> None:
+    assert stem("discoverer") != stem("director")
+    assert stem("founder") != stem("finder")
