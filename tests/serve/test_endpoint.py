@@ -89,6 +89,9 @@ def test_sparqlwrapper_sees_an_update_refused(served: Served) -> None:
     ("", "application/sparql-results+json"),
     ("text/html,application/xhtml+xml;q=0.9,*/*;q=0.8", "application/sparql-results+json"),
     ("text/csv;q=0.5, application/sparql-results+xml", "application/sparql-results+xml"),
+    ("application/xml", "application/sparql-results+xml"),  # what clients send for "XML"
+    ("text/xml", "application/sparql-results+xml"),
+    ("application/xml;q=0.9, */*;q=0.8", "application/sparql-results+xml"),
 ])
 def test_select_results_in_every_format(served: Served, accept: str, media: str) -> None:
     reply = served.get("/sparql?" + urllib.parse.urlencode({"query": SESSIONS}),
@@ -107,6 +110,8 @@ def test_select_results_in_every_format(served: Served, accept: str, media: str)
     ("application/n-quads", ox.RdfFormat.N_QUADS),
     ("application/trig", ox.RdfFormat.TRIG),
     ("application/rdf+xml", ox.RdfFormat.RDF_XML),
+    ("application/xml", ox.RdfFormat.RDF_XML),
+    ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", ox.RdfFormat.TURTLE),
     ("", ox.RdfFormat.TURTLE),
 ])
 def test_graph_results_in_every_format(served: Served, accept: str, fmt: ox.RdfFormat) -> None:

@@ -90,13 +90,20 @@ def _names(table: Mapping[str, ox.QueryResultsFormat | ox.RdfFormat],
             **{_media(value): key for key, value in table.items()}, **aliases}
 
 
+GENERIC_XML = ("application/xml", "text/xml")
+"""What clients send for XML of either kind, read as pyoxigraph, Jena and Virtuoso read it: results
+in XML, RDF/XML for a graph. Not from a browser (`_browsing`), which lists `application/xml;q=0.9`
+beside its page types and is answered as if it had sent only those and `*/*`."""
+_PAGE_TYPES = ("text/html", "application/xhtml+xml")
 RESULT_NAMES = _names(RESULT_FORMATS, {
-    "srj": "json", "application/json": "json", "srx": "xml"})
+    "srj": "json", "application/json": "json", "srx": "xml",
+    **dict.fromkeys(GENERIC_XML, "xml")})
 GRAPH_NAMES = _names(GRAPH_FORMATS, {
     "ttl": "turtle", "application/turtle": "turtle", "n3": "turtle", "text/n3": "turtle",
     "nt": "ntriples", "n-triples": "ntriples", "nq": "nquads", "n-quads": "nquads",
     "xml": "rdfxml", "rdf": "rdfxml", "rdf+xml": "rdfxml", "json": "jsonld",
-    "json-ld": "jsonld", "application/json": "jsonld", "application/x-json+ld": "jsonld"})
+    "json-ld": "jsonld", "application/json": "jsonld", "application/x-json+ld": "jsonld",
+    **dict.fromkeys(GENERIC_XML, "rdfxml")})
 """`xml` and `json` name the graph formats of those syntaxes: SPARQLWrapper sends `format=xml`
 for a CONSTRUCT by default."""
 DESCRIPTION_NAMES = {**GRAPH_NAMES, PAGE: PAGE, "text/html": PAGE, "application/xhtml+xml": PAGE}
@@ -298,8 +305,16 @@ def _choose(names: Mapping[str, str], accept: str, formats: Sequence[str]) -> st
                 if key is not None:
                     return key
         return None
+    if _browsing(accept):
+        accept = ",".join(part for part in accept.split(",")
+                          if part.split(";", 1)[0].strip().lower() not in GENERIC_XML)
     best = best_media(accept, [name for name in names if "/" in name])
     return None if best is None else names[best]
+
+
+def _browsing(accept: str) -> bool:
+    """Whether Accept is a browser's: it asks for a page (text/html or XHTML)."""
+    return any(media in _PAGE_TYPES and q > 0 for media, q in _accept_ranges(accept))
 
 
 def best_media(accept: str, offered: Sequence[str]) -> str | None:
