@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,9 +17,11 @@ from tgsparql.cli.options import (
 from tgsparql.rdf.iris import SessionNotFound
 from tgsparql.rdf.terms import Dialect
 from tgsparql.rdf.vocab import Collection
-from tgsparql.stores.endpoint import Endpoint
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError
 from tgsparql.validation.report import SEVERITIES
+
+if TYPE_CHECKING:
+    from tgsparql.stores.endpoint import Endpoint
 
 
 @click.command()

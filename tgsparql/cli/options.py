@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -17,13 +17,14 @@ from tgsparql.cli.ahead import STORE_MARKER, opened_ahead
 from tgsparql.rdf import vocab
 from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
-from tgsparql.stores.endpoint import ENDPOINT_ENVIRONMENT, Endpoint
+from tgsparql.stores import ENDPOINT_ENVIRONMENT
 from tgsparql.stores.locking import TurnTakingStore, exclusive_store
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
 
 if TYPE_CHECKING:
     from tgsparql.asking.llm.base import Backend
     from tgsparql.asking.llm.log import LLMLog
+    from tgsparql.stores.endpoint import Endpoint
     from tgsparql.stores.remote import RemoteStore
 
 
@@ -44,7 +45,7 @@ class CannotCheck(Failure):
     exit_code = 2
 
 
-StoreTarget = Path | Endpoint | None
+StoreTarget: TypeAlias = "Path | Endpoint | None"
 """What `opened` opens: an on-disk store, an endpoint, or (None) a store in memory."""
 LOCK_TIMEOUT = "tgsparql.lock_timeout"
 """Where --lock-timeout is kept in the click context, for `store_for`."""
@@ -121,6 +122,8 @@ def _endpoint(values: dict[str, Any], *, dialect_alone: bool) -> Endpoint | None
             raise click.UsageError(f"{given[0].opts[0]} needs --endpoint URL "
                                    f"(or {_ENV['query_url']})")
         return None
+    from tgsparql.stores.endpoint import Endpoint  # only for a command given an endpoint
+
     try:
         return Endpoint(**{key: value for key, value in values.items() if value is not None})
     except StoreError as error:
@@ -310,7 +313,7 @@ def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[S
         with exclusive_store(target, timeout=timeout) as store:
             yield store
         return
-    store = open_remote(target) if isinstance(target, Endpoint) else open_store()
+    store = open_store() if target is None else open_remote(target)
     try:
         yield store
     finally:
@@ -329,7 +332,7 @@ def reading(target: StoreTarget) -> AbstractContextManager[Store]:
 def target_dialect(target: Path | Endpoint) -> Dialect:
     """The dialect the store `reading` opens writes, known before it is opened: an endpoint's
     as given, the embedded store's own."""
-    return target.dialect if isinstance(target, Endpoint) else EmbeddedStore.dialect
+    return EmbeddedStore.dialect if isinstance(target, Path) else target.dialect
 
 
 def refuse_non_store(path: Path) -> None:

@@ -13,20 +13,9 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
+from tgsparql.stores import ENDPOINT_ENVIRONMENT
 from tgsparql.stores.store import StoreError
 
-ENDPOINT_ENVIRONMENT = {
-    "query_url": "TGSPARQL_ENDPOINT",
-    "update_url": "TGSPARQL_UPDATE_ENDPOINT",
-    "graph_store_url": "TGSPARQL_GRAPH_STORE",
-    "dialect": "TGSPARQL_DIALECT",
-    "kg_graph": "TGSPARQL_KG_GRAPH",
-    "user": "TGSPARQL_USER",
-    "password": "TGSPARQL_PASSWORD",
-    "token": "TGSPARQL_TOKEN",
-}
-"""The environment variable of each endpoint setting, read by `Endpoint.from_environment` and by
-the command's endpoint flags."""
 UNION_PARAMETER = "union-default-graph"
 """The protocol extension of the Oxigraph server (and of `tgsparql serve`) that asks for the union
 of every graph as the default graph."""
