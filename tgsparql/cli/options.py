@@ -15,10 +15,8 @@ from click.core import ParameterSource
 
 from tgsparql.cli.ahead import STORE_MARKER, opened_ahead
 from tgsparql.rdf import vocab
-from tgsparql.rdf.redact import redacted_text
 from tgsparql.rdf.terms import DEFAULT_DIALECT, DIALECTS, Dialect
 from tgsparql.stores import ENDPOINT_ENVIRONMENT
-from tgsparql.stores.locking import TurnTakingStore, exclusive_store
 from tgsparql.stores.store import EmbeddedStore, Store, StoreError, open_store
 
 if TYPE_CHECKING:
@@ -35,6 +33,8 @@ class Failure(click.ClickException):
     """A one-line error and exit code 1; no URL's credentials in it."""
 
     def show(self, file: Any = None) -> None:
+        from tgsparql.rdf.redact import redacted_text  # only once something failed
+
         click.echo(f"error: {redacted_text(self.message)}", err=True)
 
 
@@ -301,6 +301,9 @@ def store_for(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[S
     `waits_for_llm`: a directory is held only while it is used, not while the LLM is awaited,
     so other writer processes are not kept out by a slow or dead LLM."""
     if isinstance(target, Path):
+        # the turns writers take on a directory: a reading command (`reading`) takes none
+        from tgsparql.stores.locking import TurnTakingStore, exclusive_store
+
         context = click.get_current_context(silent=True)
         timeout = context.meta.get(LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT) if context else 0.0
         if waits_for_llm:
