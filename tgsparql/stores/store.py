@@ -23,7 +23,6 @@ import pyoxigraph as ox
 from tgsparql.rdf.lexical import with_records
 from tgsparql.rdf.templates import TemplateError, Templates, templates_for
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
-from tgsparql.stores import checkpoint
 
 Solution = dict[str, Term]
 
@@ -266,6 +265,8 @@ class EmbeddedStore(WithTemplates):
                     snapshot if snapshot is not None else self._read(self._snapshot))
             else:
                 if self.path is not None:
+                    from tgsparql.stores import checkpoint  # only for a store to write
+
                     checkpoint.recover(self.path)  # undoes writes that a crash left half done
                 self._open = ox.Store(str(self.path)) if self.path is not None else ox.Store()
         except OSError as error:
@@ -410,6 +411,8 @@ class EmbeddedStore(WithTemplates):
         to put back and costs some 15 ms; no query of the store may be left unread within. In
         memory, by the quads `extend` adds (those not there before: 0.7 µs a quad to tell),
         removed again; an update within cannot be undone there, so the error names it."""
+        from tgsparql.stores import checkpoint  # only for writes: a reading command never loads it
+
         path = self.path
         if path is None:
             self._added, self._updated = [], False
@@ -444,6 +447,8 @@ class EmbeddedStore(WithTemplates):
         in words. Should putting it back fail, the store stays closed: a later write would be
         lost when the next open puts it back."""
         import traceback  # only here: 2 ms a reading command need not pay
+
+        from tgsparql.stores import checkpoint
 
         # The failed writes' frames may hold a query's rows, which keep the store open.
         traceback.clear_frames(error.__traceback__)
