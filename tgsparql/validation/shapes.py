@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path as FilePath
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import pyoxigraph as ox
@@ -14,8 +15,10 @@ from tgsparql.rdf.templates import package_folder
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect, Term
 from tgsparql.validation.errors import ShapesError
 from tgsparql.validation.model import Path, Shape
-from tgsparql.validation.reader import ShapesGraph, read_shapes
 from tgsparql.validation.sparql import OWL_IMPORTS
+
+if TYPE_CHECKING:
+    from tgsparql.validation.reader import ShapesGraph
 
 EDGE_FILES: dict[Dialect, str] = {
     "rdf12": "edges-triple-terms.ttl",
@@ -30,6 +33,9 @@ class Shapes:
     """Every shape of a shapes graph, parsed and checked once."""
 
     def __init__(self, graph: Iterable[ox.Triple | ox.Quad], origin: str = "shapes graph") -> None:
+        # the reader only where shapes are read: a copy read back from disk is not built anew
+        from tgsparql.validation.reader import ShapesGraph, read_shapes
+
         self._graph: ShapesGraph | None = ShapesGraph(graph)
         self._graph_text: tuple[str, bytes] | None = None
         self.origin = origin
@@ -44,6 +50,8 @@ class Shapes:
         first use: only a run that reads $shapesGraph needs it, and indexing it costs more than
         reading back everything else."""
         if self._graph is None:
+            from tgsparql.validation.reader import ShapesGraph
+
             assert self._graph_text is not None
             name, text = self._graph_text
             self._graph = ShapesGraph(ox.parse(text, format=ox.RdfFormat.N_TRIPLES))
