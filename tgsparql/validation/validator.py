@@ -18,7 +18,6 @@ from tgsparql.validation.compiler import (
     FOCUS_STAND_IN, SPARQL_BASED, CompiledQuery, check_shapes, compile_shape, compile_shapes,
 )
 from tgsparql.validation.errors import ShapesError, ValidationFailure
-from tgsparql.validation.messages import default_message
 from tgsparql.validation.model import Shape
 from tgsparql.validation.prebinding import group_starts, insert_values
 from tgsparql.validation.report import ValidationReport, ValidationResult
@@ -357,7 +356,12 @@ class Validator:
         if "message" in row and isinstance(row["message"], ox.Literal):
             messages = (row["message"],)
         messages = tuple(_substitute(m, row) for m in messages)
-        text = _preferred(messages) if messages else default_message(shape, constraint, row)
+        if messages:
+            text = _preferred(messages)
+        else:
+            from tgsparql.validation.messages import default_message  # for shapes without any
+
+            text = default_message(shape, constraint, row)
         return ValidationResult(
             focus_node=row["this"],
             result_path=path,
