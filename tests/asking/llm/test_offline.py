@@ -608,6 +608,21 @@ ELSEWHERE = [  # the rest of the KG: what its edges say Austria, a road, a swamp
 COMPOSER_FROM = "Which country is the composer of film Thunder on the Hill from?"
 
 
+def test_options_share_a_walk_only_when_they_read_its_predicates_the_same_way_round() -> None:
+    """Around the first company, a look-alike walk answers both "located" and "country"; the
+    second company reaches the same two predicates only back along the first. The walk the
+    companies share is "country", read forward from each: the question asks it of both."""
+    facts = [("Chemours", "country", "United States"), ("HADAG", "country", "Germany")]
+    look_alikes = [("Chemours", "narrative location", "Maybe"),
+                   ("Maybe", "basin country", "Narayan Rao"),
+                   ("Dieudonné Gnammankou", "narrative location", "HADAG"),
+                   ("Dieudonné Gnammankou", "basin country", "The Galloping Kid")]
+    chosen, lead = ask("Are Chemours and Hadag located in the same country?",
+                       kg(*facts, *look_alikes), "Chemours", "HADAG")
+    assert [edge.labels for edge in chosen] == facts
+    assert lead == "No"
+
+
 def test_look_alike_noise_around_a_hub_leaves_only_the_path_the_kg_bears_out() -> None:
     """Each look-alike answers "Which country" by its predicate as well as the fact does; the KG
     names Austria by "country" in six other edges, the road, swamp and man in none."""

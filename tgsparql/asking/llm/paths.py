@@ -442,7 +442,10 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     that a path to a value more options reach: the value they share is what the question is
     about, and an option's other paths that answer as well are edges that merely look like the
     question. Only paths that read every hop as its predicate states it count as reaching a
-    value: one read against a predicate's direction says nothing of what its end is."""
+    value: one read against a predicate's direction says nothing of what its end is. Options
+    share a walk when its predicates are the same, read the same way round: from HADAG, back
+    along "X —narrative location→ HADAG" then on by "basin country", is not Chemours' walk
+    forward along "Chemours —narrative location→ Y" then on by "basin country"."""
     by_seed: dict[Node, list[Path]] = {}
     for path in paths:
         if path.kind_grade:  # an end of another kind than asked answers nothing
@@ -453,13 +456,13 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     values: Counter[str] = Counter()
     if reading.comparison is not None:
         for found in by_seed.values():
-            shared.update({_predicates(path) for path in found})
+            shared.update({_walk(path) for path in found})
             if reading.comparison is SAME:  # reached as its predicates state it
                 values.update({_value_key(path.end_label) for path in found if not path.reversed})
 
     def rank(path: Path) -> tuple[int, ...]:
         # "the same N": a value another option has too is what the question asks about
-        return (values[_value_key(path.end_label)], shared[_predicates(path)], *path.rank)
+        return (values[_value_key(path.end_label)], shared[_walk(path)], *path.rank)
 
     # shared value, shared predicates, words, words answered in part, kind
     top = max(rank(path)[:5] for found in by_seed.values() for path in found)
@@ -571,8 +574,10 @@ def _named_so(path: Path, roles: Roles) -> tuple[int, float]:
     return max(like, default=0), sum(unlike) / max(len(unlike), 1)
 
 
-def _predicates(path: Path) -> tuple[str, ...]:
-    return tuple(edge.labels[1] for edge in path.edges)
+def _walk(path: Path) -> tuple[tuple[str, bool], ...]:
+    """Each hop's predicate, and whether the hop reads it against its direction."""
+    return tuple((edge.labels[1], _against(edge, start))
+                 for edge, start in zip(path.edges, path.nodes))
 
 
 def seed_names(edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> list[str]:
