@@ -623,6 +623,19 @@ def test_options_share_a_walk_only_when_they_read_its_predicates_the_same_way_ro
     assert lead == "No"
 
 
+def test_a_value_options_reach_by_different_walks_is_no_value_they_share() -> None:
+    """Each series reaches the same war by a look-alike of "country": a value met by chance.
+    The attribute the question compares is the one both reach by the same walk."""
+    facts = [("Nancy Drew", "country of origin", "American"),
+             ("Wilderness", "country of origin", "British")]
+    look_alikes = [("Nancy Drew", "country of citizenship", "First Barbary War"),
+                   ("Wilderness", "basin country", "First Barbary War")]
+    chosen, lead = ask("Are Nancy Drew and Wilderness both from the same country?",
+                       kg(*facts, *look_alikes), "Nancy Drew", "Wilderness")
+    assert [edge.labels for edge in chosen] == facts
+    assert lead == "No"
+
+
 def test_look_alike_noise_around_a_hub_leaves_only_the_path_the_kg_bears_out() -> None:
     """Each look-alike answers "Which country" by its predicate as well as the fact does; the KG
     names Austria by "country" in six other edges, the road, swamp and man in none."""

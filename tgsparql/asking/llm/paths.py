@@ -439,30 +439,33 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
     (words answered, by predicates that say no more, kind), every path as good as its best; by
     seed, then rank. A comparison asks the same of each option, so a path whose predicates more
     options' paths share comes first, and, when it asks whether they have "the same N", before
-    that a path to a value more options reach: the value they share is what the question is
-    about, and an option's other paths that answer as well are edges that merely look like the
-    question. Only paths that read every hop as its predicate states it count as reaching a
-    value: one read against a predicate's direction says nothing of what its end is. Options
-    share a walk when its predicates are the same, read the same way round: from HADAG, back
-    along "X —narrative location→ HADAG" then on by "basin country", is not Chemours' walk
-    forward along "Chemours —narrative location→ Y" then on by "basin country"."""
+    that a path to a value more options reach by that walk: the value they share is what the
+    question is about, and an option's other paths that answer as well are edges that merely
+    look like the question. Only paths that read every hop as its predicate states it count as
+    reaching a value: one read against a predicate's direction says nothing of what its end is.
+    Options share a walk when its predicates are the same, read the same way round: from HADAG,
+    back along "X —narrative location→ HADAG" then on by "basin country", is not Chemours' walk
+    forward along "Chemours —narrative location→ Y" then on by "basin country". A value two
+    options reach by different walks ("country of citizenship" from one, "basin country" from
+    the other) is no attribute they share: one of the two is a look-alike met by chance."""
     by_seed: dict[Node, list[Path]] = {}
     for path in paths:
         if path.kind_grade:  # an end of another kind than asked answers nothing
             by_seed.setdefault(path.seed, []).append(path)
     if not by_seed:
         return []
-    shared: Counter[tuple[str, ...]] = Counter()
-    values: Counter[str] = Counter()
+    shared: Counter[tuple[tuple[str, bool], ...]] = Counter()
+    values: Counter[tuple[tuple[tuple[str, bool], ...], str]] = Counter()
     if reading.comparison is not None:
         for found in by_seed.values():
             shared.update({_walk(path) for path in found})
             if reading.comparison is SAME:  # reached as its predicates state it
-                values.update({_value_key(path.end_label) for path in found if not path.reversed})
+                values.update({(_walk(path), _value_key(path.end_label))
+                               for path in found if not path.reversed})
 
     def rank(path: Path) -> tuple[int, ...]:
         # "the same N": a value another option has too is what the question asks about
-        return (values[_value_key(path.end_label)], shared[_walk(path)], *path.rank)
+        return (values[_walk(path), _value_key(path.end_label)], shared[_walk(path)], *path.rank)
 
     # shared value, shared predicates, words, words answered in part, kind
     top = max(rank(path)[:5] for found in by_seed.values() for path in found)
