@@ -12,6 +12,7 @@ server is shared by the session; each test starts from an empty store.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -64,20 +65,28 @@ MaxQueryExecutionTime = 300
 
 
 def _oxigraph_04() -> Path:
-    """The 0.4 server binary, installed on first use into a cached environment of its own."""
+    """The 0.4 server binary, installed on first use into a cached environment of its own.
+    Test runs on one machine install it in turn (a lock beside it), and a run takes it only
+    once an install has finished (a mark written last): one run's half-written binary is
+    never another's to start."""
     cache = Path(os.environ.get("TGSPARQL_TEST_CACHE") or Path.home() / ".cache" / "tgsparql-tests")
     env = cache / "oxigraph-0.4"
     binary = env / "bin" / "oxigraph"
-    if not binary.is_file():
-        steps = [[sys.executable, "-m", "venv", "--clear", str(env)],
-                 [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                  "oxigraph>=0.4,<0.5"]]
-        for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=300)
-            if done.returncode != 0:
-                lines = (done.stderr or done.stdout).strip().splitlines()
-                pytest.skip(f"cannot install Oxigraph server 0.4 in {env}: "
-                            + (lines[-1] if lines else f"exit status {done.returncode}"))
+    installed = env / "installed"
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "oxigraph-0.4.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not installed.is_file():
+            steps = [[sys.executable, "-m", "venv", "--clear", str(env)],
+                     [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                      "oxigraph>=0.4,<0.5"]]
+            for step in steps:
+                done = subprocess.run(step, capture_output=True, text=True, timeout=300)
+                if done.returncode != 0:
+                    lines = (done.stderr or done.stdout).strip().splitlines()
+                    pytest.skip(f"cannot install Oxigraph server 0.4 in {env}: "
+                                + (lines[-1] if lines else f"exit status {done.returncode}"))
+            installed.touch()
     return binary
 
 
