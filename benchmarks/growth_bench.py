@@ -17,7 +17,6 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from benchmarks import growth_facts, growth_sessions
 from benchmarks.growth_rows import GrowthRow

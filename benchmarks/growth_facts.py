@@ -44,7 +44,7 @@ from benchmarks.growth_rows import GrowthRow
 from benchmarks.harness import load_average, utc_now
 from benchmarks.load_bench import peak_mb
 from benchmarks.pipeline_bench import (
-    BUILD_FORMAT, WARMUP_QUESTIONS, answered_offline, clear_records, generate, percentile,
+    WARMUP_QUESTIONS, answered_offline, clear_records, generate, kg_directory, percentile,
     read_into_page_cache, session_writes,
 )
 
@@ -88,11 +88,6 @@ class Measured:
     quads: int = 0
     stopped: bool = False
     """Stopped unfinished after STEP_LIMIT_S."""
-
-
-def directory(work: Path, facts: int, seed: int) -> Path:
-    """The pipeline benchmark's cache folder of this KG."""
-    return work / f"kg-{facts}-seed{seed}-v{BUILD_FORMAT}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +231,7 @@ def run_child(step: str, folder: Path, count: int, limit_s: float | None = None)
 def build(facts: int, work: Path, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
     """The store of this KG with the measurements of its load and label index, built (each
     step in its child) unless the cache holds both."""
-    folder = directory(work, facts, seed)
+    folder = kg_directory(work, facts, seed)
     kept = folder / MEASUREMENTS
     if kept.is_file() and (folder / "build.json").is_file():
         measurements = json.loads(kept.read_text("utf-8"))
@@ -311,7 +306,7 @@ def measure(sizes: list[int], work: Path, seed: int, questions: int = 200,
             rows.append(_row(facts, step, Measured(**info["steps"][step]), note))
     for step in STEPS:
         for facts in sizes:
-            folder = directory(work, facts, seed)
+            folder = kg_directory(work, facts, seed)
             log(f"{step} at {facts:,} facts ...")
             read_into_page_cache(folder / "store")
             measured = run_child(step, folder, questions, STEP_LIMIT_S)

@@ -63,10 +63,10 @@ SIZES = {"facts": Size(1_000_000, 2000, "KG facts"),
          "questions": Size(200, 5, "questions measured")}
 DEFAULT_SEED = 20240601
 WARMUP_QUESTIONS = 5
-BUILD_FORMAT = 3
+BUILD_FORMAT = 4
 """Bumped whenever the generator or the label index changes, so an old cached store is not
 reused (2: the label index holds label words for name grounding; 3: hubs, and stems in the
-index)."""
+index; 4: an agent noun's stem is its verb's)."""
 
 KG = "http://example.org/kg/"
 ENTITY = KG + "entity/"
@@ -370,9 +370,14 @@ def _questions(
     return questions
 
 
+def kg_directory(work: Path, n_facts: int, seed: int) -> Path:
+    """The cache folder of the KG of (n_facts, seed): its store in `store`."""
+    return work / f"kg-{n_facts}-seed{seed}-v{BUILD_FORMAT}"
+
+
 def build(n_facts: int, work: Path, seed: int, log: Callable[[str], None]) -> BuildInfo:
     """The cached store for (n_facts, seed), built first if it is not there yet."""
-    directory = work / f"kg-{n_facts}-seed{seed}-v{BUILD_FORMAT}"
+    directory = kg_directory(work, n_facts, seed)
     meta_path = directory / "build.json"
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -1256,7 +1261,7 @@ def run(
     measured = pool[:questions]
     warmup = pool[-WARMUP_QUESTIONS:]
 
-    store_path = work / f"kg-{facts}-seed{seed}-v{BUILD_FORMAT}" / "store"
+    store_path = kg_directory(work, facts, seed) / "store"
     samples = Samples()
     cold = pool[questions : min(2 * questions, len(pool) - WARMUP_QUESTIONS)]
     if drop_cache:
