@@ -454,18 +454,21 @@ def best(reading: Reading, paths: Iterable[Path], seeds: Sequence[Node]) -> list
             by_seed.setdefault(path.seed, []).append(path)
     if not by_seed:
         return []
+    walks = {id(path): _walk(path) for found in by_seed.values() for path in found
+             } if reading.comparison is not None else {}
     shared: Counter[tuple[tuple[str, bool], ...]] = Counter()
     values: Counter[tuple[tuple[tuple[str, bool], ...], str]] = Counter()
     if reading.comparison is not None:
         for found in by_seed.values():
-            shared.update({_walk(path) for path in found})
+            shared.update({walks[id(path)] for path in found})
             if reading.comparison is SAME:  # reached as its predicates state it
-                values.update({(_walk(path), _value_key(path.end_label))
+                values.update({(walks[id(path)], _value_key(path.end_label))
                                for path in found if not path.reversed})
 
     def rank(path: Path) -> tuple[int, ...]:
         # "the same N": a value another option has too is what the question asks about
-        return (values[_walk(path), _value_key(path.end_label)], shared[_walk(path)], *path.rank)
+        walk = walks.get(id(path), ())
+        return (values[walk, _value_key(path.end_label)], shared[walk], *path.rank)
 
     # shared value, shared predicates, words, words answered in part, kind
     top = max(rank(path)[:5] for found in by_seed.values() for path in found)
