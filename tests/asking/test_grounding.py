@@ -961,6 +961,20 @@ def test_a_lower_case_question_takes_a_rare_word_alone_for_a_name(
     assert ground(tgsparql_store, "Where was Young born?", 50).seeds == [ex("brigham")]
 
 
+def test_a_lower_case_common_word_offered_as_the_other_option_of_a_name_is_a_name(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    indexed(tgsparql_store, 'ex:kandel rdfs:label "Denise Kandel" . '
+                            'ex:bruce rdfs:label "Bruce Robinson" .')
+    question = "who is younger, denise kandel or bruce?"
+    assert "bruce" in [run.said for run in name_runs(question)]
+    assert set(ground(tgsparql_store, question, 50).seeds) == {ex("kandel"), ex("bruce")}
+    assert "bruce" in [run.said for run in name_runs("are bruce and kandel the same age?")]
+    # a choice between two common words offers no name
+    assert name_runs("was he older or younger?") == []
+    assert ground(tgsparql_store, "was bruce older or younger?", 50).seeds == []
+
+
 def test_a_common_word_in_many_labels_does_not_flood_a_lower_case_question(
     tgsparql_store: EmbeddedStore
 ) -> None:

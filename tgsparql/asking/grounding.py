@@ -17,8 +17,9 @@ name, found as the first or last word of a label (a given name or a surname: "Ve
 "Johannes Vermeer"); so is a name without its title ("Lord Frederick"), and each of the names a
 lower-case "and" joins. A question written all in lower case tells no name by its capitals: it
 offers its spans of two to four names instead of runs, and each word alone that is no common
-word of the language ("curie", but not "young", which nobody wrote as a name), found as a
-single capitalised word is. A name several entities carry is ranked by how the rest of the
+word of the language ("curie", but not "young", which nobody wrote as a name) or is the
+other option of a choice beside such a word ("kandel or bruce"), found as a single capitalised
+word is. A name several entities carry is ranked by how the rest of the
 question fits each candidate's edges (their predicates' and neighbours' stems against the
 question's other stems: "wife" meets "spouse"), then by fewer extra words, then by more
 neighbours; the best few are kept, and `Grounding.names` says where each ranked among how many
@@ -71,6 +72,8 @@ MAX_LOWER_CASE_NAMES: Final = 4
 MAX_LOWER_CASE_RUNS: Final = 12
 MAX_LOWER_CASE_WORDS: Final = 4
 """Rare words a lower-case question offers alone as names, besides its spans."""
+CHOICES: Final = frozenset({"or", "and"})
+"""The words that join the options of a choice ("Who is older, X or Y?")."""
 COMMON_ZIPF: Final = 4.0
 """A word seen ten times a million words or more is a common one: 4 is where the Zipf scale's
 high-frequency words begin (van Heuven et al., 2014). "young" is 5.4, "wood" 4.8, "lincoln" 4.3,
@@ -403,7 +406,10 @@ def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str])
     MAX_LOWER_CASE_RUNS of them, the longest first; and up to MAX_LOWER_CASE_WORDS words alone
     that are no common word of the language ("curie", not "young": nobody wrote it as a name,
     so only a word that cannot well be read otherwise is taken for one) and not inside
-    parentheses, those with no such word beside them first, then the rarest."""
+    parentheses, those with no such word beside them first, then the rarest. A word that is
+    one side of a choice whose other side is such a rare word ("who is younger, denise kandel or
+    bruce?", "are christopher and frances vega of the same nationality?") is the other option
+    and may be a name however common: such words go first."""
     spans = []
     alone = []
     for start in range(len(tokens)):
@@ -430,11 +436,21 @@ def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str])
     spans.sort(key=lambda run: (run.start - run.end, run.start))
     frequency = {run.start: _zipf(run.words[0]) for run in alone}
     rare = {at for at, zipf in frequency.items() if zipf < COMMON_ZIPF}
+    options = {run.start for run in alone if _choice_option(tokens, run.start, rare)}
     # a rare word beside another is likelier part of a name written whole, which a span tries
-    names = sorted((run for run in alone if run.start in rare), key=lambda run: (
-        run.start - 1 in rare or run.start + 1 in rare, frequency[run.start]))
+    names = sorted((run for run in alone if run.start in rare | options), key=lambda run: (
+        run.start not in options, run.start - 1 in rare or run.start + 1 in rare,
+        frequency[run.start]))
     runs = spans[:MAX_LOWER_CASE_RUNS] + names[:MAX_LOWER_CASE_WORDS]
     return sorted(runs, key=lambda run: (run.start, run.end))
+
+
+def _choice_option(tokens: list[str], at: int, rare: set[int]) -> bool:
+    """Whether the word at `at` is one side of a choice ("or", "and") whose other side is a
+    word at a position in `rare`."""
+    before = at >= 2 and tokens[at - 1] in CHOICES and at - 2 in rare
+    after = at + 2 < len(tokens) and tokens[at + 1] in CHOICES and at + 2 in rare
+    return before or after
 
 
 def _zipf(word: str) -> float:
