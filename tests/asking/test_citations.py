@@ -46,6 +46,13 @@ def test_sentences_that_say_more_than_the_citing_ones_but_cite_nothing_are_count
     assert found.uncited_sentences == 3
 
 
+def test_a_verdict_or_a_list_of_what_the_citing_sentences_give_claims_nothing_uncited() -> None:
+    cited = " From the knowledge graph: Curie discovered polonium [1a2b3c4d]; radium [1a2b3c4d]."
+    for lead in ("No.", "Yes.", "Polonium and radium."):
+        assert find_citations(lead + cited, SELECTED).uncited_sentences == 0
+    assert find_citations("No, thorium." + cited, SELECTED).uncited_sentences == 1
+
+
 def test_an_answer_check_warns_of_what_a_reader_should_know() -> None:
     assert AnswerCheck(selected=3, cited=3, invalid=0, uncited_sentences=0).warnings() == []
     assert AnswerCheck(selected=0, cited=0, invalid=0, uncited_sentences=1).warnings() == []

@@ -27,6 +27,10 @@ _ID_SEPARATORS: Final = re.compile(r"[\s,;]+")
 _SENTENCE_END: Final = re.compile(r"[.!?;]+[\"'”’)]*(?=\s|$)|\n+")
 _FOLLOWING_MARKER: Final = re.compile(r"[ \t]*" + _MARKER.pattern)
 _WORD: Final = re.compile(r"\w+")
+VERDICT_WORDS: Final = frozenset({"yes", "no", "and"})
+"""Words a sentence may add to what the citing sentences hold and still claim nothing of its
+own: the verdict drawn from them ("No.") and the word that lists what they give ("Marie Curie
+and Pierre Curie.")."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Citations:
     uncited_sentences: int = 0
     """Sentences that cite no selected edge and say more than the citing ones: a sentence all
     of whose words a citing sentence holds (a lead such as "Warsaw." before the facts that
-    give it) claims nothing uncited."""
+    give it), but for VERDICT_WORDS ("No.", "Polonium and radium."), claims nothing uncited."""
 
     @property
     def cited(self) -> list[int]:
@@ -84,7 +88,7 @@ def uncited_sentences(text: str, citing: Iterable[tuple[int, str]],
     before they were counted is counted from its citations so."""
     citing = list(citing)
     offsets = {offset for offset, _ in citing}
-    cited_words = {word for _, sentence in citing for word in _words(sentence)}
+    cited_words = VERDICT_WORDS | {word for _, sentence in citing for word in _words(sentence)}
     return sum(1 for start, end in (_sentences(text) if spans is None else spans)
                if start not in offsets and not _words(text[start:end]) <= cited_words)
 

@@ -475,6 +475,18 @@ def test_a_question_for_several_things_names_them_all() -> None:
     assert {edge.labels[1] for edge in chosen} == {"holds"}
 
 
+def test_a_question_for_one_thing_names_every_end_of_its_one_walk() -> None:
+    """"Who discovered radium?" has two answers in the KG, reached the same way: both are the
+    answer. Ends reached by different walks are not: the question asks for one value."""
+    facts = kg(("Marie Curie", "discovered", "radium"), ("Pierre Curie", "discovered", "radium"),
+               ("Pierre Curie", "spouse", "Marie Curie"))
+    chosen, lead = ask("Who discovered radium?", facts, "radium")
+    assert lead == "Marie Curie and Pierre Curie" and len(chosen) == 2
+    facts = kg(("Mongkut", "country of citizenship", "Siam"), ("Mongkut", "country", "Thailand"))
+    chosen, lead = ask("Which country is Mongkut from?", facts, "Mongkut")
+    assert lead in ("Siam", "Thailand")
+
+
 FILMS = kg(
     ("Broadway or Bust", "director", "William Beaudine"),
     ("Ballad of Tara", "director", "Eddie Morris"),

@@ -23,8 +23,8 @@ from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.paths import (
-    SAME, Path, Reading, attested, best, clauses, compare, is_partial, named_ends, path_seeds,
-    read, seed_names, walk,
+    SAME, Path, Reading, attested, best, clauses, compare, is_partial, named_ends, one_walk,
+    path_seeds, read, seed_names, walk,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -134,7 +134,8 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
     """What the question asks for, then the facts themselves, each citing its edge id.
 
     The lead is the end of the path the question walks from the entities it names, of the kind
-    asked for (every such end when it asks for several: "Which paintings ..."), or, for a
+    asked for (every such end when it asks for several, "Which paintings ...", or when its best
+    paths are one walk to several ends, "Who discovered radium?"), or, for a
     comparison, the option whose values win ("yes"/"no" for "the same"); no lead when the facts
     walk no such path.
     """
@@ -170,7 +171,7 @@ def _clause_lead(reading: Reading, facts: Sequence[LabeledEdge],
     ends = list(dict.fromkeys(path.end_label for path in paths if path.end_label))
     if not ends:
         return None
-    if reading.plural and len(ends) > 1:
+    if len(ends) > 1 and (reading.plural or one_walk(paths)):
         return ", ".join(ends[:-1]) + " and " + ends[-1]
     return ends[0]
 

@@ -580,6 +580,12 @@ def _named_so(path: Path, roles: Roles) -> tuple[int, float]:
     return max(like, default=0), sum(unlike) / max(len(unlike), 1)
 
 
+def one_walk(paths: Sequence[Path]) -> bool:
+    """Whether the paths all take one walk from one seed: the same predicates, read the same
+    way round ("radium ←discovered— Marie Curie", "radium ←discovered— Pierre Curie")."""
+    return len({(path.seed, _walk(path)) for path in paths}) == 1
+
+
 def _walk(path: Path) -> tuple[tuple[str, bool], ...]:
     """Each hop's predicate, and whether the hop reads it against its direction."""
     return tuple((edge.labels[1], _against(edge, start))
