@@ -384,7 +384,7 @@ CITING = {
     "Was Marie Curie born in Warsaw?": Script(
         [(BORN, "the birthplace")],
         "Yes. Marie Curie was born in Warsaw. [a4a3a483] She moved to Paris; she liked cats."),
-    # three sentences uncited: "Yes.", and both halves of the last
+    # two sentences uncited: both halves of the last ("Yes." is the verdict the cited one gives)
     "Who is Nobody Atall?": Script(),  # nothing selected
 }
 """Answers citing nothing, everything, and some sentences but not others."""
@@ -442,7 +442,7 @@ def test_answers_recorded_before_their_checks_get_the_counts_the_recorder_writes
                          prov:wasDerivedFrom/prov:wasDerivedFrom/prov:wasGeneratedBy ?session .
                      ?session tg:query ?question } }""")}
     assert uncited == {"Where was Marie Curie born?": 1, "When was Marie Curie born?": 0,
-                       "Was Marie Curie born in Warsaw?": 3, "Who is Nobody Atall?": 1}
+                       "Was Marie Curie born in Warsaw?": 2, "Who is Nobody Atall?": 1}
     assert not needs_migration(tgsparql_demo_store, GRAPH)
     after = set(tgsparql_demo_store.oxigraph)
     assert len(pending(tgsparql_demo_store)) == 0

@@ -139,6 +139,36 @@ def test_the_lead_is_of_the_kind_the_question_asks_for(
     assert text.startswith(lead + LEAD)
 
 
+def test_another_relations_end_of_the_kind_asked_is_no_answer(tgsparql_demo_pipeline) -> None:
+    """The demo KG has Marie Curie's year of death, not where she died: "born in Warsaw" is a
+    place, but not of her death. Where nothing at all at the node says "die", the only end of
+    the kind asked for answers (a company's "inception" for "When was it founded?")."""
+    text, _ = run(tgsparql_demo_pipeline, "Where did Marie Curie die?")
+    assert "Warsaw" not in text
+    assert run(tgsparql_demo_pipeline, "Where did Pierre Curie die?")[0].startswith("Paris" + LEAD)
+    facts = kg(("The Miscellany News", "publisher", "Vassar College"),
+               ("Vassar College", "inception", "1861"),
+               ("Vassar College", "located in", "Poughkeepsie"))
+    assert ask("When was the company that published The Miscellany News founded?", facts,
+               "The Miscellany News")[1] == "1861"
+
+
+@pytest.mark.parametrize(("question", "lead"), [
+    # a pronoun means whom the question names ...
+    ("Who did Marie Curie marry, and where was she born?", "Pierre Curie; Warsaw"),
+    ("Where was Marie Curie born, and when did she die?", "Warsaw; 1934"),
+    # ... or, where nothing of that one answers, what the clause before found
+    ("Who did Marie Curie marry, and where did he die?", "Pierre Curie; Paris"),
+    # a clause nothing answers has no lead, not the other clause's again
+    ("Where was Marie Curie born? And where did she die?", "Warsaw"),
+])
+def test_each_clause_is_answered_on_its_own(tgsparql_demo_pipeline, question: str,
+                                            lead: str) -> None:
+    text, _ = run(tgsparql_demo_pipeline, question)
+    assert text.startswith(lead + LEAD)
+    assert text.count("[") == len(lead.split("; "))  # the edges of what was answered, cited
+
+
 REASON = re.compile(
     r"^offline selector: this edge matches (?P<own>.+?)"
     r"(?:; (?P<rest>.*))?; score (?P<score>\d+\.\d\d)$"

@@ -23,8 +23,8 @@ from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.paths import (
-    SAME, Path, Reading, attested, best, clauses, compare, is_partial, named_ends, one_walk,
-    path_seeds, read, seed_names, walk,
+    SAME, Path, Reading, attested, clause_paths, compare, is_partial, named_ends, one_walk,
+    path_seeds, seed_names,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -44,11 +44,10 @@ class OfflineBackend:
         present = {node for edge in edges for node in (edge.triple.subject, edge.triple.object)}
         seeds = [seed for seed in request.seeds if seed in present]
         seeds = seeds or named_ends(request.question, edges)
-        names = seed_names(edges, seeds)
-        readings = [read(clause, names) for clause in clauses(request.question)]
         starts = path_seeds(request.question, edges, seeds)
-        paths = [path for reading in readings
-                 for path in best(reading, walk(reading, edges, starts), starts)]
+        paths = [path for found in clause_paths(request.question, edges,
+                                                seed_names(edges, seeds), starts)
+                 for path in found]
         chosen = _edges_of(attested(paths, request.roles))
         if not chosen:
             chosen = [(edge, None) for edge in edges if _links_seeds(edge, seeds)]
@@ -149,20 +148,25 @@ def compose_answer(question: str, facts: Sequence[LabeledEdge]) -> str:
 
 
 def _lead(question: str, facts: Sequence[LabeledEdge]) -> str | None:
-    """What each clause of the question asks for, joined by "; "."""
+    """What each clause of the question asks for, joined by "; ". A clause whose paths only
+    end in the kind it asks for, by edges that answer another clause's words, has no answer
+    among the facts: "Where was X born? And where did she die?" is not answered "Warsaw;
+    Warsaw" by the one edge "X born in Warsaw"."""
     seeds = named_ends(question, facts)
-    names = seed_names(facts, seeds)
-    leads = [lead for clause in clauses(question)
-             if (lead := _clause_lead(read(clause, names), facts, seeds)) is not None]
+    walked = clause_paths(question, facts, seed_names(facts, seeds), seeds)
+    answering = {path.edges[-1].id for paths in walked for path in paths if path.answered[-1]}
+    leads = [lead for paths in walked
+             if paths and not all(not path.answered[-1] and path.edges[-1].id in answering
+                                  for path in paths)
+             and (lead := _clause_lead(paths[0].reading, paths)) is not None]
     return "; ".join(leads) or None
 
 
-def _clause_lead(reading: Reading, facts: Sequence[LabeledEdge],
-                 seeds: Sequence[object]) -> str | None:
-    """The end the clause's paths reach; for a comparison, what comparing the options' values
-    gives, and nothing when the facts give fewer than two options a value and the question
-    asks yes or no ("Are A and B from the same country?"): an entity is no answer to it."""
-    paths = best(reading, walk(reading, facts, seeds), seeds)
+def _clause_lead(reading: Reading, paths: list[Path]) -> str | None:
+    """The end the clause's best paths reach; for a comparison, what comparing the options'
+    values gives, and nothing when the facts give fewer than two options a value and the
+    question asks yes or no ("Are A and B from the same country?"): an entity is no answer to
+    it."""
     compared = compare(reading, paths)
     if compared is not None:
         return compared.capitalize() if compared in ("yes", "no") else compared

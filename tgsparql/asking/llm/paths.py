@@ -120,6 +120,8 @@ class Reading:
     """EARLIEST, LATEST, LONGEST or SAME when the question compares its options."""
 
 
+PRONOUNS = frozenset("he she it they him her them his hers its their".split())
+"""Words by which a clause speaks of what the clause before it found."""
 _CLAUSE = re.compile(r",?\s+and\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.IGNORECASE)
 
 
@@ -127,6 +129,29 @@ def clauses(question: str) -> list[str]:
     """The questions a question joins ("Who did X marry, and where was she born?"): each is
     read, and walked from the seeds, on its own."""
     return _CLAUSE.split(question)
+
+
+def clause_paths(question: str, edges: Sequence[LabeledEdge], seed_labels: Collection[str],
+                 starts: Sequence[Node]) -> list[list[Path]]:
+    """Each clause's reading's best paths (`best`) from `starts`; a clause that speaks of
+    someone by a pronoun may walk from the ends of the clause before instead: the pronoun
+    means whom the question names ("Who did Marie Curie marry, and where was she born?"), or,
+    where paths from there answer less, what the clause before found ("..., and where did he
+    die?": the KG has no place of her death, but one of his)."""
+    found: list[list[Path]] = []
+    for clause in clauses(question):
+        reading = read(clause, seed_labels)
+        paths = best(reading, walk(reading, edges, starts), starts)
+        if found and PRONOUNS & set(words(clause)):
+            ends = list(dict.fromkeys(
+                end for path in found[-1]
+                if isinstance(end := path.nodes[-1], ox.NamedNode) and end not in starts))
+            further = best(reading, walk(reading, edges, ends), ends)
+            if further and (not paths or max(path.rank for path in further)
+                            > max(path.rank for path in paths)):
+                paths = further
+        found.append(paths)
+    return found
 
 
 def read(question: str, seed_labels: Collection[str]) -> Reading:
@@ -300,8 +325,9 @@ class _Graph:
 
 def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) -> list[Path]:
     """Every path of up to MAX_HOPS from a seed that answers the question: each hop answers a
-    relation word not yet answered, or, last, the kind asked for that its start is not of.
-    A path never passes through a seed."""
+    relation word not yet answered, or, last, the kind asked for that its start is not of, when
+    no edge of its start answers a word left (one that does is the relation asked, though of
+    another kind: a date of death for "Where did X die?"). A path never passes through a seed."""
     graph = _Graph(edges)
     asks_kind = reading.kind is not Kind.ANY or reading.noun is not None
     found: list[Path] = []
@@ -318,20 +344,26 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
                 if len(nodes) > 1 and _is_value(nodes[-1], graph):
                     continue  # a value ends a path: what else has it is no answer
                 left = reading.relations - Counter(w for words in answered for w in words)
+                steps = []
                 for edge, other in graph.around.get(nodes[-1], []):
                     if other in nodes or other in seeds or not _coherent(edge, graph) or (
                             dated and not walked and not _names_date(edge)):
                         continue
                     words = _answers(edge.labels[1], left)
                     step = (walked + (edge,), nodes + (other,), answered + (words,))
-                    if words and not _in_order(reading, step[2]):
-                        continue
+                    if not words or _in_order(reading, step[2]):
+                        steps.append(step)
+                # the relation asked is there, of another kind than asked ("Where did X die?",
+                # and X has a date of death only): another relation's end of that kind
+                # ("place of birth") is no answer
+                asked_here = any(step[2][-1] for step in steps)
+                for step in steps:
                     grade = _grade(reading, graph, step[0], step[1])
-                    kind_hop = not words and asks_kind and grade == 2 and (
+                    kind_hop = not step[2][-1] and asks_kind and grade == 2 and not asked_here and (
                         not walked or _grade(reading, graph, walked, nodes) < 2)
-                    if words:
+                    if step[2][-1]:
                         grown.append(step)
-                    if words or kind_hop:
+                    if step[2][-1] or kind_hop:
                         found.append(_path(reading, graph, seed, *step, grade))
             hops = grown
     return found
