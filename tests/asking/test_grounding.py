@@ -975,6 +975,18 @@ def test_a_lower_case_common_word_offered_as_the_other_option_of_a_name_is_a_nam
     assert ground(tgsparql_store, "was bruce older or younger?", 50).seeds == []
 
 
+def test_a_lower_case_common_word_that_owns_what_follows_is_a_name(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    indexed(tgsparql_store, 'ex:adam rdfs:label "Robert Adam" . ex:film rdfs:label "Film" .')
+    question = "where was the place of death of adam's father?"
+    assert "adam" in [run.said for run in name_runs(question)]
+    assert ground(tgsparql_store, question, 50).seeds == [ex("adam")]
+    assert "adam" in [run.said for run in name_runs("who was adam\u2019s father?")]
+    # a determiner makes it a noun: "film" is offered as no name
+    assert name_runs("who is the film's director?") == []
+
+
 def test_a_common_word_in_many_labels_does_not_flood_a_lower_case_question(
     tgsparql_store: EmbeddedStore
 ) -> None:

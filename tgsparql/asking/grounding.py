@@ -18,8 +18,8 @@ name, found as the first or last word of a label (a given name or a surname: "Ve
 lower-case "and" joins. A question written all in lower case tells no name by its capitals: it
 offers its spans of two to four names instead of runs, and each word alone that is no common
 word of the language ("curie", but not "young", which nobody wrote as a name) or is the
-other option of a choice beside such a word ("kandel or bruce"), found as a single capitalised
-word is. A name several entities carry is ranked by how the rest of the
+other option of a choice beside such a word ("kandel or bruce") or owns what follows ("adam's
+father"), found as a single capitalised word is. A name several entities carry is ranked by how the rest of the
 question fits each candidate's edges (their predicates' and neighbours' stems against the
 question's other stems: "wife" meets "spouse"), then by fewer extra words, then by more
 neighbours; the best few are kept, and `Grounding.names` says where each ranked among how many
@@ -72,6 +72,11 @@ MAX_LOWER_CASE_NAMES: Final = 4
 MAX_LOWER_CASE_RUNS: Final = 12
 MAX_LOWER_CASE_WORDS: Final = 4
 """Rare words a lower-case question offers alone as names, besides its spans."""
+APOSTROPHES: Final = frozenset({"'", "\u2019"})
+DETERMINERS: Final = frozenset(
+    "the a an this that these those his her its their my your our whose which what each every "
+    "any some no".split())
+"""Words before a noun that make it no name: "the film's director"."""
 CHOICES: Final = frozenset({"or", "and"})
 """The words that join the options of a choice ("Who is older, X or Y?")."""
 COMMON_ZIPF: Final = 4.0
@@ -409,7 +414,9 @@ def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str])
     parentheses, those with no such word beside them first, then the rarest. A word that is
     one side of a choice whose other side is such a rare word ("who is younger, denise kandel or
     bruce?", "are christopher and frances vega of the same nationality?") is the other option
-    and may be a name however common: such words go first."""
+    and may be a name however common, and so is a word that owns what follows with no
+    determiner before it ("of adam's father", not "the film's director"): such words go
+    first."""
     spans = []
     alone = []
     for start in range(len(tokens)):
@@ -436,13 +443,24 @@ def _lower_case_runs(text: str, matches: list[re.Match[str]], tokens: list[str])
     spans.sort(key=lambda run: (run.start - run.end, run.start))
     frequency = {run.start: _zipf(run.words[0]) for run in alone}
     rare = {at for at, zipf in frequency.items() if zipf < COMMON_ZIPF}
-    options = {run.start for run in alone if _choice_option(tokens, run.start, rare)}
+    options = {run.start for run in alone
+               if _choice_option(tokens, run.start, rare) or _owner(text, matches, run.start)}
     # a rare word beside another is likelier part of a name written whole, which a span tries
     names = sorted((run for run in alone if run.start in rare | options), key=lambda run: (
         run.start not in options, run.start - 1 in rare or run.start + 1 in rare,
         frequency[run.start]))
     runs = spans[:MAX_LOWER_CASE_RUNS] + names[:MAX_LOWER_CASE_WORDS]
     return sorted(runs, key=lambda run: (run.start, run.end))
+
+
+def _owner(text: str, matches: list[re.Match[str]], at: int) -> bool:
+    """Whether the word at `at` owns what follows, as a name does ("of adam's father"): an
+    apostrophe and "s" after it, and no determiner before it ("the film's director")."""
+    if at + 1 >= len(matches) or matches[at + 1].group().casefold() != "s":
+        return False
+    before = matches[at - 1].group().casefold() if at else ""
+    return (text[matches[at].end() : matches[at + 1].start()] in APOSTROPHES
+            and before not in DETERMINERS)
 
 
 def _choice_option(tokens: list[str], at: int, rare: set[int]) -> bool:
