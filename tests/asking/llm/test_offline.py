@@ -169,6 +169,31 @@ def test_each_clause_is_answered_on_its_own(tgsparql_demo_pipeline, question: st
     assert text.count("[") == len(lead.split("; "))  # the edges of what was answered, cited
 
 
+@pytest.mark.parametrize(("question", "lead"), [
+    ("Did Marie Curie marry Pierre Curie?", "Yes"),
+    ("Was Marie Curie born in Warsaw?", "Yes"),
+    ("Is Paris the capital of France?", "Yes"),
+    # the KG states another value: that says nothing of this one, and no verdict is given
+    ("Was Marie Curie born in Paris?", ""),
+    # a prize named in part is not the prize the question names
+    ("Did Irène Joliot-Curie win the Nobel Prize in Physics 1903?", ""),
+])
+def test_a_question_for_yes_or_no_is_affirmed_by_an_edge_between_what_it_names(
+    tgsparql_demo_pipeline, question: str, lead: str
+) -> None:
+    text, _ = run(tgsparql_demo_pipeline, question)
+    assert text.startswith(lead + LEAD if lead else "From the knowledge graph: ")
+
+
+def test_a_path_may_pass_through_another_entity_the_name_grounds_to(
+    tgsparql_demo_pipeline
+) -> None:
+    """"Curie" grounds to both Curies: the path to Curie's husband's birthplace runs from
+    Marie Curie through Pierre Curie, another seed."""
+    text, _ = run(tgsparql_demo_pipeline, "Where was Curie's husband born?")
+    assert text.startswith("Paris" + LEAD)
+
+
 REASON = re.compile(
     r"^offline selector: this edge matches (?P<own>.+?)"
     r"(?:; (?P<rest>.*))?; score (?P<score>\d+\.\d\d)$"

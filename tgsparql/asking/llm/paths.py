@@ -120,6 +120,8 @@ class Reading:
     """EARLIEST, LATEST, LONGEST or SAME when the question compares its options."""
 
 
+YES_OR_NO = frozenset("is are was were am did does do has have had can could will would".split())
+"""The first words of a question that asks whether something holds ("Did X marry Y?")."""
 PRONOUNS = frozenset("he she it they him her them his hers its their".split())
 """Words by which a clause speaks of what the clause before it found."""
 _CLAUSE = re.compile(r",?\s+and\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.IGNORECASE)
@@ -152,6 +154,20 @@ def clause_paths(question: str, edges: Sequence[LabeledEdge], seed_labels: Colle
                 paths = further
         found.append(paths)
     return found
+
+
+def asks_whether(clause: str) -> bool:
+    """Whether the clause asks yes or no ("Was Marie Curie born in Warsaw?")."""
+    said = words(clause)
+    return bool(said) and said[0] in YES_OR_NO
+
+
+def says(clause: str, label: str) -> bool:
+    """Whether the clause writes every word of `label` but stopwords (its aside left out): a
+    part of it is not enough to affirm a fact of it ("the Nobel Prize in Physics 1903" is a
+    Nobel Prize, but not the Nobel Prize in Chemistry 1935)."""
+    own = [word for word in match_key(ASIDE.sub(" ", label)).split() if word not in STOPWORDS]
+    return bool(own) and set(own) <= set(match_key(clause).split())
 
 
 def read(question: str, seed_labels: Collection[str]) -> Reading:
@@ -327,7 +343,8 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
     """Every path of up to MAX_HOPS from a seed that answers the question: each hop answers a
     relation word not yet answered, or, last, the kind asked for that its start is not of, when
     no edge of its start answers a word left (one that does is the relation asked, though of
-    another kind: a date of death for "Where did X die?"). A path never passes through a seed."""
+    another kind: a date of death for "Where did X die?"). A path may pass through another
+    seed ("Where was Curie's husband born?": Marie Curie, then Pierre Curie, both "Curie")."""
     graph = _Graph(edges)
     asks_kind = reading.kind is not Kind.ANY or reading.noun is not None
     found: list[Path] = []
@@ -346,7 +363,7 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
                 left = reading.relations - Counter(w for words in answered for w in words)
                 steps = []
                 for edge, other in graph.around.get(nodes[-1], []):
-                    if other in nodes or other in seeds or not _coherent(edge, graph) or (
+                    if other in nodes or not _coherent(edge, graph) or (
                             dated and not walked and not _names_date(edge)):
                         continue
                     words = _answers(edge.labels[1], left)
