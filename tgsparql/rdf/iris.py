@@ -27,7 +27,7 @@ import datetime as dt
 import hashlib
 import re
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import quote
 
 import pyoxigraph as ox
@@ -125,8 +125,7 @@ def trailing_index(iri: str) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
-@dataclass(frozen=True)
-class ExtractionIds:
+class ExtractionIds(NamedTuple):
     """The IRIs of one document's extraction (docs/spec.md §8), all derived from its text's SHA-256.
 
     Ingesting the same text again mints the same IRIs, so it can be recognised and skipped.
@@ -169,8 +168,7 @@ class SessionNotFound(LookupError):
     """No session with that IRI in the collection."""
 
 
-@dataclass(frozen=True)
-class SessionIds:
+class SessionIds(NamedTuple):
     """The IRIs of one session; all share its UUID (docs/spec.md §2)."""
 
     uuid: str

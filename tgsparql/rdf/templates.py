@@ -16,11 +16,10 @@ import datetime as dt
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pyoxigraph as ox
 from markupsafe import Markup
@@ -275,8 +274,7 @@ def _load_query_source(name: str) -> str:
     return split_header(source)[1]
 
 
-@dataclass(frozen=True)
-class InsertData:
+class InsertData(NamedTuple):
     """The `prologue` and `quads` blocks of an INSERT DATA template, rendered.
 
     Kept apart so that several writes that belong together can go to the store as one
@@ -297,8 +295,7 @@ def stand_in(name: str) -> ox.NamedNode:
     return ox.NamedNode(STAND_IN + name)
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """A template rendered once with stand-ins (`stand_in`) for some of its values, filled in
     for each run by writing the values where the stand-ins are: for a text run many times, which
     a process that reads it back from disk (a validator kept there) fills without loading the

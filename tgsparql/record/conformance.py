@@ -9,10 +9,10 @@ people; kept apart from the CLI, so `validate` and `query --validate` choose ali
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 import pyoxigraph as ox
 
@@ -165,8 +165,7 @@ def verdict(report: ValidationReport, fail_on: ox.NamedNode = VIOLATION) -> str:
     return f"conforms: {len(report.shapes)} shapes checked, {warnings} warnings"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One validation result, as the page lists it."""
 
     severity: str
@@ -175,8 +174,7 @@ class Finding:
     message: str
 
 
-@dataclass(frozen=True)
-class Conformance:
+class Conformance(NamedTuple):
     """The session checked against the bundled shapes, or why it could not be."""
 
     checked: bool
@@ -203,23 +201,21 @@ class Conformance:
         return cls(False, reason=reason)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "findings": [f.__dict__ for f in self.findings]}
+        return {**self._asdict(), "findings": [f._asdict() for f in self.findings]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Conformance:
         return cls(**{**data, "findings": tuple(Finding(**f) for f in data["findings"])})
 
 
-@dataclass(frozen=True)
-class Folding:
+class Folding(NamedTuple):
     """Many results of one shape read as their first `shown`, then `note` for the rest."""
 
     shown: int
     note: str
 
 
-@dataclass(frozen=True)
-class ShapeSummary:
+class ShapeSummary(NamedTuple):
     """One shape's line of the summary: its results, how severe the worst, where the first."""
 
     name: str
@@ -233,14 +229,13 @@ class ShapeSummary:
                 "focusNodes": list(self.focus_nodes), **({"note": self.note} if self.note else {})}
 
 
-@dataclass(frozen=True)
-class Judgement:
+class Judgement(NamedTuple):
     """A report as a build judges it: results at or above `fail_on` fail it; the results of a
     folded shape read as one finding."""
 
     report: ValidationReport
     fail_on: ox.NamedNode = VIOLATION
-    folded: Mapping[Term, Folding] = field(default_factory=dict)
+    folded: Mapping[Term, Folding] = MappingProxyType({})
 
     @property
     def failing(self) -> list[ValidationResult]:

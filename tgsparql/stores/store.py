@@ -14,9 +14,10 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, Protocol, TypeVar, cast, runtime_checkable
+from typing import (
+    Any, BinaryIO, Literal, NamedTuple, Protocol, TypeVar, cast, runtime_checkable,
+)
 
 import pyoxigraph as ox
 
@@ -58,8 +59,7 @@ _READS = {
 }
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     """What running a template answered, by the form its header declares: rows for a SELECT, a
     boolean for an ASK, triples for a CONSTRUCT, nothing for an update. Reading it as another
     form is a mistake in the caller, and fails naming the template and its form."""

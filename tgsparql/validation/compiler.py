@@ -4,7 +4,7 @@ SHACL-SPARQL constraint, each over all its focus nodes at once."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
@@ -18,8 +18,7 @@ from tgsparql.validation.sparql import SparqlConstraint
 SPARQL_BASED = ("Sparql", "SparqlComponent")
 
 
-@dataclass(frozen=True)
-class CompiledQuery:
+class CompiledQuery(NamedTuple):
     """A query whose rows are violations; `?k` indexes `constraints` (absent for SHACL-SPARQL).
 
     With `per_focus_node`, `text` lists the focus nodes (?this) and `per_focus_node` is the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import pyoxigraph as ox
 
@@ -34,8 +34,7 @@ PathKind = TypingLiteral[
 ]
 
 
-@dataclass(frozen=True)
-class Path:
+class Path(NamedTuple):
     """A SHACL property path; `node` is its node in the shapes graph (copied into reports)."""
 
     kind: PathKind

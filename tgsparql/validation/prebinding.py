@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 from tgsparql.validation.errors import ShapesError
 
@@ -36,8 +36,7 @@ AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CO
 PER_SOLUTION_MODIFIERS = frozenset({"LIMIT", "OFFSET"})
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str
     text: str
     start: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
@@ -30,8 +31,7 @@ def _order(term: Term | None) -> str:
     return "" if term is None else str(term)
 
 
-@dataclass(frozen=True)
-class ValidationResult:
+class ValidationResult(NamedTuple):
     focus_node: Term
     result_path: Term | None
     value: Term | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
@@ -32,8 +32,7 @@ CONTEXT = ("this", "shapesGraph", "currentShape")
 """The variables every SHACL-SPARQL query may have pre-bound (§5.3.1)."""
 
 
-@dataclass(frozen=True)
-class SparqlConstraint:
+class SparqlConstraint(NamedTuple):
     """An `sh:sparql` SELECT constraint, or a SPARQL-based constraint component's validator as a
     shape uses it (parameters already in the text); `body` is split at each `$PATH`."""
 
@@ -170,16 +169,14 @@ VALIDATOR_KINDS = {"validator": True, "nodeValidator": False, "propertyValidator
 VALIDATOR_CLASSES = {True: "SPARQLAskValidator", False: "SPARQLSelectValidator"}
 
 
-@dataclass(frozen=True)
-class Parameter:
+class Parameter(NamedTuple):
     name: str
     """The variable the value is pre-bound to: the local name of its sh:path."""
     path: ox.NamedNode
     optional: bool
 
 
-@dataclass(frozen=True)
-class Component:
+class Component(NamedTuple):
     """A SPARQL-based constraint component (SHACL §6) declared in the shapes graph."""
 
     node: ox.NamedNode

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -202,7 +201,7 @@ class Validator:
                 return listed[found]
 
             queries = (  # one at a time: each text lists the nodes
-                replace(query, text=_STAND_IN.sub(lambda m: nodes_of(int(m[1])), query.text))
+                query._replace(text=_STAND_IN.sub(lambda m: nodes_of(int(m[1])), query.text))
                 for shape in self.shapes
                 if shape.key in reached and shape.key not in idle
                 for query in self._shape_queries(shape, lexical)
@@ -412,7 +411,7 @@ class Validator:
                 value = focus
             else:
                 value = written(result.value, result.focus_node, result.result_path)
-            out.append(replace(result, focus_node=focus, value=value)
+            out.append(result._replace(focus_node=focus, value=value)
                        if (focus, value) != (result.focus_node, result.value) else result)
         return out
 
