@@ -19,11 +19,11 @@ lower-case "and" joins. A question written all in lower case tells no name by it
 offers its spans of two to four names instead of runs, and each word alone that is no common
 word of the language ("curie", but not "young", which nobody wrote as a name) or is the
 other option of a choice beside such a word ("kandel or bruce") or owns what follows ("adam's
-father"), found as a single capitalised word is. A name several entities carry is ranked by how the rest of the
-question fits each candidate's edges (their predicates' and neighbours' stems against the
-question's other stems: "wife" meets "spouse"), then by fewer extra words, then by more
-neighbours; the best few are kept, and `Grounding.names` says where each ranked among how many
-candidates.
+father"), found as a single capitalised word is. A name several entities carry is ranked by
+how the rest of the question fits each candidate's edges (their predicates' and neighbours'
+stems against the question's other stems: "wife" meets "spouse"), then by fewer extra words,
+then by more neighbours; the best few are kept, and `Grounding.names` says where each ranked
+among how many candidates.
 Ingest links the names it extracts the same way (`match_names`): each as one run, whatever its
 case. Normalised label keys and their words live in the label index graph, written once per
 label by `update_label_index`, so grounding is indexed lookups instead of a scan over every

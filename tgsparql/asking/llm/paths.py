@@ -375,12 +375,13 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
                 # ("place of birth") is no answer
                 asked_here = any(step[2][-1] for step in steps)
                 for step in steps:
+                    words = step[2][-1]
                     grade = _grade(reading, graph, step[0], step[1])
-                    kind_hop = not step[2][-1] and asks_kind and grade == 2 and not asked_here and (
+                    kind_hop = not words and asks_kind and grade == 2 and not asked_here and (
                         not walked or _grade(reading, graph, walked, nodes) < 2)
-                    if step[2][-1]:
+                    if words:
                         grown.append(step)
-                    if step[2][-1] or kind_hop:
+                    if words or kind_hop:
                         found.append(_path(reading, graph, seed, *step, grade))
             hops = grown
     return found
