@@ -701,6 +701,20 @@ def test_explain_turtle_parses_and_holds_the_record(demo_dir: Path, session: str
     assert all(isinstance(t.object, ox.Triple) for t in retrieved)
 
 
+def test_reading_commands_read_a_store_another_writer_holds(demo_dir: Path, session: str) -> None:
+    """`serve --ask` or a running `query` holds the store as its one writer: the commands that
+    only read open it read-only, as last committed, and take no writer's turn."""
+    from tgsparql.stores.locking import exclusive_store
+
+    with exclusive_store(demo_dir, timeout=0):
+        for command in (["sessions"], ["explain", session], ["trace", session],
+                        ["export", "--format", "nquads"]):
+            run = cli(*command, "--store", demo_dir, "--lock-timeout", "0")
+            assert run.exit_code == 0 and run.stdout, (command, run.stderr)
+        assert cli("sessions", "delete", "--store", demo_dir, "--older-than", "1d",
+                   "--lock-timeout", "0").exit_code == 1  # a write waits its turn
+
+
 def test_explain_unknown_session_fails_with_one_line(demo_dir: Path) -> None:
     missing = "urn:trustgraph:session:00000000-0000-4000-8000-000000000000"
     run = cli("explain", missing, "--store", demo_dir)

@@ -83,7 +83,7 @@ def export(target: StoreTarget, dialect: Dialect | None, graphs: tuple[str, ...]
         raise click.BadParameter("an export writes rdf12 or reification (rdfstar only as an "
                                  "endpoint stores it)", param_hint="--dialect")
     written: ExportDialect = "reification" if dialect == "reification" else "rdf12"
-    with opened(target) as store:
+    with opened(target, read_only=True) as store:
         try:
             if output is None:
                 export_store(store, sys.stdout.buffer, format_, chosen, written)

@@ -285,9 +285,15 @@ def constrain_option(function: F, what: str = "selection") -> F:
 
 
 @contextmanager
-def opened(target: StoreTarget, *, waits_for_llm: bool = False) -> Iterator[Store]:
+def opened(target: StoreTarget, *, waits_for_llm: bool = False,
+           read_only: bool = False) -> Iterator[Store]:
+    """The store, its errors a failure of the command; with `read_only`, a directory that holds
+    a store as `reading` opens it (a command that only reads runs beside a writer such as `serve
+    --ask`, with no wait), and one that does not yet as any command creates it."""
+    existing = not isinstance(target, Path) or (target / STORE_MARKER).is_file()
     try:
-        with store_for(target, waits_for_llm=waits_for_llm) as store:
+        with (reading(target) if read_only and existing
+              else store_for(target, waits_for_llm=waits_for_llm)) as store:
             yield store
     except StoreError as error:
         raise Failure(str(error)) from None

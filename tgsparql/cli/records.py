@@ -29,7 +29,7 @@ def sessions(ctx: click.Context, target: StoreTarget, collection: Collection, li
     """List recorded sessions, newest first; `sessions delete` removes old ones."""
     if ctx.invoked_subcommand is not None:
         return
-    with opened(target) as store:
+    with opened(target, read_only=True) as store:
         try:
             found = list_sessions(store, collection, limit)
         except StoreError as error:
@@ -109,7 +109,7 @@ def sessions_delete(target: StoreTarget, collection: Collection, older_than: str
 def explain(target: StoreTarget, session: str, collection: Collection, format_: str,
             output: Path | None) -> None:
     """Explain SESSION (its IRI or UUID): retrieval, selected edges with reasons and sources."""
-    with opened(target) as store:
+    with opened(target, read_only=True) as store:
         if format_ in ("html", "dot", "mermaid"):
             from tgsparql.record.page import render_session
             from tgsparql.record.session_view import session_view
@@ -147,7 +147,7 @@ def trace(target: StoreTarget, iri: str, collection: Collection, format_: str) -
     from tgsparql.record.trace import render_text as trace_text
     from tgsparql.record.trace import trace as trace_iri
 
-    with opened(target) as store:
+    with opened(target, read_only=True) as store:
         try:
             found = trace_iri(store, collection, iri)
         except (TraceError, StoreError) as error:
