@@ -172,11 +172,11 @@ def _clause_lead(reading: Reading, paths: list[Path], clause: str) -> str | None
     compared = compare(reading, paths)
     if compared is not None:
         return compared.capitalize() if compared in ("yes", "no") else compared
+    if reading.comparison is SAME:
+        return None
     if asks_whether(clause):
         return "Yes" if any(says(clause, path.labels[0]) and says(clause, path.end_label)
                             for path in paths) else None
-    if reading.comparison is SAME:
-        return None
     ends = list(dict.fromkeys(path.end_label for path in paths if path.end_label))
     if not ends:
         return None
