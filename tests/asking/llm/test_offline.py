@@ -679,6 +679,14 @@ ELSEWHERE = [  # the rest of the KG: what its edges say Austria, a road, a swamp
 COMPOSER_FROM = "Which country is the composer of film Thunder on the Hill from?"
 
 
+def lead_of_facts_only(question: str, facts: list[tuple[str, str, str]],
+                       look_alikes: list[tuple[str, str, str]], *seeds: str) -> str:
+    """The lead, once the selector is seen to keep `facts` and none of the `look_alikes`."""
+    chosen, lead = ask(question, kg(*facts, *look_alikes), *seeds)
+    assert [edge.labels for edge in chosen] == facts
+    return lead
+
+
 def test_options_share_a_walk_only_when_they_read_its_predicates_the_same_way_round() -> None:
     """Around the first company, a look-alike walk answers both "located" and "country"; the
     second company reaches the same two predicates only back along the first. The walk the
@@ -688,10 +696,8 @@ def test_options_share_a_walk_only_when_they_read_its_predicates_the_same_way_ro
                    ("Maybe", "basin country", "Narayan Rao"),
                    ("Dieudonné Gnammankou", "narrative location", "HADAG"),
                    ("Dieudonné Gnammankou", "basin country", "The Galloping Kid")]
-    chosen, lead = ask("Are Chemours and Hadag located in the same country?",
-                       kg(*facts, *look_alikes), "Chemours", "HADAG")
-    assert [edge.labels for edge in chosen] == facts
-    assert lead == "No"
+    assert lead_of_facts_only("Are Chemours and Hadag located in the same country?", facts,
+                              look_alikes, "Chemours", "HADAG") == "No"
 
 
 def test_a_value_options_reach_by_different_walks_is_no_value_they_share() -> None:
@@ -701,10 +707,8 @@ def test_a_value_options_reach_by_different_walks_is_no_value_they_share() -> No
              ("Wilderness", "country of origin", "British")]
     look_alikes = [("Nancy Drew", "country of citizenship", "First Barbary War"),
                    ("Wilderness", "basin country", "First Barbary War")]
-    chosen, lead = ask("Are Nancy Drew and Wilderness both from the same country?",
-                       kg(*facts, *look_alikes), "Nancy Drew", "Wilderness")
-    assert [edge.labels for edge in chosen] == facts
-    assert lead == "No"
+    assert lead_of_facts_only("Are Nancy Drew and Wilderness both from the same country?", facts,
+                              look_alikes, "Nancy Drew", "Wilderness") == "No"
 
 
 def test_look_alike_noise_around_a_hub_leaves_only_the_path_the_kg_bears_out() -> None:
