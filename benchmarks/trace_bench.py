@@ -40,13 +40,12 @@ from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, w
 from benchmarks.pipeline_bench import generate, median, p95
 from tgsparql.asking.grounding import Grounding
 from tgsparql.asking.labels import label_of
-from tgsparql.asking.librarian import sha256_hex
 from tgsparql.asking.provenance import Recorder
 from tgsparql.asking.selection import SelectedEdge
 from tgsparql.data.ingest import AGENT_LABEL, ChunkRow, PageRow, SubgraphRow
 from tgsparql.data.loader import load_file
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds, SessionIds
+from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds, SessionIds, sha256_hex
 from tgsparql.rdf.templates import Templates
 from tgsparql.rdf.terms import DEFAULT_DIALECT, Dialect
 from tgsparql.record.trace import DocumentTrace, edge_sources, fact_sources, session_sources, trace

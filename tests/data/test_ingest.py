@@ -14,7 +14,7 @@ import pytest
 from conftest import cli
 
 from tests.asking.llm.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
-from tgsparql.asking.librarian import StoreLibrarian, sha256_hex
+from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.llm.base import ExtractionUnsupported
 from tgsparql.asking.llm.offline import OfflineBackend
 from tgsparql.asking.llm.openai_backend import OpenAIBackend
@@ -31,7 +31,7 @@ from tgsparql.data.ingest import (
     title_of,
 )
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import ExtractionIds, entity_iri, relation_iri
+from tgsparql.rdf.iris import ExtractionIds, entity_iri, relation_iri, sha256_hex
 from tgsparql.stores.store import EmbeddedStore
 from tgsparql.testing import assert_conforms
 from tgsparql.testing.fakes import ScriptedBackend

@@ -5,7 +5,6 @@ directory others can write is never trusted, and is built again."""
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import pickle
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from tgsparql.stores.store import EmbeddedStore, open_store
 from tgsparql.validation import Shapes, Validator, prebinding
 from tgsparql.validation import cache as validator_cache
 from tgsparql.validation import validator as validator_module
-from tgsparql.validation.cache import CACHE_ENVIRONMENT, MAGIC, kept_validator
+from tgsparql.validation.cache import CACHE_ENVIRONMENT, kept_validator
 from tgsparql.validation.shapes import bundled_sources
 
 pytestmark = pytest.mark.usefixtures("no_settings")
@@ -78,6 +77,13 @@ def counting(build: Callable[[], Validator]) -> tuple[Callable[[], Validator], l
 
 def entries(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.pickle"))
+
+
+def replace_payload(entry: Path, payload: bytes) -> None:
+    """The entry made to hold `payload` instead, whole and for the same key."""
+    opened = validator_cache._opened(entry.read_bytes())
+    assert opened is not None
+    entry.write_bytes(validator_cache._whole(opened[0], payload))
 
 
 def session_report(validator: Validator, store: EmbeddedStore, session: str) -> dict[str, object]:
@@ -169,6 +175,28 @@ def test_a_torn_or_altered_entry_is_built_again_and_kept_whole(directory: Path, 
     assert built == [None]  # the entry was written whole again
 
 
+def test_an_entry_kept_for_other_shapes_under_the_same_name_is_never_read_back(
+    directory: Path, tmp_path: Path
+) -> None:
+    """An entry's file is named by a checksum, which two keys may share: what is read back
+    must have been kept for exactly the caller's shapes, else it is built again."""
+    shapes = tmp_path / "shapes.ttl"
+    store = open_store()
+    store.oxigraph.load(DATA.encode(), format=ox.RdfFormat.TURTLE)
+
+    def kept(count: int) -> Validator:
+        text = SHAPES.format(count=count).encode()
+        return kept_validator([(shapes.as_uri(), text)], "rdf12",
+                              lambda: Validator(Shapes.from_text(text.decode()), "rdf12"))
+
+    assert len(kept(1).validate(store).results) == 1
+    [one] = entries(directory)
+    assert len(kept(0).validate(store).results) == 0
+    other = next(entry for entry in entries(directory) if entry != one)
+    other.write_bytes(one.read_bytes())  # the names collide: count 1's entry under count 0's
+    assert len(kept(0).validate(store).results) == 0
+
+
 @pytest.mark.parametrize("payload", [
     pickle.dumps(("not a validator", [])),
     b"cno_such_module\nThing\n.",  # a class this code does not have
@@ -177,7 +205,7 @@ def test_a_whole_entry_this_code_cannot_use_is_built_again(directory: Path, payl
     sources, build = bundled()
     kept_validator(sources, "rdf12", build)
     [entry] = entries(directory)
-    entry.write_bytes(MAGIC + hashlib.sha256(payload).digest() + payload)
+    replace_payload(entry, payload)
     build, built = counting(build)
     assert isinstance(kept_validator(sources, "rdf12", build), Validator)
     assert built == [None]
@@ -194,7 +222,7 @@ def test_reading_an_entry_back_leaves_the_cyclic_collector_as_it_was(
     kept_validator(sources, "rdf12", build)
     if payload is not None:
         [entry] = entries(directory)
-        entry.write_bytes(MAGIC + hashlib.sha256(payload).digest() + payload)
+        replace_payload(entry, payload)
     try:
         (gc.enable if enabled else gc.disable)()
         assert isinstance(kept_validator(sources, "rdf12", build), Validator)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
 import pyoxigraph as ox
 
+from tgsparql.rdf.iris import sha256_hex
 from tgsparql.rdf.templates import InsertData
 from tgsparql.rdf.terms import term_text
 from tgsparql.stores.store import Solution, Store
@@ -43,10 +43,6 @@ class Librarian(Protocol):
     def put(self, iri: ox.NamedNode, content: str, *, title: str, mime_type: str = ...) -> None: ...
 
     def get(self, iri: ox.NamedNode) -> Document | None: ...
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class StoreLibrarian:

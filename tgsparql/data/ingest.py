@@ -29,7 +29,7 @@ from typing import Final
 import pyoxigraph as ox
 
 from tgsparql.asking.grounding import update_label_index
-from tgsparql.asking.librarian import StoreLibrarian, sha256_hex
+from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.llm.base import Backend, ExtractionRequest, ExtractionUnsupported, LLMError
 from tgsparql.asking.llm.log import LLMLog
 from tgsparql.asking.llm.usage import Usage
@@ -40,7 +40,7 @@ from tgsparql.data.chunking import (
 from tgsparql.data.extraction import Fact, is_marker, parse_facts
 from tgsparql.data.linking import DEFAULT_LINK_MODE, Link, LinkMethod, LinkMode, link_names
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds, entity_iri
+from tgsparql.rdf.iris import INGEST_AGENT, ExtractionIds, entity_iri, sha256_hex
 from tgsparql.rdf.templates import TemplateError
 from tgsparql.stores.locking import stepping_aside
 from tgsparql.stores.store import Store, StoreError

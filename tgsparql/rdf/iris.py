@@ -24,7 +24,6 @@ UUID derived from the document's SHA-256 by `stable_uuid`):
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import uuid
 from typing import NamedTuple
@@ -53,7 +52,7 @@ def _slug(name: str) -> str:
     """The name's matching key with '-' for spaces, percent-encoded; a hash when it has no words."""
     key = normalize_label(name)
     if not key:
-        return "h-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+        return "h-" + sha256_hex(name)[:16]
     return quote(key.replace(" ", "-"), safe="-")
 
 
@@ -91,15 +90,19 @@ def rollup_usage_iri(stage: str, model: ox.NamedNode) -> ox.NamedNode:
 
 
 def rollup_document_iri(document: ox.NamedNode) -> ox.NamedNode:
-    return ox.NamedNode(f"{ROLLUP.value}:document:{_sha256(document.value)}")
+    return ox.NamedNode(f"{ROLLUP.value}:document:{sha256_hex(document.value)}")
 
 
 def rollup_fact_iri(fact: ox.Triple | ox.NamedNode) -> ox.NamedNode:
     """A fact as edge selections refer to it: a triple term, or a statement IRI."""
-    return ox.NamedNode(f"{ROLLUP.value}:fact:{_sha256(str(fact))}")
+    return ox.NamedNode(f"{ROLLUP.value}:fact:{sha256_hex(str(fact))}")
 
 
-def _sha256(text: str) -> str:
+def sha256_hex(text: str) -> str:
+    """The SHA-256 of the text's UTF-8, in hex. hashlib is imported on the first call, not with
+    this module: loading OpenSSL costs a command that mints nothing (`validate`) about 3 ms."""
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -110,8 +113,7 @@ def stable_uuid(*parts: str) -> str:
 
 def statement_iri(triple: ox.Triple) -> ox.NamedNode:
     """Content-addressed IRI of a triple for the `reification` dialect (docs/spec.md §3)."""
-    digest = hashlib.sha256(canonical_ntriples(triple).encode("utf-8")).hexdigest()
-    return ox.NamedNode(f"urn:trustgraph:stmt:{digest}")
+    return ox.NamedNode(f"urn:trustgraph:stmt:{sha256_hex(canonical_ntriples(triple))}")
 
 
 def canonical_ntriples(triple: ox.Triple) -> str:

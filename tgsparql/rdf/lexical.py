@@ -16,13 +16,13 @@ store), so the records follow the store's rules exactly.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Iterable, Iterator
 
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
+from tgsparql.rdf.iris import sha256_hex
 
 GRAPH_LEXICAL = vocab.GRAPH_LEXICAL
 RECORD = "urn:tgsparql:lexical:"
@@ -73,8 +73,7 @@ def records(quads: list[ox.Quad]) -> list[ox.Quad]:
         if stored is None:
             continue
         written: ox.Literal = quad.object  # type: ignore[assignment]
-        digest = hashlib.sha256(f"{quad.triple} .".encode()).hexdigest()
-        record = ox.NamedNode(RECORD + digest)
+        record = ox.NamedNode(RECORD + sha256_hex(f"{quad.triple} ."))
         out += [
             ox.Quad(record, vocab.TG_LITERAL_SUBJECT, quad.subject, GRAPH_LEXICAL),
             ox.Quad(record, vocab.TG_LITERAL_PREDICATE, quad.predicate, GRAPH_LEXICAL),

@@ -26,13 +26,13 @@ except ImportError as missing:
 
 from tgsparql.asking.grounding import Grounding, update_label_index
 from tgsparql.asking.labels import LabeledEdge
-from tgsparql.asking.librarian import StoreLibrarian, sha256_hex
+from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.llm.usage import Usage
 from tgsparql.asking.provenance import Recorder
 from tgsparql.asking.selection import SelectedEdge
 from tgsparql.asking.sources import facts_sources
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import ExtractionIds, SessionIds
+from tgsparql.rdf.iris import ExtractionIds, SessionIds, sha256_hex
 from tgsparql.rdf.templates import to_literal
 from tgsparql.stores.store import Store
 

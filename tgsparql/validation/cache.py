@@ -3,14 +3,18 @@ between processes: reading a shapes graph and rendering its queries costs a
 `tgsparql validate --session` process several times what validating the session does, and
 loading the template engine at all costs it as much again.
 
-An entry is keyed by what it was built from (a validator: the shapes' files, by their content
-and where they are, as relative IRIs resolve against it; a text: its template and values), the
-store dialect and the code's version (the modules and query templates that build and run it, by
-size and modification time, pyoxigraph's version, Python's): a change to any of them is another
-entry, never a stale one. The files a shapes file imports are checked again on each read. An entry is written
-to a file of its own and renamed into place, so processes building it at once each leave a whole
-entry and a reader sees a whole entry or none; it holds a checksum of its contents, checked
-before anything is read back, so a torn or altered entry is built again, never trusted.
+An entry is kept for exactly what it was built from (a validator: the shapes' files, by their
+content and where they are, as relative IRIs resolve against it; a text: its template and
+values), the store dialect and the code's version (the modules and query templates that build
+and run it, by size and modification time, pyoxigraph's version, Python's): the entry holds all
+of these and is read back only when they are byte for byte those of the caller, so a change to
+any of them is another entry, never a stale one. Its file is named by a checksum of them; two
+that share a name take turns in one file, each built again when the other was kept last. The
+files a shapes file imports are checked again on each read. An entry is written to a file of
+its own and renamed into place, so processes building it at once each leave a whole entry and a
+reader sees a whole entry or none; it holds a checksum of its contents, checked before anything
+is read back, so a torn or altered entry is built again, never trusted. (No cryptographic hash:
+nothing is trusted for its hash alone, and loading OpenSSL would cost each command 3 ms.)
 
 Where: the directory TGSPARQL_VALIDATOR_CACHE names, `off` for none; by default
 `$XDG_CACHE_HOME/tgsparql/validators` (`~/.cache/tgsparql/validators`). Per user, not beside
@@ -23,11 +27,11 @@ not an error, as is one that cannot be written.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import pickle
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -41,7 +45,7 @@ from tgsparql.validation.validator import Validator
 
 CACHE_ENVIRONMENT = "TGSPARQL_VALIDATOR_CACHE"
 CACHE_OFF = "off"
-MAGIC = b"tgsparql kept 1\n"
+MAGIC = b"tgsparql kept 2\n"
 KEPT_ENTRIES = 32
 """Entries kept in the directory; the least recently written go first (an entry of an older
 code version is never read again)."""
@@ -95,11 +99,12 @@ def kept(
     directory = _usable(cache_directory())
     if directory is None:
         return build()
-    entry = directory / f"{_key(sources, dialect)}.pickle"
-    found = _read(entry, kind)
+    key = _key(sources, dialect)
+    entry = directory / f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}.pickle"
+    found = _read(entry, key, kind)
     if found is None:
         found = build()
-        _write(directory, entry, found, imported(found))
+        _write(directory, entry, key, found, imported(found))
     return found
 
 
@@ -118,14 +123,12 @@ def _usable(directory: Path | None) -> Path | None:
     return directory
 
 
-def _key(sources: Sequence[tuple[str | bytes, bytes]], dialect: Dialect) -> str:
-    digest = hashlib.sha256(_code_version())
-    digest.update(dialect.encode())
+def _key(sources: Sequence[tuple[str | bytes, bytes]], dialect: Dialect) -> bytes:
+    """Everything an entry was built from, each part preceded by its length."""
+    parts = [_code_version(), dialect.encode()]
     for name, content in sources:
-        named = name.encode() if isinstance(name, str) else name
-        digest.update(b"\0%d:%s\0" % (len(named), named))
-        digest.update(hashlib.sha256(content).digest())
-    return digest.hexdigest()
+        parts += [name.encode() if isinstance(name, str) else name, content]
+    return b"".join(b"%d:%s" % (len(part), part) for part in parts)
 
 
 @cache
@@ -134,7 +137,7 @@ def _code_version() -> bytes:
     its path, size and modification time (as Python tells its bytecode from a changed source:
     reading them all would cost each process more than reading the entry), pyoxigraph's and
     Python's versions."""
-    digest = hashlib.sha256(f"{ox.__version__} {sys.version} {pickle.HIGHEST_PROTOCOL}".encode())
+    listed = [f"{ox.__version__} {sys.version} {pickle.HIGHEST_PROTOCOL}\n"]
     for package, suffix in _CODE:
         pending = [package_folder(package)]
         while pending:
@@ -144,26 +147,24 @@ def _code_version() -> bytes:
                         pending.append(Path(entry.path))
                     elif entry.name.endswith(suffix):
                         status = entry.stat()
-                        digest.update(
-                            f"{entry.path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
-    return digest.digest()
+                        listed.append(f"{entry.path}\0{status.st_size}\0{status.st_mtime_ns}\n")
+    return "".join(listed).encode()
 
 
-def _read(entry: Path, kind: type[T]) -> T | None:
-    """What the entry holds when the entry is whole, holds a `kind`, and the files it names are
-    as they were; else None."""
+def _read(entry: Path, key: bytes, kind: type[T]) -> T | None:
+    """What the entry holds when the entry is whole, was kept for `key`, holds a `kind`, and the
+    files it names are as they were; else None."""
     try:
         data = entry.read_bytes()
     except OSError:
         return None
-    head = len(MAGIC)
-    payload = data[head + 32:]
-    if data[:head] != MAGIC or hashlib.sha256(payload).digest() != data[head:head + 32]:
+    opened = _opened(data)
+    if opened is None or opened[0] != key:
         return None
     collecting = gc.isenabled()
     gc.disable()  # the objects read back all live on: passes of the collector over them free
     try:  # nothing (a validator is tens of thousands of objects: about a third of the read)
-        found, imported = pickle.loads(payload)
+        found, imported = pickle.loads(opened[1])
     except Exception:  # a whole entry this code cannot read back: built again, as a stale one
         return None
     finally:
@@ -171,20 +172,22 @@ def _read(entry: Path, kind: type[T]) -> T | None:
             gc.enable()
     if not isinstance(found, kind):
         return None
-    if any(_digest(Path(path)) != digest for path, digest in imported):
+    if any(_content(Path(path)) != content for path, content in imported):
         return None
     return found
 
 
-def _write(directory: Path, entry: Path, found: object, imported: Iterable[Path]) -> None:
+def _write(
+    directory: Path, entry: Path, key: bytes, found: object, imported: Iterable[Path]
+) -> None:
     """The entry written whole under a name of its own, then renamed into place; the oldest
     entries beyond KEPT_ENTRIES removed. A directory that cannot be written keeps nothing."""
-    files = [(str(path), _digest(path)) for path in imported]
+    files = [(str(path), _content(path)) for path in imported]
     payload = pickle.dumps((found, files), protocol=pickle.HIGHEST_PROTOCOL)
     partial = directory / f"{entry.stem}.{os.getpid()}.{threading.get_ident()}.partial"
     try:
         with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
-            out.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+            out.write(_whole(key, payload))
         os.replace(partial, entry)
         entries = sorted(directory.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
         for old in entries[:-KEPT_ENTRIES]:
@@ -193,8 +196,26 @@ def _write(directory: Path, entry: Path, found: object, imported: Iterable[Path]
         partial.unlink(missing_ok=True)
 
 
-def _digest(path: Path) -> str | None:
+def _whole(key: bytes, payload: bytes) -> bytes:
+    """An entry's bytes: MAGIC, the CRC-32 of the rest, the key's length, the key, the payload."""
+    rest = len(key).to_bytes(8, "big") + key + payload
+    return MAGIC + zlib.crc32(rest).to_bytes(4, "big") + rest
+
+
+def _opened(data: bytes) -> tuple[bytes, bytes] | None:
+    """The key and payload of an entry's bytes when they are whole; else None."""
+    head = len(MAGIC)
+    rest = data[head + 4:]
+    if data[:head] != MAGIC or zlib.crc32(rest).to_bytes(4, "big") != data[head:head + 4]:
+        return None
+    size = int.from_bytes(rest[:8], "big")
+    if len(rest) < 8 + size:
+        return None
+    return rest[8:8 + size], rest[8 + size:]
+
+
+def _content(path: Path) -> bytes | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return path.read_bytes()
     except OSError:
         return None
