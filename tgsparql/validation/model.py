@@ -8,7 +8,6 @@ needs nothing of the reader's module and the two import in one direction.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 from typing import NamedTuple, Protocol
 
@@ -85,15 +84,24 @@ class Path(NamedTuple):
         return root, out
 
 
-@dataclass(eq=False)
 class Constraint:
-    """One use of a constraint component by a shape, with its parameter values."""
+    """One use of a constraint component by a shape, with its parameter values.
 
-    component: str
-    """Local name of the component IRI without "ConstraintComponent", e.g. "MinCount"."""
-    value: object = None
-    """The main parameter: a term, an int, a string, a shape, or a tuple of these."""
-    extra: dict[str, object] = field(default_factory=dict)
+    This class and Shape are written out rather than made dataclasses: generating a
+    dataclass's methods costs every process that loads the validator about 0.5 ms a class,
+    and `validate --session` loads it to check a handful of nodes."""
+
+    def __init__(
+        self, component: str, value: object = None, extra: dict[str, object] | None = None
+    ) -> None:
+        self.component = component
+        """Local name of the component IRI without "ConstraintComponent", e.g. "MinCount"."""
+        self.value = value
+        """The main parameter: a term, an int, a string, a shape, or a tuple of these."""
+        self.extra: dict[str, object] = {} if extra is None else extra
+
+    def __repr__(self) -> str:
+        return f"Constraint({self.component!r}, {self.value!r}, {self.extra!r})"
 
     @property
     def component_iri(self) -> ox.NamedNode:
@@ -104,25 +112,32 @@ class Constraint:
         return sh(self.component + "ConstraintComponent")
 
 
-@dataclass(eq=False)
-class Shape:
-    """A node or property shape (property shapes have a path)."""
+_SHAPE_KEYS = itertools.count()
 
-    node: ox.NamedNode | ox.BlankNode
-    path: Path | None = None
-    targets: dict[str, tuple[Term, ...]] = field(default_factory=dict)
-    constraints: list[Constraint] = field(default_factory=list)
-    properties: list[Shape] = field(default_factory=list)
-    parents: list[Shape] = field(default_factory=list)
-    """Shapes that reach this one through `sh:property`: their value nodes are its focus nodes."""
-    deactivated: bool = False
-    severity: ox.NamedNode = VIOLATION
-    messages: tuple[ox.Literal, ...] = ()
-    label: str | None = None
-    key: int = field(default_factory=itertools.count().__next__)
-    """This shape's identity (no two shapes read in one process share it), for stand-ins in
-    query text: a field rather than the object's id, so a validator kept on disk
-    (tgsparql.validation.cache) finds its shapes under the keys its query texts name."""
+
+class Shape:
+    """A node or property shape (property shapes have a path); the reader fills it in."""
+
+    def __init__(self, node: ox.NamedNode | ox.BlankNode, path: Path | None = None) -> None:
+        self.node = node
+        self.path = path
+        self.targets: dict[str, tuple[Term, ...]] = {}
+        self.constraints: list[Constraint] = []
+        self.properties: list[Shape] = []
+        self.parents: list[Shape] = []
+        """Shapes that reach this one through `sh:property`: their value nodes are its focus
+        nodes."""
+        self.deactivated = False
+        self.severity = VIOLATION
+        self.messages: tuple[ox.Literal, ...] = ()
+        self.label: str | None = None
+        self.key = next(_SHAPE_KEYS)
+        """This shape's identity (no two shapes read in one process share it), for stand-ins
+        in query text: a field rather than the object's id, so a validator kept on disk
+        (tgsparql.validation.cache) finds its shapes under the keys its query texts name."""
+
+    def __repr__(self) -> str:
+        return f"Shape({self.name!r}, key={self.key})"
 
     @property
     def name(self) -> str:

@@ -3,8 +3,7 @@ severities a build can fail on."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 import pyoxigraph as ox
@@ -84,17 +83,27 @@ class ValidationResult(NamedTuple):
         }
 
 
-@dataclass
 class ValidationReport:
-    results: list[ValidationResult]
-    shapes: list[tuple[Term, str]] = field(default_factory=list)
-    """(node, name) of every shape that was checked, for the per-shape JUnit test cases."""
-    paths: Mapping[Term, Path] = field(default_factory=dict)
-    """Each blank-node path of the shapes graph, copied into sh:resultPath."""
-    queries_run: int = 0
+    """A run's results, in order (ValidationResult.sort_key). Written out rather than a
+    dataclass, as Shape is (tgsparql.validation.model)."""
 
-    def __post_init__(self) -> None:
-        self.results = sorted(self.results, key=ValidationResult.sort_key)
+    def __init__(
+        self,
+        results: Iterable[ValidationResult],
+        shapes: list[tuple[Term, str]] | None = None,
+        paths: Mapping[Term, Path] | None = None,
+        queries_run: int = 0,
+    ) -> None:
+        self.results = sorted(results, key=ValidationResult.sort_key)
+        self.shapes = [] if shapes is None else shapes
+        """(node, name) of every shape that was checked, for the per-shape JUnit test cases."""
+        self.paths: Mapping[Term, Path] = {} if paths is None else paths
+        """Each blank-node path of the shapes graph, copied into sh:resultPath."""
+        self.queries_run = queries_run
+
+    def __repr__(self) -> str:
+        return (f"ValidationReport({len(self.results)} results, {len(self.shapes)} shapes, "
+                f"{self.queries_run} queries)")
 
     @property
     def conforms(self) -> bool:
