@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -209,9 +210,14 @@ class Validator:
         results: list[ValidationResult] = []
         checked = set() if focus is None else set(idle)  # an idle shape is checked: it has no value
         run = 0
-        overlapped = isinstance(store, EmbeddedStore) and focus is None
-        requests = self._batched(queries) if focus is not None else [(q.text, [q]) for q in queries]
-        for query, rows in _answered(store, requests, default_graph, overlapped):
+        embedded = isinstance(store, EmbeddedStore)
+        if focus is None:
+            answers = _answered(store, [(q.text, [q]) for q in queries], default_graph, embedded)
+        elif embedded:
+            answers = _shared(store, self._batched(queries), default_graph)
+        else:
+            answers = _answered(store, self._batched(queries), default_graph, False)
+        for query, rows in answers:
             if query.per_focus_node is not None:
                 rows = self._per_focus_node(store, query.per_focus_node, rows, default_graph)
             if query.constraints[0].component in SPARQL_BASED:
@@ -420,6 +426,10 @@ BATCH = 8
 """Core constraint queries for a few focus nodes sent as one request: each costs little but its
 round trip (parsing, planning, a hand-over between threads)."""
 
+AHEAD = 4
+"""How many requests a run over a few focus nodes may take beyond the one its reader waits
+for (_shared): enough to keep two CPUs busy, few enough that the texts held stay few."""
+
 BATCH_CHARS = 16_000
 """The most query text one batch holds (a session's Core queries are about 1,000 characters)."""
 
@@ -434,13 +444,10 @@ def _answered(
     store: Store, requests: Iterable[tuple[str, list[CompiledQuery]]], default_graph: DataGraph,
     overlapped: bool,
 ) -> Iterator[tuple[CompiledQuery, list[Solution]]]:
-    """Each query with its rows, in order. Without `overlapped` one request after another: a
-    run over a few focus nodes, whose texts each list the nodes, is given them one at a time
-    and holds no more texts than the one it runs (on the embedded store, its forty-odd short
-    queries run faster so than two at a time, and a command need not load a thread pool). With
-    it (every focus node, on the embedded store), QUERIES_AT_ONCE requests at a time, queued
-    whole, the longest first (_longest_first), so that both CPUs stay busy to the end instead
-    of one waiting while the other finishes the request read next."""
+    """Each query with its rows, in order. Without `overlapped` one request after another (an
+    endpoint's). With it (every focus node, on the embedded store), QUERIES_AT_ONCE requests at
+    a time, queued whole, the longest first (_longest_first), so that both CPUs stay busy to the
+    end instead of one waiting while the other finishes the request read next."""
     if not overlapped:
         for text, answered in requests:
             yield from _split(answered, store.select(text, default_graph=default_graph))
@@ -457,6 +464,95 @@ def _answered(
             yield from _split(answered, futures.pop(i).result())
     finally:  # a run stopped by an error (or its reader) runs none of the queued requests
         pool.shutdown(cancel_futures=True)
+
+
+def _shared(
+    store: Store, requests: Iterable[tuple[str, list[CompiledQuery]]], default_graph: DataGraph
+) -> Iterator[tuple[CompiledQuery, list[Solution]]]:
+    """Each query with its rows, in order, for a run over a few focus nodes on the embedded
+    store: the requests shared between this thread and one helper, each taking the next
+    request as soon as it is free, so that both CPUs stay busy (a session's forty-odd short
+    queries take about two thirds of the time one after another). A request's text is made
+    only when a thread takes it, and none is taken more than AHEAD requests beyond the one
+    the reader waits for, so few texts (each lists the nodes) are held at a time."""
+    pulled = iter(requests)
+    turn = threading.Condition()
+    taken: dict[int, list[CompiledQuery]] = {}
+    """The queries of each request taken and not yet handed to the reader, by its number."""
+    answers: dict[int, list[Solution] | BaseException] = {}
+    count = 0  # requests taken so far
+    ended = False
+
+    def take(index: int) -> tuple[int, str] | None:
+        """The next request, numbered; None when none is left, the reader stopped, or the run
+        is AHEAD requests beyond `index`. With `turn` held: one thread reads `requests` at a
+        time."""
+        nonlocal count, ended
+        if ended or count - index >= AHEAD:
+            return None
+        try:
+            text, answered = next(pulled)
+        except StopIteration:
+            ended = True
+            return None
+        except BaseException as error:  # making a text failed: raised in its turn
+            ended = True
+            taken[count], answers[count] = [], error
+            count += 1
+            turn.notify_all()
+            return None
+        taken[count] = answered
+        count += 1
+        return count - 1, text
+
+    def answer(number: int, text: str) -> None:
+        rows: list[Solution] | BaseException
+        try:
+            rows = store.select(text, default_graph=default_graph)
+        except BaseException as error:  # raised in this request's turn, by the reader's thread
+            rows = error
+        with turn:
+            answers[number] = rows
+            turn.notify_all()
+
+    index = 0  # the next request to hand the reader
+
+    def help_out() -> None:
+        while True:
+            with turn:
+                while (request := take(index)) is None and not ended:
+                    turn.wait()  # AHEAD beyond the reader: until it moves on
+            if request is None:
+                return
+            answer(*request)
+
+    helper = threading.Thread(target=help_out, name="tgsparql-validate", daemon=True)
+    helper.start()
+    try:
+        while True:
+            with turn:
+                request = None if index in answers else take(index)
+                if request is None:
+                    while index not in answers and index < count:
+                        turn.wait()
+                    if index not in answers:
+                        return
+            if request is not None:
+                answer(*request)
+                continue
+            rows = answers.pop(index)
+            if isinstance(rows, BaseException):
+                raise rows
+            answered = taken.pop(index)
+            with turn:
+                index += 1
+                turn.notify_all()
+            yield from _split(answered, rows)
+    finally:  # a run stopped by an error (or its reader) takes no further request
+        with turn:
+            ended = True
+            turn.notify_all()
+        helper.join()
 
 
 def _longest_first(answered: list[CompiledQuery]) -> int:
