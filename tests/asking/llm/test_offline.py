@@ -190,6 +190,23 @@ def test_a_question_for_yes_or_no_is_affirmed_by_an_edge_between_what_it_names(
     assert lead_of(tgsparql_demo_pipeline, question) == lead
 
 
+@pytest.mark.parametrize(("question", "cited"), [
+    # Marie Curie discovered polonium as well, but the question asks of radium
+    ("Did Marie Curie discover radium?", ["Marie Curie discovered radium"]),
+    # "Curie" grounds to both: each one's discovery of radium is what it asks about, though
+    # Marie Curie, of two discoveries, is the less likely start of a question for one thing
+    ("Did Curie discover radium?",
+     ["Marie Curie discovered radium", "Pierre Curie discovered radium"]),
+])
+def test_a_question_for_yes_or_no_keeps_the_edges_between_what_it_names(
+    tgsparql_demo_pipeline, question: str, cited: list[str]
+) -> None:
+    text, _ = run(tgsparql_demo_pipeline, question)
+    facts = (text.split(LEAD, 1)[-1] if LEAD in text
+             else text.removeprefix("From the knowledge graph: "))
+    assert re.sub(r" \[[0-9a-f]{8}\]", "", facts).rstrip(".").split("; ") == cited
+
+
 def test_a_path_may_pass_through_another_entity_the_name_grounds_to(
     tgsparql_demo_pipeline
 ) -> None:

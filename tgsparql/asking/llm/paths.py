@@ -118,6 +118,9 @@ class Reading:
     plural: bool
     comparison: frozenset[str] | None
     """EARLIEST, LATEST, LONGEST or SAME when the question compares its options."""
+    whether: bool
+    """Whether it asks yes or no of what it names ("Did Curie discover radium?"), comparing
+    nothing."""
 
 
 YES_OR_NO = frozenset("is are was were am did does do has have had can could will would".split())
@@ -209,7 +212,8 @@ def read(question: str, seed_labels: Collection[str]) -> Reading:
     if comparison is not None and comparison is not SAME:
         kind, kind_word = Kind.DATE, next(t for t in tokens if t in comparison & asking)
     rank = _order(tokens, places, seed_at, comparison is not None)
-    return Reading(relations, rank, words, kind, kind_word, noun, plural, comparison)
+    whether = comparison is None and bool(tokens) and tokens[0] in YES_OR_NO
+    return Reading(relations, rank, words, kind, kind_word, noun, plural, comparison, whether)
 
 
 def _kind(tokens: list[str]) -> tuple[Kind, str, str | None, bool, int | None]:
@@ -563,6 +567,10 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
         top = max(path.rank for path in group)  # seeds' paths may read their hops less well
         dropped.update(id(path) for path in group if path.rank != top)
         ranked = [path for path in group if path.rank == top]
+        linking = _linking(ranked, {path.seed for path in group})
+        if linking:
+            dropped.update(id(path) for path in ranked if path not in linking)
+            ranked = linking
         if len({path.nodes[-1] for path in ranked}) > 1:
             torn.append(ranked)
     entities = [node for group in torn for path in group
@@ -580,6 +588,15 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
         dropped.update(id(path) for path in group
                        if id(path) not in (kept or {id(path) for path in least}))
     return [path for path in paths if id(path) not in dropped]
+
+
+def _linking(ranked: list[Path], seeds: set[Node]) -> list[Path]:
+    """Of a question for yes or no, the paths between two of the entities it names: "Did
+    Curie discover radium?" asks of radium, not of polonium, which Marie Curie discovered as
+    well. None for any other question."""
+    if not ranked or not ranked[0].reading.whether:
+        return []
+    return [path for path in ranked if path.nodes[-1] in seeds and path.nodes[-1] != path.seed]
 
 
 def _uses(path: Path, roles: Roles) -> int:
