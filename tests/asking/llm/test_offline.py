@@ -183,6 +183,12 @@ def test_each_clause_is_answered_on_its_own(tgsparql_demo_pipeline, question: st
     ("Was Marie Curie born in Paris?", ""),
     # a prize named in part is not the prize the question names
     ("Did Irène Joliot-Curie win the Nobel Prize in Physics 1903?", ""),
+    # a name by one word of it, as people say them, when it names one entity of the facts
+    ("was curie born in warsaw?", "Yes"),
+    ("was pierre born in paris?", "Yes"),
+    ("Did Curie marry Pierre Curie?", "Yes"),
+    # ... but not when it names two: each Curie discovered radium, and "Curie" is neither
+    ("Did Curie discover radium?", ""),
 ])
 def test_a_question_for_yes_or_no_is_affirmed_by_an_edge_between_what_it_names(
     tgsparql_demo_pipeline, question: str, lead: str

@@ -24,7 +24,7 @@ from tgsparql.asking.llm.base import (
 )
 from tgsparql.asking.llm.paths import (
     SAME, Path, Reading, asks_whether, attested, clause_paths, clauses, compare, is_partial,
-    named_ends, one_walk, path_seeds, says, seed_names,
+    named_ends, names, one_walk, path_seeds, seed_names,
 )
 from tgsparql.asking.llm.usage import Usage
 
@@ -153,30 +153,33 @@ def _lead(question: str, facts: Sequence[LabeledEdge]) -> str | None:
     among the facts: "Where was X born? And where did she die?" is not answered "Warsaw;
     Warsaw" by the one edge "X born in Warsaw"."""
     seeds = named_ends(question, facts)
+    labels = {label for fact in facts for label in (fact.labels[0], fact.labels[2])}
     walked = clause_paths(question, facts, seed_names(facts, seeds), seeds)
     answering = {path.edges[-1].id for paths in walked for path in paths if path.answered[-1]}
     leads = [lead for clause, paths in zip(clauses(question), walked)
              if paths and not all(not path.answered[-1] and path.edges[-1].id in answering
                                   for path in paths)
-             and (lead := _clause_lead(paths[0].reading, paths, clause)) is not None]
+             and (lead := _clause_lead(paths[0].reading, paths, clause, labels)) is not None]
     return "; ".join(leads) or None
 
 
-def _clause_lead(reading: Reading, paths: list[Path], clause: str) -> str | None:
+def _clause_lead(reading: Reading, paths: list[Path], clause: str, labels: set[str]
+                 ) -> str | None:
     """The end the clause's best paths reach; for a comparison, what comparing the options'
     values gives, and nothing when the facts give fewer than two options a value and the
     question asks yes or no ("Are A and B from the same country?"): an entity is no answer to
     it. Nor is it to another question for yes or no (`asks_whether`): "Yes" when a path links
-    two entities the clause names ("Did Marie Curie marry Pierre Curie?"), else nothing — that
-    the KG states no such edge does not say there is none."""
+    two entities the clause names surely, among the facts' `labels` (`names`: "Did Marie
+    Curie marry Pierre Curie?", "was vermeer born in delft?"), else nothing — that the KG
+    states no such edge does not say there is none."""
     compared = compare(reading, paths)
     if compared is not None:
         return compared.capitalize() if compared in ("yes", "no") else compared
     if reading.comparison is SAME:
         return None
     if asks_whether(clause):
-        return "Yes" if any(says(clause, path.labels[0]) and says(clause, path.end_label)
-                            for path in paths) else None
+        return "Yes" if any(names(clause, path.labels[0], labels)
+                            and names(clause, path.end_label, labels) for path in paths) else None
     ends = list(dict.fromkeys(path.end_label for path in paths if path.end_label))
     if not ends:
         return None

@@ -173,6 +173,19 @@ def says(clause: str, label: str) -> bool:
     return bool(own) and set(own) <= set(match_key(clause).split())
 
 
+def names(clause: str, label: str, labels: Collection[str]) -> bool:
+    """Whether the clause names `label`'s entity surely enough to affirm a fact of it: writes
+    it in full (`says`), or names it by one word of it, as grounding does ("vermeer" for
+    Johannes Vermeer), when no other of `labels` is named by a part ("curie", with both Curies
+    among them, names neither). Several words that are part of a label are no such name: "the
+    Nobel Prize in Physics 1903" names another prize than "Nobel Prize in Chemistry 1935"."""
+    if says(clause, label):
+        return True
+    by_part = {found for found in named_labels(clause, labels) if not says(clause, found)}
+    single = {run.names[0] for run in name_runs(clause) if len(run.names) == 1}
+    return by_part == {label} and bool(single & set(match_key(label).split()))
+
+
 def read(question: str, seed_labels: Collection[str]) -> Reading:
     """The relation words of `question` that are not in the names of its seeds, in path order,
     and what it asks for."""
