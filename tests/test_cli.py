@@ -679,6 +679,14 @@ def test_explain_accepts_the_bare_uuid(demo_dir: Path, session: str) -> None:
     assert explain_json(demo_dir, uuid) == explain_json(demo_dir, session)
 
 
+def test_explain_and_trace_accept_the_iri_in_angle_brackets(demo_dir: Path, session: str) -> None:
+    """As a report, a Turtle file or a SPARQL query writes it, and a user pastes it."""
+    assert explain_json(demo_dir, f"<{session}>") == explain_json(demo_dir, session)
+    traced = [ok("trace", iri, "--store", demo_dir, "--format", "json").stdout
+              for iri in (session, f" <{session}> ")]
+    assert traced[0] == traced[1]
+
+
 def test_explain_turtle_parses_and_holds_the_record(demo_dir: Path, session: str) -> None:
     data = explain_json(demo_dir, session)
     run = ok("explain", session, "--store", demo_dir, "--format", "turtle")

@@ -384,6 +384,11 @@ def test_ignore_shape_leaves_its_results_out_of_the_verdict_and_the_report(plain
     assert FACT_PROVENANCE not in suites and TGS + "Session" in suites
 
 
+def test_ignore_shape_accepts_the_iri_in_angle_brackets(plain_kg) -> None:
+    run = validate(plain_kg, "--ignore-shape", f"<{FACT_PROVENANCE}>", "--fail-on", "warning")
+    assert run.exit_code == 0
+
+
 def test_an_ignore_shape_that_is_not_an_iri_exits_2(plain_kg) -> None:
     run = validate(plain_kg, "--ignore-shape", "no shape")
     assert run.exit_code == 2
@@ -463,6 +468,15 @@ def test_session_restricts_the_focus_to_that_session(store, session) -> None:
 def test_session_accepts_the_bare_uuid(store, session) -> None:
     corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
     assert validate(store, "--session", session.rsplit(":", 1)[1]).exit_code == 1
+
+
+def test_session_accepts_its_iri_in_angle_brackets_as_the_report_writes_it(store,
+                                                                          session) -> None:
+    corrupt(store, 'DELETE WHERE { GRAPH ?g { <SESSION> tg:status ?s } }', session)
+    run = validate(store, "--session", session)
+    assert f"<{session}>" in run.stdout  # pasted from here
+    again = validate(store, "--session", f"<{session}>")
+    assert (again.exit_code, again.stdout) == (1, run.stdout)
 
 
 def test_session_covers_every_entity_of_the_session(store, session) -> None:

@@ -106,6 +106,15 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def pasted_iri(text: str) -> str:
+    """An IRI as people paste it, without the space around it and the one pair of angle
+    brackets N-Triples, Turtle, SPARQL and this tool's own reports write an IRI in."""
+    text = text.strip()
+    if len(text) > 1 and text[0] == "<" and text[-1] == ">":
+        return text[1:-1].strip()
+    return text
+
+
 def stable_uuid(*parts: str) -> str:
     """A UUID derived from its parts, so re-extracting the same text mints the same IRIs."""
     return str(uuid.uuid5(_EXTRACTION_NAMESPACE, "\x1f".join(parts)))
@@ -181,8 +190,9 @@ class SessionIds(NamedTuple):
 
     @classmethod
     def from_session_iri(cls, iri: str) -> SessionIds:
-        """Accepts a session IRI or its bare UUID."""
-        text = iri.strip()
+        """Accepts a session IRI, as written or in angle brackets (`pasted_iri`), or its bare
+        UUID."""
+        text = pasted_iri(iri)
         if text.startswith(SESSION_PREFIX):
             text = text[len(SESSION_PREFIX) :]
         try:

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import SessionIds, SessionNotFound
+from tgsparql.rdf.iris import SessionIds, SessionNotFound, pasted_iri
 from tgsparql.rdf.templates import Prepared, stand_in, templates_for
 from tgsparql.rdf.terms import Dialect, Term
 from tgsparql.stores.store import DataGraph, Store
@@ -143,11 +143,11 @@ def files_validator(paths: Sequence[Path], dialect: Dialect) -> Validator:
 
 
 def shape_iris(names: Sequence[str]) -> frozenset[ox.NamedNode]:
-    """The shapes named by --ignore-shape."""
+    """The shapes named by --ignore-shape, as written or in angle brackets (`pasted_iri`)."""
     shapes = set()
     for name in names:
         try:
-            shapes.add(ox.NamedNode(name))
+            shapes.add(ox.NamedNode(pasted_iri(name)))
         except ValueError:
             raise ShapeNameError(f"--ignore-shape {name!r} is not an IRI") from None
     return frozenset(shapes)

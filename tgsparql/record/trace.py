@@ -18,7 +18,9 @@ from tgsparql.asking.labels import best_labels, label_of
 from tgsparql.asking.messages import Source, rdf_text
 from tgsparql.asking.sources import ChunkSource, chunk_source, facts_sources, sorted_sources
 from tgsparql.rdf import vocab
-from tgsparql.rdf.iris import EDGE_SELECTION_PREFIX, SESSION_PREFIX, UUID, ExtractionIds, SessionIds
+from tgsparql.rdf.iris import (
+    EDGE_SELECTION_PREFIX, SESSION_PREFIX, UUID, ExtractionIds, SessionIds, pasted_iri,
+)
 from tgsparql.rdf.headers import header
 from tgsparql.rdf.templates import Templates
 from tgsparql.rdf.terms import edge_of, oldest_first, term_text
@@ -233,7 +235,7 @@ def trace(store: Store, collection: vocab.Collection, iri: str) -> Trace:
     its session's query. Raises TraceError for an IRI that is malformed or names none of these
     in the store.
     """
-    text = iri.strip()
+    text = pasted_iri(iri)
     if text.startswith(EDGE_SELECTION_PREFIX):
         named = SessionIds.from_edge_selection(text)
         if named is None:
