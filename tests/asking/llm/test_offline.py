@@ -16,7 +16,7 @@ from tgsparql.asking.grounding import stems
 from tgsparql.asking.labels import LabeledEdge, build_labelgraph
 from tgsparql.asking.llm.base import SelectionOutput, SelectionRequest
 from tgsparql.asking.llm.offline import OfflineBackend
-from tgsparql.asking.llm.paths import date_of
+from tgsparql.asking.llm.paths import date_of, named_first
 from tgsparql.asking.pipeline import GraphRag
 from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
@@ -189,8 +189,15 @@ def test_each_clause_is_answered_on_its_own(tgsparql_demo_pipeline, question: st
     ("Did Curie marry Pierre Curie?", "Yes"),
     # ... but not when it names two: each Curie discovered radium, and "Curie" is neither
     ("Did Curie discover radium?", ""),
+    # a comparison: whether the option named first wins, the options told apart by the words
+    # their names do not share
+    ("Was Pierre Curie older than Marie Curie?", "Yes"),
+    ("was marie curie older than pierre curie?", "No"),
+    ("Is Marie Curie younger than Pierre Curie?", "Yes"),
+    # ... but a choice between the options names the one that wins
+    ("Was Marie Curie or Pierre Curie born first?", "Pierre Curie"),
 ])
-def test_a_question_for_yes_or_no_is_affirmed_by_an_edge_between_what_it_names(
+def test_a_question_for_yes_or_no_is_affirmed_by_an_edge_between_what_it_names_or_a_comparison(
     tgsparql_demo_pipeline, question: str, lead: str
 ) -> None:
     assert lead_of(tgsparql_demo_pipeline, question) == lead
@@ -211,6 +218,18 @@ def test_a_question_for_yes_or_no_keeps_the_edges_between_what_it_names(
     facts = (text.split(LEAD, 1)[-1] if LEAD in text
              else text.removeprefix("From the knowledge graph: "))
     assert re.sub(r" \[[0-9a-f]{8}\]", "", facts).rstrip(".").split("; ") == cited
+
+
+@pytest.mark.parametrize(("clause", "first"), [
+    ("Was Pierre Curie older than Marie Curie?", "Pierre Curie"),
+    ("was marie curie older than pierre curie?", "Marie Curie"),
+    ("Was Curie older than Curie?", None),  # nothing tells the two apart
+    ("Was Pierre Curie older?", None),  # one option is not named
+])
+def test_the_option_named_first_is_found_by_the_words_the_others_lack(
+    clause: str, first: str | None
+) -> None:
+    assert named_first(clause, ["Marie Curie", "Pierre Curie"]) == first
 
 
 def test_a_path_may_pass_through_another_entity_the_name_grounds_to(

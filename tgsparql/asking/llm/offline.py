@@ -24,9 +24,10 @@ from tgsparql.asking.llm.base import (
 )
 from tgsparql.asking.llm.paths import (
     SAME, Path, Reading, asks_whether, attested, clause_paths, clauses, compare, is_partial,
-    named_ends, names, one_walk, path_seeds, seed_names,
+    named_ends, named_first, names, one_walk, path_seeds, seed_names,
 )
 from tgsparql.asking.llm.usage import Usage
+from tgsparql.rdf.text import words
 
 MAX_SELECTED = 6
 
@@ -166,15 +167,23 @@ def _lead(question: str, facts: Sequence[LabeledEdge]) -> str | None:
 def _clause_lead(reading: Reading, paths: list[Path], clause: str, labels: set[str]
                  ) -> str | None:
     """The end the clause's best paths reach; for a comparison, what comparing the options'
-    values gives, and nothing when the facts give fewer than two options a value and the
+    values gives ("Yes" or "No" when it asks whether the option it names first wins, "Was
+    Pierre Curie older than Marie Curie?", not which one does, "Was A or B born first?"), and
+    nothing when the facts give fewer than two options a value and the
     question asks yes or no ("Are A and B from the same country?"): an entity is no answer to
     it. Nor is it to another question for yes or no (`asks_whether`): "Yes" when a path links
     two entities the clause names surely, among the facts' `labels` (`names`: "Did Marie
     Curie marry Pierre Curie?", "was vermeer born in delft?"), else nothing — that the KG
     states no such edge does not say there is none."""
     compared = compare(reading, paths)
+    if compared in ("yes", "no"):
+        return compared.capitalize()
+    if compared is not None and asks_whether(clause) and "or" not in words(clause):
+        # "Was A older than B?" asks whether A wins; "Was A or B born first?" which one does
+        first = named_first(clause, {path.labels[0] for path in paths})
+        return None if first is None else "Yes" if first == compared else "No"
     if compared is not None:
-        return compared.capitalize() if compared in ("yes", "no") else compared
+        return compared
     if reading.comparison is SAME:
         return None
     if asks_whether(clause):

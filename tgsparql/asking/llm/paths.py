@@ -761,6 +761,23 @@ def compare(reading: Reading, paths: Sequence[Path]) -> str | None:
     return dated[winner][1]
 
 
+def named_first(clause: str, labels: Collection[str]) -> str | None:
+    """Of the options' labels, the one the clause names first, by the words of each that the
+    others' do not hold ("Was Pierre Curie older than Marie Curie?": "pierre" before "marie");
+    None when that does not tell them apart."""
+    tokens = match_key(clause).split()
+    own = {label: set(match_key(label).split()) - STOPWORDS for label in labels}
+    first: dict[str, int] = {}
+    for label, words_of in own.items():
+        others = set().union(*(w for other, w in own.items() if other != label))
+        at = [i for i, token in enumerate(tokens) if token in words_of - others]
+        if at:
+            first[label] = min(at)
+    if len(first) < len(own) or len(set(first.values())) < len(first):
+        return None
+    return min(first, key=lambda label: first[label])
+
+
 def _years(date: tuple[int, int, int]) -> float:
     return date[0] + date[1] / 12 + date[2] / 365
 
