@@ -48,6 +48,13 @@ class Kind(Enum):
     DATE = "a date"
     PLACE = "a place"
     ENTITY = "an entity"
+    AMOUNT = "an amount"
+    """An age, a length of time, a count: the facts are given, but no end of theirs leads the
+    answer (a year of death is no age)."""
+
+
+AMOUNTS = frozenset({"old", "long", "many", "much"})
+"""The words after "how" that ask for an amount ("How old was she when she died?")."""
 
 
 DATE_NOUNS = frozenset({"year", "date", "day", "month", "centuri", "decad", "time"})
@@ -241,6 +248,8 @@ def _kind(tokens: list[str]) -> tuple[Kind, str, str | None, bool, int | None]:
             return Kind.ENTITY, token, None, False, None
         if token == "why":  # asks for a cause, as "what cause" would
             return Kind.ANY, token, CAUSE, False, None
+        if token == "how" and i + 1 < len(tokens) and tokens[i + 1] in AMOUNTS:
+            return Kind.AMOUNT, f"how {tokens[i + 1]}", None, tokens[i + 1] == "many", None
         if token in ("which", "what") and i + 1 < len(tokens):
             after = tokens[i + 1]
             if after in STOPWORDS:
@@ -363,7 +372,7 @@ def walk(reading: Reading, edges: Sequence[LabeledEdge], seeds: Sequence[Node]) 
     another kind: a date of death for "Where did X die?"). A path may pass through another
     seed ("Where was Curie's husband born?": Marie Curie, then Pierre Curie, both "Curie")."""
     graph = _Graph(edges)
-    asks_kind = reading.kind is not Kind.ANY or reading.noun is not None
+    asks_kind = reading.kind not in (Kind.ANY, Kind.AMOUNT) or reading.noun is not None
     found: list[Path] = []
     # a year beside a name ("Being Human (2005 film)") tells which one is meant: it is a date
     # of that seed, and no path goes through it but one by a predicate that names a date
