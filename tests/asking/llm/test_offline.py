@@ -210,6 +210,23 @@ def test_a_question_for_yes_or_no_is_affirmed_by_an_edge_between_what_it_names_o
     assert lead_of(tgsparql_demo_pipeline, question) == lead
 
 
+@pytest.mark.parametrize(("question", "lead", "cited"), [
+    # Pierre Curie discovered radium too, but only Marie Curie both
+    ("who discovered polonium and radium?", "Marie Curie",
+     ["Marie Curie discovered polonium", "Marie Curie discovered radium"]),
+    ("Who won the Nobel Prize in Physics 1903 and the Nobel Prize in Chemistry 1911?",
+     "Marie Curie",
+     ["Marie Curie won Nobel Prize in Physics 1903",
+      "Marie Curie won Nobel Prize in Chemistry 1911"]),
+])
+def test_a_question_naming_several_things_asks_for_what_they_all_lead_to(
+    tgsparql_demo_pipeline, question: str, lead: str, cited: list[str]
+) -> None:
+    text, _ = run(tgsparql_demo_pipeline, question)
+    assert text.startswith(lead + LEAD)
+    assert facts_of(text) == cited
+
+
 @pytest.mark.parametrize(("question", "cited"), [
     # a year of death is no age: the fact is given, but leads nothing
     ("How old was Marie Curie when she died?", ["Marie Curie death year 1934"]),

@@ -589,10 +589,10 @@ def attested(paths: Sequence[Path], roles: RoleReader | None) -> list[Path]:
         top = max(path.rank for path in group)  # seeds' paths may read their hops less well
         dropped.update(id(path) for path in group if path.rank != top)
         ranked = [path for path in group if path.rank == top]
-        linking = _linking(ranked, {path.seed for path in group})
-        if linking:
-            dropped.update(id(path) for path in ranked if path not in linking)
-            ranked = linking
+        for kept in (_linking(ranked, {path.seed for path in group}), _met(ranked)):
+            if kept:
+                dropped.update(id(path) for path in ranked if path not in kept)
+                ranked = kept
         if len({path.nodes[-1] for path in ranked}) > 1:
             torn.append(ranked)
     entities = [node for group in torn for path in group
@@ -619,6 +619,19 @@ def _linking(ranked: list[Path], seeds: set[Node]) -> list[Path]:
     if not ranked or not ranked[0].reading.whether:
         return []
     return [path for path in ranked if path.nodes[-1] in seeds and path.nodes[-1] != path.seed]
+
+
+def _met(ranked: list[Path]) -> list[Path]:
+    """Of equally good paths from several seeds, those to an end that the most seeds reach,
+    when more than one does: "Who discovered polonium and radium?" asks for whom both lead to,
+    Marie Curie, not Pierre Curie, who discovered radium alone. None when no end is shared."""
+    reaching: dict[Node, set[Node]] = {}
+    for path in ranked:
+        reaching.setdefault(path.nodes[-1], set()).add(path.seed)
+    most = max((len(seeds) for seeds in reaching.values()), default=0)
+    if most < 2:
+        return []
+    return [path for path in ranked if len(reaching[path.nodes[-1]]) == most]
 
 
 def _uses(path: Path, roles: Roles) -> int:
