@@ -1039,6 +1039,12 @@ LOOK_ALIKE_CASES = [
         [("Waspman", "composer", "Keith Moon"), ("Keith Moon", "cause of death", "overdose")],
         [("Keith Moon", "place of death", "Kings College London")],
         "overdose", id="why-asks-for-a-cause"),
+    # ... and so does "How did X die?", whose year of death is no answer
+    pytest.param(
+        "How did the composer of song Waspman die?", ["Waspman"],
+        [("Waspman", "composer", "Keith Moon"), ("Keith Moon", "cause of death", "overdose")],
+        [("Keith Moon", "date of death", "7 September 1978")],
+        "overdose", id="how-did-asks-for-a-cause"),
     # "What nationality ...?" asks for a country: "National Public Radio" shares the stem of
     # "nationality", which says nothing of what it is
     pytest.param(

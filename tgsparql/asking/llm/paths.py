@@ -250,6 +250,8 @@ def _kind(tokens: list[str]) -> tuple[Kind, str, str | None, bool, int | None]:
             return Kind.ANY, token, CAUSE, False, None
         if token == "how" and i + 1 < len(tokens) and tokens[i + 1] in AMOUNTS:
             return Kind.AMOUNT, f"how {tokens[i + 1]}", None, tokens[i + 1] == "many", None
+        if token == "how" and i + 1 < len(tokens) and tokens[i + 1] in YES_OR_NO:
+            return Kind.ANY, token, CAUSE, False, None  # "How did X die?" asks as "why" does
         if token in ("which", "what") and i + 1 < len(tokens):
             after = tokens[i + 1]
             if after in STOPWORDS:
