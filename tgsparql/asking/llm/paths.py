@@ -232,7 +232,7 @@ def read(question: str, seed_labels: Collection[str]) -> Reading:
     if comparison is not None and comparison is not SAME:
         kind, kind_word = Kind.DATE, next(t for t in tokens if t in comparison & asking)
     rank = _order(tokens, places, seed_at, comparison is not None)
-    whether = comparison is None and bool(tokens) and tokens[0] in YES_OR_NO
+    whether = comparison is None and asks_whether(question)
     return Reading(relations, rank, words, kind, kind_word, noun, plural, comparison, whether)
 
 
