@@ -37,3 +37,8 @@ def test_a_short_stem_ending_in_er_is_left_as_it_is(word: str) -> None:
 def test_agent_nouns_of_other_verbs_stay_apart() -> None:
     assert stem("discoverer") != stem("director")
     assert stem("founder") != stem("finder")
+
+
+@pytest.mark.parametrize("word", ["founded", "established", "founder"])
+def test_founding_meets_the_inception_a_kg_states(word: str) -> None:
+    assert stem(word) == stem("inception")

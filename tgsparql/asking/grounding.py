@@ -64,7 +64,7 @@ DROP_CACHES_PAST: Final = 1 << 20
 cached before writing them: less writing adds too little memory to be worth reopening it."""
 REMOVE_BATCH: Final = 5000
 """Index quads an update removes when the index is rebuilt."""
-INDEX_VERSION: Final = 5
+INDEX_VERSION: Final = 6
 """Bumped when the index holds something new; an older index is rebuilt on the next update."""
 MAX_EXTRA_NAME_WORDS: Final = 3
 NAME_MATCHES_PER_RUN: Final = 2

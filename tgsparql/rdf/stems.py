@@ -11,7 +11,7 @@ import snowballstemmer
 
 # Irregular forms the stemmer leaves apart, and the words that KG predicates use for what
 # questions ask with others ("born" → place of birth, "die" → date of death, "grandfather" →
-# father, "older" → date).
+# father, "older" → date, "founded" → inception).
 _LEMMAS = {
     "born": "birth",
     "die": "death",
@@ -56,6 +56,9 @@ _LEMMAS = {
     "work": "employ",
     "detain": "detent",
     "birthday": "birth",
+    # when a thing was founded or established, as a KG names it ("inception")
+    "incept": "found",
+    "establish": "found",
     # kin a KG states as the parent, child or sibling relation
     "grandfath": "father",
     "grandmoth": "mother",
