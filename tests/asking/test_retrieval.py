@@ -17,6 +17,7 @@ from tgsparql.asking.retrieval import (
     RANKING_RULE, RetrievalLimits, _schema_predicates_in_use, retrieve, retrieve_subgraph,
 )
 from tgsparql.rdf import vocab
+from tgsparql.rdf.stems import stem
 from tgsparql.stores.store import EmbeddedStore, WithTemplates, open_store
 
 EX = "http://example.org/"
@@ -718,6 +719,56 @@ def test_a_predicate_with_more_matching_edges_than_the_cap_tells_none_apart(
     assert edges == [t("fan", "likes", "star"), t("star", "mother", "mum")]
 
 
+LOOK_ALIKE_BIRTHS = "\n".join(
+    ['ex:tara rdfs:label "Ballad of Tara" ; ex:director ex:eddie .',
+     'ex:director rdfs:label "director" . ex:dateOfBirth rdfs:label "date of birth" .']
+    + [f"ex:tara ex:dateOfBirth ex:d{i:02d} ." for i in range(6)]
+)
+"""A film with its one director and six look-alike "date of birth" edges, which answer two
+of the words of "the director who was born earlier" ("born", "earlier") to the director's one."""
+LOOK_ALIKE_STEMS = [stem(word) for word in ("director", "born", "earlier")]
+TURNS = [t("tara", "dateOfBirth", "d00"), t("tara", "director", "eddie"),
+         t("tara", "dateOfBirth", "d01")]
+
+
+@pytest.mark.parametrize("read", ["whole", "by-the-store"])
+def test_matching_predicates_take_turns_so_many_look_alikes_leave_the_one_edge_a_place(
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch, read: str
+) -> None:
+    if read == "by-the-store":
+        monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 5)
+    load(tgsparql_store, LOOK_ALIKE_BIRTHS)
+    update_label_index(tgsparql_store)
+    edges = retrieve_subgraph(tgsparql_store, [ex("tara")], one_hop(3), stems=LOOK_ALIKE_STEMS)
+    assert edges == TURNS
+
+
+def test_on_a_big_node_on_the_way_matching_predicates_take_turns(
+    tgsparql_store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "RANK_WHOLE_UP_TO", 5)
+    load(tgsparql_store, LOOK_ALIKE_BIRTHS + "\nex:fan ex:likes ex:tara .")
+    update_label_index(tgsparql_store)
+    edges = retrieve_subgraph(tgsparql_store, [ex("fan")], FAN_TWO_HOPS, stems=LOOK_ALIKE_STEMS)
+    assert edges == [t("fan", "likes", "tara"), *TURNS]
+
+
+def test_turns_reorder_only_the_best_few_times_the_limit(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """Past RANK_WINDOW times the limit a predicate's edge has no turn: every engine ranks
+    as many edges as that and no more."""
+    load(tgsparql_store, LOOK_ALIKE_BIRTHS
+         + "".join(f"\nex:tara ex:dateOfBirth ex:e{i:02d} ." for i in range(9)))
+    update_label_index(tgsparql_store)
+    edges = retrieve_subgraph(tgsparql_store, [ex("tara")], one_hop(1), stems=LOOK_ALIKE_STEMS)
+    assert edges == [t("tara", "dateOfBirth", "d00")]
+    assert t("tara", "director", "eddie") not in retrieve_subgraph(
+        tgsparql_store, [ex("tara")], one_hop(3), stems=LOOK_ALIKE_STEMS)
+    assert t("tara", "director", "eddie") in retrieve_subgraph(
+        tgsparql_store, [ex("tara")], one_hop(6), stems=LOOK_ALIKE_STEMS)
+
+
 def test_the_question_stems_holders_come_with_the_first_hops_counts(
     fan_of_a_big_star: EmbeddedStore
 ) -> None:
@@ -896,6 +947,24 @@ def test_two_seeds_compared_under_look_alike_noise_are_answered_from_their_paths
 ) -> None:
     load(tgsparql_store, TWO_FILMS)
     update_label_index(tgsparql_store)
+    selected, answer = answered(tgsparql_store, TWO_FILMS_QUESTION, TWO_FILMS_LIMITS)
+    assert set(selected) == set(TWO_FILMS_PATHS)
+    assert answer.startswith("Yes")
+
+
+def test_a_value_two_seeds_compared_share_goes_first_among_several(
+    tgsparql_store: EmbeddedStore
+) -> None:
+    """Eddie holds three countries of citizenship and Nora one, Ireland, which sorts last of
+    his: the value both reach is what "the same country" asks about, so it takes his first
+    turn, and the answer is Yes."""
+    load(tgsparql_store, TWO_FILMS.replace(
+        '"Eddie Morris" ; ex:citizenship ex:ireland',
+        '"Eddie Morris" ; ex:citizenship ex:america, ex:austria, ex:ireland',
+    ) + 'ex:america rdfs:label "America" . ex:austria rdfs:label "Austria" .')
+    update_label_index(tgsparql_store)
+    edges = retrieved_for(tgsparql_store, TWO_FILMS_QUESTION, TWO_FILMS_LIMITS)
+    assert set(TWO_FILMS_PATHS) <= set(edges)
     selected, answer = answered(tgsparql_store, TWO_FILMS_QUESTION, TWO_FILMS_LIMITS)
     assert set(selected) == set(TWO_FILMS_PATHS)
     assert answer.startswith("Yes")

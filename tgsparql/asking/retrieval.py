@@ -4,8 +4,9 @@ docs/spec.md §5.
 Per node and hop the node's edges are ranked before the limit cuts them (`RANKING_RULE`, spelled
 out in queries/retrieve_ranked.rq): a seed's edges to other seeds, then edges whose predicate or
 neighbour is named with the question's words, then rare predicates of that node before common
-ones, ties by term strings — so the edges a question needs survive on a hub, and every engine
-keeps the same ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by
+ones, ties by term strings, and then the predicates of the edges that matched take turns
+(`_in_turns`) — so the edges a question needs survive on a hub, and every engine keeps the same
+ones. Nodes of at most RANK_WHOLE_UP_TO edges are read whole and ranked here by
 the same rule; the store ranks only bigger seeds.
 """
 
@@ -46,6 +47,10 @@ MATCHES_UP_TO = 30
 label or by their neighbours' (a word all its neighbours' labels hold), keeps none of those:
 they tell nothing apart, and ranking them all would cost. Counted per predicate, a predicate
 keeps its few edges among a thousand of others that hold the question's words."""
+RANK_WINDOW = 3
+"""How many times `triple_limit` edges of a node, best first, the turns of its predicates
+(`_in_turns`) reorder before the limit cuts: the store ranks a big seed's edges and returns that
+many, so every engine keeps the same ones."""
 TURN_SLACK = 2
 """How many turns' worth of edges a node is first asked for when the size cap binds."""
 MIN_EDGES_PER_NODE = 5
@@ -222,8 +227,13 @@ def _parallel_first(
     same direction, first, the best ranked at both first: a comparison asks the same of each
     option, so of a director's several edges that answer "country" one use each, the one the
     other director ranks high as well goes on the path, whatever else each hub's noise holds.
-    The other edges keep their order after them."""
+    Before all of them go such edges that reach the same neighbour as such an edge of another
+    seed's node: a value the options share ("German", one of a director's three countries of
+    citizenship and the other director's one) is what "the same country" asks about, as the
+    selector reads it (`tgsparql.asking.llm.paths.best`). The other edges keep their order
+    after them."""
     places: dict[tuple[ox.NamedNode | None, ox.NamedNode, bool], dict[ox.NamedNode, int]] = {}
+    reaches: dict[tuple[ox.NamedNode | None, ox.NamedNode, bool, ox.Term], set[ox.NamedNode]] = {}
     for node in parallel:
         step = steps[node]
         for place, edge in enumerate(ranked[node]):
@@ -232,6 +242,7 @@ def _parallel_first(
             way = (step.by, edge.predicate, edge.subject == node)
             by_origin = places.setdefault(way, {})
             by_origin[step.origin] = min(place, by_origin.get(step.origin, place))
+            reaches.setdefault((*way, _other_end(edge, node)), set()).add(step.origin)
     reordered = {}
     for node in parallel:
         origin, by = steps[node]
@@ -239,14 +250,21 @@ def _parallel_first(
         for place, edge in enumerate(ranked[node]):
             way = (by, edge.predicate, edge.subject == node)
             others = [at for seed, at in places.get(way, {}).items() if seed != origin]
-            keys.append((max(place, min(others)) if others else len(ranked[node]), place))
-        reordered[node] = [ranked[node][place] for _, place in sorted(keys)]
+            shared = reaches.get((*way, _other_end(edge, node)), set()) - {origin}
+            keys.append((not shared, max(place, min(others)) if others else len(ranked[node]),
+                         place))
+        reordered[node] = [ranked[node][place] for *_, place in sorted(keys)]
     return reordered
+
+
+def _other_end(edge: ox.Triple, node: ox.NamedNode) -> ox.Term:
+    return edge.object if edge.subject == node else edge.subject
 
 
 @dataclass
 class RankedQuery:
-    """Each node's best `triple_limit` edges, found once per node.
+    """Each node's best RANK_WINDOW × `triple_limit` edges in the order the limit cuts them
+    (`_in_turns`), found once per node.
 
     The first request of a hop (retrieve_degrees.rq, the whole frontier) tells the nodes with
     more than RANK_WHOLE_UP_TO edges (a seed's are counted); on the first hop it also finds the
@@ -292,7 +310,8 @@ class RankedQuery:
     def ranked(
         self, nodes: Sequence[ox.NamedNode], per_node: int
     ) -> dict[ox.NamedNode, list[ox.Triple]]:
-        """Each node's best `per_node` (at most `triple_limit`) edges, best first."""
+        """Each node's best `per_node` (at most RANK_WINDOW × `triple_limit`) edges, best
+        first."""
         missing = [node for node in dict.fromkeys(nodes) if node not in self.best]
         if missing:
             self._read(missing)
@@ -338,7 +357,7 @@ class RankedQuery:
         )
         grown = [node for node, edges in zip(small, read) if not self._rank_whole(node, edges)]
         for node, rows_of_node in matches.items():
-            self.best[node] = _best_matches(rows_of_node, self.triple_limit)
+            self.best[node] = _best_matches(node, rows_of_node, self.triple_limit)
         return grown
 
     def _rank_whole(self, node: ox.NamedNode, edges: Sequence[_Edge]) -> bool:
@@ -459,7 +478,7 @@ class RankedQuery:
         return self.store.run(
             "retrieve_ranked",
             nodes=nodes,
-            triple_limit=self.triple_limit,
+            triple_limit=self.triple_limit * RANK_WINDOW,
             excluded=self.excluded,
             stems=self.stems,
             predicates=self.predicates,
@@ -489,8 +508,10 @@ class RankedQuery:
                 _text(s), p.value, _text(o),
             )
             ranked[node].append((key, ox.Triple(s, p, o)))  # type: ignore[arg-type]
-        return {node: [edge for _, edge in sorted(found, key=lambda item: item[0])]
-                for node, found in ranked.items()}
+        return {
+            node: _in_turns(node, [(key[0] < 0, edge) for key, edge in sorted(found)])
+            for node, found in ranked.items()
+        }
 
 
 _Edge = tuple[ox.NamedNode | ox.Literal, ox.NamedNode, bool]
@@ -558,10 +579,12 @@ def _best(
         )
         kept.append((neighbour, p, out))
     keys.sort()
-    return [
-        ox.Triple(node, p, neighbour) if out else ox.Triple(neighbour, p, node)  # type: ignore[arg-type]
-        for neighbour, p, out in (kept[key[-1]] for key in keys[:limit])
-    ]
+    return _in_turns(node, [
+        (key[0] < 0,
+         ox.Triple(node, p, neighbour) if out else ox.Triple(neighbour, p, node))  # type: ignore[arg-type]
+        for key in keys[: limit * RANK_WINDOW]
+        for neighbour, p, out in (kept[key[-1]],)
+    ])
 
 
 _Match = tuple[str, ox.Triple, int]
@@ -615,7 +638,8 @@ def _split_rows(
     return read, matches
 
 
-def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
+def _best_matches(node: ox.NamedNode, matches: Sequence[_Match], limit: int
+                  ) -> list[ox.Triple]:
     """A bigger node's best edges by the sum of their matches' weights, then the rarity of
     their predicate (its edges that matched by its label, the fewer the earlier; an edge
     brought only by its neighbour counts as not rare), then the terms' strings. A
@@ -632,11 +656,29 @@ def _best_matches(matches: Sequence[_Match], limit: int) -> list[ox.Triple]:
             scores[edge] = scores.get(edge, 0) + weight
             if "predicate" in way:
                 rarity[edge] = min(count, rarity.get(edge, count))
-    return sorted(
+    best = sorted(
         scores,
         key=lambda edge: (-scores[edge], rarity.get(edge, COUNT_UP_TO + 1),
                           _text(edge.subject), edge.predicate.value, _text(edge.object)),
-    )[:limit]
+    )[: limit * RANK_WINDOW]
+    return _in_turns(node, [(True, edge) for edge in best])
+
+
+def _in_turns(node: ox.NamedNode, ranked: Sequence[tuple[bool, ox.Triple]]) -> list[ox.Triple]:
+    """A node's best edges (RANK_WINDOW × `triple_limit` of them, best first), the edges that
+    match the question (True: they scored) taking turns by predicate and direction: each one's
+    best edge, in rank order, before any one's second; the limit cuts after this. A film's 28
+    look-alike "date of birth" edges, which answer "born" and "earlier" both, leave its one
+    "director" edge a place among the first; a predicate's many edges still come in their
+    order, and edges that match nothing after them all, as before."""
+    turns: Counter[tuple[ox.NamedNode, bool]] = Counter()
+    keys: list[tuple[int, int, int]] = []
+    for place, (matched, edge) in enumerate(ranked):
+        way = (edge.predicate, edge.subject == node)
+        keys.append((0, turns[way], place) if matched else (1, 0, place))
+        turns[way] += matched
+    keys.sort()
+    return [ranked[place][1] for _, _, place in keys]
 
 
 def _number(term: object) -> float:
@@ -679,7 +721,8 @@ def _hop(
     edges = query.ranked(frontier, per_node)
     parallel = _parallel(frontier, steps)
     if parallel:
-        edges.update(_parallel_first(parallel, steps, query.ranked(parallel, limit),
+        edges.update(_parallel_first(parallel, steps,
+                                     query.ranked(parallel, limit * RANK_WINDOW),
                                      query.predicates))
     edges = {node: found[: wanted[node]] for node, found in edges.items()}
     if min(wanted.values(), default=limit) < limit:
