@@ -34,7 +34,7 @@ from benchmarks.pipeline_bench import (
     DEFAULT_SEED, WARMUP_QUESTIONS, build, kg_directory, percentile, read_into_page_cache,
 )
 from benchmarks.validation_bench import source_env, templates_of
-from tgsparql.asking.grounding import update_label_index
+from tgsparql.asking.grounding import INDEX_VERSION, update_label_index
 from tgsparql.stores.store import open_store
 
 SIZES = {"facts": Size(1_000_000, 2000, "KG facts"),
@@ -83,8 +83,8 @@ class Timed:
 
 
 def tail_store(work: Path, names: int) -> Path:
-    """The tail's store, built once per size."""
-    folder = work / f"grounding-tail-{names}-v{TAIL_FORMAT}"
+    """The tail's store, built once per size and label index version."""
+    folder = work / f"grounding-tail-{names}-v{TAIL_FORMAT}-index{INDEX_VERSION}"
     if (folder / "built").is_file():
         return folder / "store"
     shutil.rmtree(folder, ignore_errors=True)  # an interrupted build

@@ -40,7 +40,9 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from benchmarks.harness import BenchParser, Size, head, load_average, utc_now, write
-from tgsparql.asking.grounding import STOPWORDS, Grounding, ground, update_label_index
+from tgsparql.asking.grounding import (
+    INDEX_VERSION, STOPWORDS, Grounding, ground, update_label_index,
+)
 from tgsparql.asking.labels import get_labelgraph
 from tgsparql.asking.librarian import StoreLibrarian
 from tgsparql.asking.llm.base import SelectionRequest
@@ -371,8 +373,9 @@ def _questions(
 
 
 def kg_directory(work: Path, n_facts: int, seed: int) -> Path:
-    """The cache folder of the KG of (n_facts, seed): its store in `store`."""
-    return work / f"kg-{n_facts}-seed{seed}-v{BUILD_FORMAT}"
+    """The cache folder of the KG of (n_facts, seed): its store in `store`. Named by the
+    label index's version too: a store indexed by an older one is built again, not reused."""
+    return work / f"kg-{n_facts}-seed{seed}-v{BUILD_FORMAT}-index{INDEX_VERSION}"
 
 
 def build(n_facts: int, work: Path, seed: int, log: Callable[[str], None]) -> BuildInfo:
