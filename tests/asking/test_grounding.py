@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tgsparql.asking import grounding
 from tgsparql.asking.grounding import (
     MAX_PHRASE_WORDS, RANKED_EDGES, WORD_SCAN, IndexEntry, Phrase, candidate_phrases, ground, label_keys, name_fit, name_runs,
-    rebuild_label_index, update_label_index,
+    rebuild_label_index, stems, update_label_index,
 )
 from tgsparql.asking.retrieval import RetrievalLimits, retrieve_subgraph
 from tgsparql.rdf import vocab
@@ -1010,3 +1010,11 @@ def test_a_title_longer_than_any_concept_is_still_found_as_a_name(
     title = "Una Prostituta Al Servizio Del Pubblico E In Regola Con Le Leggi Dello Stato"
     indexed(tgsparql_store, f"ex:film rdfs:label {ox.Literal(title)} .")
     assert ground(tgsparql_store, f"When did {title} come out?", 50).seeds == [ex("film")]
+
+
+def test_an_uncle_is_asked_for_through_the_parents_too() -> None:
+    """An uncle is a parent's sibling: the stems retrieval ranks by hold the parents, or a
+    seed's one "father" edge is cut among look-alikes; a father is asked for as himself."""
+    assert {"father", "mother", "sibl"} <= stems("Who is Tlilpotoncatzin's uncle?").keys()
+    assert {"father", "spous"} <= stems("Who is the stepmother of Sara Ali Khan?").keys()
+    assert "spous" not in stems("Who is the father of Emperor Taizong?")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tgsparql.rdf.stems import stem
+from tgsparql.rdf.stems import kin_through, stands_in, stem, through_parents
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,15 @@ def test_agent_nouns_of_other_verbs_stay_apart() -> None:
 @pytest.mark.parametrize("word", ["founded", "established", "founder"])
 def test_founding_meets_the_inception_a_kg_states(word: str) -> None:
     assert stem(word) == stem("inception")
+
+
+def test_kin_a_word_names_through_a_parent() -> None:
+    assert kin_through("uncles") == kin_through("uncle") == (
+        ("father", "sibling"), ("mother", "sibling"))
+    assert kin_through("brother") == ()
+    # "uncle" alone stems as "sibling", "stepmother" as "spouse": the step through the parent
+    # must come first; "father" is a relation of its own
+    assert [stands_in(word) for word in ("uncle", "aunt", "stepmother", "father")] == [
+        True, True, True, False]
+    assert through_parents("aunt") == ["father", "mother"]
+    assert through_parents("father") == []

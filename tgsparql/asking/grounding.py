@@ -49,7 +49,7 @@ from typing import Final, TypeVar
 import pyoxigraph as ox
 
 from tgsparql.rdf import vocab
-from tgsparql.rdf.stems import ASKS_FOR, SPOUSE, in_law, stem, stem_in_place
+from tgsparql.rdf.stems import ASKS_FOR, SPOUSE, in_law, stem, stem_in_place, through_parents
 from tgsparql.rdf.text import WORD as _WORD
 from tgsparql.rdf.text import normalize_label, words
 from tgsparql.stores.store import Solution, Store
@@ -176,6 +176,8 @@ def stems(text: str) -> dict[str, str]:
             found.setdefault(ASKS_FOR[word], word)
         elif word not in STOPWORDS:
             found.setdefault(stem_in_place(words_of, at), word)
+            for parent in through_parents(word):  # an uncle is reached through a parent
+                found.setdefault(parent, word)
     return found
 
 

@@ -142,3 +142,32 @@ def stem_in_place(words: Sequence[str], at: int) -> str:
     """The stem of the word at `at` as the text around it uses it: the "law" of "X-in-law"
     asks for a spouse."""
     return SPOUSE if in_law(words, at) else stem(words[at])
+
+
+_KIN_THROUGH = {
+    "uncle": (("father", "sibling"), ("mother", "sibling")),
+    "aunt": (("father", "sibling"), ("mother", "sibling")),
+    "stepmother": (("father", "spouse"),),
+    "stepfather": (("mother", "spouse"),),
+    "father": (("mother", "spouse"),),
+    "mother": (("father", "spouse"),),
+}
+
+
+def kin_through(word: str) -> tuple[tuple[str, str], ...]:
+    """The ways a KG states the kin a word names through a parent, each (parent, then): an
+    uncle or aunt is a sibling of the father or mother, a stepmother the father's spouse, a
+    father the mother's spouse (where no edge names him); none for any other word."""
+    return _KIN_THROUGH.get(word) or _KIN_THROUGH.get(word.removesuffix("s"), ())
+
+
+def stands_in(word: str) -> bool:
+    """Whether the word's stem is that of the last step of its way through a parent ("uncle"
+    stems as "sibling"): read alone, it would ask for the person's own sibling or spouse."""
+    return any(stem(then) == stem(word) for _, then in kin_through(word))
+
+
+def through_parents(word: str) -> list[str]:
+    """The stems of the parents the kin a word names is reached through, when the word alone
+    stands in for the last step (`stands_in`): what retrieval must rank at the person."""
+    return [stem(parent) for parent, _ in kin_through(word)] if stands_in(word) else []

@@ -1101,3 +1101,50 @@ def test_under_look_alike_noise_only_the_path_the_question_walks_is_selected(
     chosen, found = ask(question, kg(*facts, *noise), *seeds)
     assert found == lead
     assert sorted(edge.labels for edge in chosen) == sorted(facts)
+
+
+# ---- kin a KG states through a parent
+
+FAMILY = kg(
+    ("Ada", "mother", "Beth"),
+    ("Beth", "spouse", "Carl"),
+    ("Carl", "sibling", "Dan"),
+    ("Beth", "sibling", "Erin"),
+    ("Ada", "sibling", "Finn"),
+    ("Gus", "father", "Carl"),
+    ("Carl", "spouse", "Hope"),
+)
+"""Ada's father is named by no edge of hers: he is her mother's spouse, Carl, whose sibling Dan
+is Gus's uncle, as her mother's sibling Erin is her aunt; Finn is her brother. Carl's son Gus
+has a stepmother, Hope, his father's other spouse."""
+
+
+@pytest.mark.parametrize(("question", "seed", "lead", "walked"), [
+    ("Who is Ada's father?", "Ada", "Carl", [("Ada", "mother", "Beth"), ("Beth", "spouse", "Carl")]),
+    ("Who is the uncle of Ada?", "Ada", "Erin", [("Ada", "mother", "Beth"),
+                                                 ("Beth", "sibling", "Erin")]),
+    ("Who is Gus's uncle?", "Gus", "Dan", [("Gus", "father", "Carl"), ("Carl", "sibling", "Dan")]),
+    ("Who is Ada's aunt?", "Ada", "Erin", [("Ada", "mother", "Beth"), ("Beth", "sibling", "Erin")]),
+    ("Who is the stepmother of Gus?", "Gus", "Hope",
+     [("Gus", "father", "Carl"), ("Carl", "spouse", "Hope")]),
+])
+def test_kin_a_kg_states_through_a_parent_is_walked_through_the_parent(
+    question: str, seed: str, lead: str, walked: list[tuple[str, str, str]]
+) -> None:
+    """An uncle is a parent's sibling, never the person's own sibling (Finn), which the stems
+    alone read "uncle" as; the KG does not say which of Ada's parents' siblings is a man."""
+    chosen, found = ask(question, FAMILY, seed)
+    assert found == lead
+    assert sorted(edge.labels for edge in chosen) == sorted(walked)
+
+
+def test_a_parent_an_edge_names_is_that_edge_not_a_spouse_of_the_other_parent() -> None:
+    chosen, lead = ask("Who is Gus's father?", FAMILY, "Gus")
+    assert lead == "Carl" and [edge.labels for edge in chosen] == [("Gus", "father", "Carl")]
+
+
+def test_an_uncle_no_path_reaches_is_no_sibling_of_the_persons_own() -> None:
+    """Finn's one edge is his sibling Ada: the stems read "uncle" as "sibling", but Ada is no
+    uncle of his, and nothing is answered."""
+    chosen, lead = ask("Who is Finn's uncle?", FAMILY, "Finn")
+    assert (chosen, lead) == ([], "")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import pyoxigraph as ox
@@ -30,7 +30,7 @@ from tgsparql.asking.grounding import ASIDE, STOPWORDS, match_key, name_runs, na
 from tgsparql.asking.labels import LabeledEdge
 from tgsparql.asking.roles import RoleReader, Roles
 from tgsparql.rdf import vocab
-from tgsparql.rdf.stems import in_law, stem, stem_in_place
+from tgsparql.rdf.stems import in_law, kin_through, stands_in, stem, stem_in_place
 from tgsparql.rdf.text import words
 
 Node = ox.NamedNode | ox.Literal | ox.BlankNode | ox.Triple
@@ -64,10 +64,10 @@ PLACE_WORDS = frozenset(stem(word) for word in (
 ).split())
 """Words of a predicate whose object is a place."""
 LOCATIVE = frozenset({"in", "at"})
+"""A predicate label ending in one of these ("born in", "worked at") leads to a place."""
 INVERSE_ENDINGS = frozenset({"of", "by"})
 """A predicate label ending in one of these ("daughter of", "held by") names its subject by
 what it is to the object."""
-"""A predicate label ending in one of these ("born in", "worked at") leads to a place."""
 EARLIEST = frozenset("first earlier earliest older oldest".split())
 LATEST = frozenset("later latest younger youngest recent recently newer last".split())
 LONGEST = frozenset("longer longest".split())
@@ -153,7 +153,8 @@ def clause_paths(question: str, edges: Sequence[LabeledEdge], seed_labels: Colle
     found: list[list[Path]] = []
     for clause in clauses(question):
         reading = read(clause, seed_labels)
-        paths = best(reading, walk(reading, edges, starts), starts)
+        paths = _through_kin(reading, best(reading, walk(reading, edges, starts), starts),
+                             edges, starts)
         if found and PRONOUNS & set(words(clause)):
             ends = list(dict.fromkeys(
                 end for path in found[-1]
@@ -164,6 +165,40 @@ def clause_paths(question: str, edges: Sequence[LabeledEdge], seed_labels: Colle
                 paths = further
         found.append(paths)
     return found
+
+
+def _through_kin(reading: Reading, paths: list[Path], edges: Sequence[LabeledEdge],
+                 starts: Sequence[Node]) -> list[Path]:
+    """The paths, or, where the question asks for kin (`kin_through`) that no hop of theirs names
+    by its word, the paths through a parent: "Who is X's uncle?" walks X —father→ Y —sibling→
+    Z, not to X's own sibling, which the stems alone read "uncle" as; "Who is X's father?"
+    walks through X's mother's spouse when no edge names X's father. An uncle asked for that
+    no path reaches is not answered by a sibling of X's; a father or mother, by what the
+    question's own word reads."""
+    for stem_found, word in reading.words.items():
+        ways = kin_through(word)
+        if not ways or reading.relations[stem_found] != 1 or any(
+                word in match_key(edge.labels[1]).split() for path in paths
+                for edge in path.edges):
+            continue
+        through: list[Path] = []
+        for parent, last in ways:
+            first, then = stem(parent), stem(last)
+            if first in reading.relations or then != stem_found and then in reading.relations:
+                continue
+            relations = reading.relations.copy()
+            del relations[stem_found]
+            relations.update((first, then))
+            place = reading.rank[stem_found]
+            rank = {found: at for found, at in reading.rank.items() if found != stem_found}
+            variant = replace(reading, relations=relations,
+                              rank={**rank, first: place - 0.5, then: place},
+                              words={**reading.words, first: word, then: word})
+            through += [path for path in best(variant, walk(variant, edges, starts), starts)
+                        if path.covered == sum(relations.values())]
+        if through or stands_in(word):
+            return through  # what the stems alone read "uncle" as is a sibling: none of X's
+    return paths
 
 
 def asks_whether(clause: str) -> bool:
