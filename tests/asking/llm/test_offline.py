@@ -665,6 +665,29 @@ def test_the_same_n_with_one_options_value_has_no_lead() -> None:
     assert text.startswith("From the knowledge graph: Greencastle director Koran Dunbar")
 
 
+def test_a_comparison_with_one_options_value_names_nothing_first() -> None:
+    """"Which film ... was born first, A or B?" with only one director's birth date in the facts
+    compares nothing: that date is no film, and naming the film would be a guess."""
+    facts = kg(("Wolves of the Range", "director", "Sam Newfield"),
+               ("Sam Newfield", "date of birth", "December 6, 1899"),
+               ("Shadow of the Earth", "director", "Taieb Louhichi"))
+    question = ("Which film whose director was born first, Shadow Of The Earth or Wolves Of The "
+                "Range?")
+    chosen, lead = ask(question, facts, "Shadow of the Earth", "Wolves of the Range")
+    assert ("Sam Newfield", "date of birth", "December 6, 1899") in [e.labels for e in chosen]
+    assert lead == ""
+
+
+def test_first_of_one_things_several_is_no_date() -> None:
+    """"Who was the first wife of Henry VIII?" compares his wives, and the KG dates no
+    marriage: their dates of birth lead nothing."""
+    facts = kg(("Henry VIII", "spouse", "Catherine of Aragon"),
+               ("Henry VIII", "spouse", "Anne Boleyn"),
+               ("Catherine of Aragon", "date of birth", "16 December 1485"),
+               ("Anne Boleyn", "date of birth", "1501"))
+    assert ask("Who was the first wife of Henry VIII?", facts, "Henry VIII")[1] == ""
+
+
 COUPON = kg(
     ("The Last Coupon", "director", "Frank Launder"),
     ("Interview with a Hitman", "director", "Perry Bhandal"),

@@ -23,7 +23,7 @@ from tgsparql.asking.llm.base import (
     ExtractionOutput, ExtractionRequest, ExtractionUnsupported, SelectionOutput, SelectionRequest,
 )
 from tgsparql.asking.llm.paths import (
-    SAME, Kind, Path, Reading, asks_whether, attested, clause_paths, clauses, compare, is_partial,
+    Kind, Path, Reading, asks_whether, attested, clause_paths, clauses, compare, is_partial,
     named_ends, named_first, names, one_walk, path_seeds, seed_names,
 )
 from tgsparql.asking.llm.usage import Usage
@@ -169,8 +169,9 @@ def _clause_lead(reading: Reading, paths: list[Path], clause: str, labels: set[s
     """The end the clause's best paths reach; for a comparison, what comparing the options'
     values gives ("Yes" or "No" when it asks whether the option it names first wins, "Was
     Pierre Curie older than Marie Curie?", not which one does, "Was A or B born first?"), and
-    nothing when the facts give fewer than two options a value and the question asks yes or no
-    ("Are A and B from the same country?"): an entity is no answer to it. Nothing for an amount
+    nothing when the facts give fewer than two options a value: an entity is no answer to "Are
+    A and B from the same country?", nor one director's date of birth to "Which film's director
+    was born first, A or B?", and naming the option with the value would be a guess. Nothing for an amount
     ("how old", "how many"): no end is one, and a number drawn from the facts cites none. Nor
     is an end the answer to another question for yes or no (`asks_whether`): "Yes" when a path
     links two entities the clause names surely, among the facts' `labels` (`names`: "Did
@@ -185,7 +186,7 @@ def _clause_lead(reading: Reading, paths: list[Path], clause: str, labels: set[s
         return None if first is None else "Yes" if first == compared else "No"
     if compared is not None:
         return compared
-    if reading.comparison is SAME or reading.kind is Kind.AMOUNT:
+    if reading.comparison is not None or reading.kind is Kind.AMOUNT:
         return None
     if asks_whether(clause):
         return "Yes" if any(names(clause, path.labels[0], labels)
