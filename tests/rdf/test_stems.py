@@ -52,5 +52,6 @@ def test_kin_a_word_names_through_a_parent() -> None:
     # must come first; "father" is a relation of its own
     assert [stands_in(word) for word in ("uncle", "aunt", "stepmother", "father")] == [
         True, True, True, False]
-    assert through_parents("aunt") == ["father", "mother"]
-    assert through_parents("father") == []
+    assert through_parents("aunt") == ["father", "sibl", "mother"]
+    assert through_parents("father") == ["mother", "spous"]
+    assert through_parents("brother") == []

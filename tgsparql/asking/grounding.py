@@ -176,8 +176,6 @@ def stems(text: str) -> dict[str, str]:
             found.setdefault(ASKS_FOR[word], word)
         elif word not in STOPWORDS:
             found.setdefault(stem_in_place(words_of, at), word)
-            for parent in through_parents(word):  # an uncle is reached through a parent
-                found.setdefault(parent, word)
     return found
 
 
@@ -623,13 +621,15 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
         return Grounding(concepts=[], seeds=[])
     keys = sorted({phrase.key for phrase in phrases})
     runs = name_runs(question)
-    question_stems = sorted(stems(question))
+    tokens = words(question)[:MAX_QUESTION_WORDS]
+    # kin a KG states through a parent: the ground query tells which labels hold those steps
+    steps = {step for token in tokens for step in through_parents(token)}
+    question_stems = sorted(stems(question).keys() | steps)
     read = _ground_rows(store, keys=keys, stems=question_stems,
                         schema_candidates=vocab.WELL_KNOWN_SCHEMA_PREDICATES)
     entities_by_key = read.entities_by_key
     chosen = _longest_matches([p for p in phrases if p.key in entities_by_key])
     covered = {i for phrase in chosen for i in range(phrase.start, phrase.end)}
-    tokens = words(question)[:MAX_QUESTION_WORDS]
     concepts = [phrase.text for phrase in chosen]
     concepts += [
         token
@@ -676,9 +676,15 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     asking = {found for i, token in enumerate(tokens) if i not in naming and token not in ASKS_FOR
               for found in stems(token)}
     asking |= {SPOUSE for i in range(len(tokens)) if i not in naming and in_law(tokens, i)}
+    asked = [token for i, token in enumerate(tokens)
+             if i not in naming and token not in STOPWORDS and token not in ASKS_FOR]
+    # the steps of kin reached through a parent count where the kin is all the question asks
+    # for ("Who is X's uncle?"): a path of two hops, which retrieval must rank at each
+    kin = set(through_parents(asked[0])) if len(asked) == 1 else set()
+    asking |= kin
     asked_for = {ASKS_FOR[token] for i, token in enumerate(tokens)
                  if i not in naming and token in ASKS_FOR} - asking
-    telling = sorted(set(read.telling))
+    telling = sorted(found for found in set(read.telling) if found not in steps - asking)
     return Grounding(
         concepts=_unique(concepts),
         seeds=seeds,

@@ -168,6 +168,7 @@ def stands_in(word: str) -> bool:
 
 
 def through_parents(word: str) -> list[str]:
-    """The stems of the parents the kin a word names is reached through, when the word alone
-    stands in for the last step (`stands_in`): what retrieval must rank at the person."""
-    return [stem(parent) for parent, _ in kin_through(word)] if stands_in(word) else []
+    """The stems of the steps of the kin a word names through a parent (`kin_through`): what
+    retrieval must rank to reach it, the parent at the person and the sibling or spouse at the
+    parent ("uncle": father, mother, sibling; "father": mother, spouse)."""
+    return list(dict.fromkeys(stem(step) for way in kin_through(word) for step in way))
