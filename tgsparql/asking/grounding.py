@@ -684,7 +684,8 @@ def ground(store: Store, question: str, entity_limit: int) -> Grounding:
     asking |= kin
     asked_for = {ASKS_FOR[token] for i, token in enumerate(tokens)
                  if i not in naming and token in ASKS_FOR} - asking
-    telling = sorted(found for found in set(read.telling) if found not in steps - asking)
+    unasked = steps - asking
+    telling = sorted(found for found in set(read.telling) if found not in unasked)
     return Grounding(
         concepts=_unique(concepts),
         seeds=seeds,

@@ -579,11 +579,10 @@ def _best(
         )
         kept.append((neighbour, p, out))
     keys.sort()
+    window = [(key[0] < 0, kept[key[-1]]) for key in keys[: limit * RANK_WINDOW]]
     return _in_turns(node, [
-        (key[0] < 0,
-         ox.Triple(node, p, neighbour) if out else ox.Triple(neighbour, p, node))  # type: ignore[arg-type]
-        for key in keys[: limit * RANK_WINDOW]
-        for neighbour, p, out in (kept[key[-1]],)
+        (scored, ox.Triple(node, p, other) if out else ox.Triple(other, p, node))  # type: ignore[arg-type]
+        for scored, (other, p, out) in window
     ])
 
 

@@ -171,12 +171,12 @@ def _clause_lead(reading: Reading, paths: list[Path], clause: str, labels: set[s
     Pierre Curie older than Marie Curie?", not which one does, "Was A or B born first?"), and
     nothing when the facts give fewer than two options a value: an entity is no answer to "Are
     A and B from the same country?", nor one director's date of birth to "Which film's director
-    was born first, A or B?", and naming the option with the value would be a guess. Nothing for an amount
-    ("how old", "how many"): no end is one, and a number drawn from the facts cites none. Nor
-    is an end the answer to another question for yes or no (`asks_whether`): "Yes" when a path
-    links two entities the clause names surely, among the facts' `labels` (`names`: "Did
-    Marie Curie marry Pierre Curie?", "was vermeer born in delft?"), else nothing — that the
-    KG states no such edge does not say there is none."""
+    was born first, A or B?", and naming the option with the value would be a guess. Nothing
+    for an amount ("how old", "how many"): no end is one, and a number drawn from the facts
+    cites none. Nor is an end the answer to another question for yes or no (`asks_whether`):
+    "Yes" when a path links two entities the clause names surely, among the facts' `labels`
+    (`names`: "Did Marie Curie marry Pierre Curie?", "was vermeer born in delft?"), else
+    nothing — that the KG states no such edge does not say there is none."""
     compared = compare(reading, paths)
     if compared in ("yes", "no"):
         return compared.capitalize()
